@@ -1,0 +1,86 @@
+//! Opaque handles: boxed Rust objects handed to C as pointers.
+//!
+//! Live handles are tracked in a registry so that freeing a handle twice, or
+//! freeing a pointer nnmem never made, is detected and reported through
+//! `nnm_last_error()` instead of corrupting the heap. Other calls check a
+//! per-type tag in the handle (cheap, catches a handle of the wrong type);
+//! using a handle after freeing it is undefined, as in C.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use crate::status::{Error, Result, Status};
+
+static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+
+/// A type handed to C behind a pointer. It carries a per-type tag so that
+/// a pointer of the wrong type is caught.
+pub trait Tagged {
+    /// Its C name, for messages.
+    const NAME: &'static str;
+    /// Whether the value's tag is this type's tag.
+    fn tag_is_valid(&self) -> bool;
+}
+
+fn registry<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
+    let mut guard = LIVE.lock().unwrap_or_else(|p| p.into_inner());
+    f(guard.get_or_insert_with(HashSet::new))
+}
+
+/// Boxes `value` and registers the pointer.
+pub fn into_handle<T: Tagged>(value: T) -> *mut T {
+    let ptr = Box::into_raw(Box::new(value));
+    registry(|set| set.insert(ptr as usize));
+    ptr
+}
+
+/// Frees a handle made by [`into_handle`]. NULL is a no-op; an unknown or
+/// already freed pointer is reported and left alone.
+///
+/// # Safety
+/// `ptr` must be NULL or a pointer obtained from [`into_handle`] for `T`.
+pub unsafe fn free_handle<T: Tagged>(ptr: *mut T) -> Result<()> {
+    if ptr.is_null() {
+        return Ok(());
+    }
+    if !registry(|set| set.remove(&(ptr as usize))) {
+        return Err(Error::invalid(format!(
+            "{}_free: {:p} is not a live {} (double free, or not made by nnmem)",
+            T::NAME,
+            ptr,
+            T::NAME
+        )));
+    }
+    drop(Box::from_raw(ptr));
+    Ok(())
+}
+
+/// Borrows the value behind a handle after NULL and tag checks.
+///
+/// # Safety
+/// `ptr` must be NULL or point to a live handle.
+pub unsafe fn value_ref<'a, T: Tagged>(ptr: *const T, what: &str) -> Result<&'a T> {
+    if ptr.is_null() {
+        return Err(Error::new(Status::NullArgument, format!("{what} is NULL")));
+    }
+    let value = &*ptr;
+    if !value.tag_is_valid() {
+        return Err(Error::invalid(format!("{what} is not a valid {}", T::NAME)));
+    }
+    Ok(value)
+}
+
+/// Mutable variant of [`value_ref`].
+///
+/// # Safety
+/// As [`value_ref`], and no other reference to the handle may be in use.
+pub unsafe fn value_mut<'a, T: Tagged>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
+    if ptr.is_null() {
+        return Err(Error::new(Status::NullArgument, format!("{what} is NULL")));
+    }
+    let value = &mut *ptr;
+    if !value.tag_is_valid() {
+        return Err(Error::invalid(format!("{what} is not a valid {}", T::NAME)));
+    }
+    Ok(value)
+}

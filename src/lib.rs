@@ -1,0 +1,28 @@
+//! # nnmem
+//!
+//! Memory management for machine-learning runtimes, as a Rust library with a
+//! C ABI. The core is a static memory planner: buffers with sizes and
+//! lifetimes get offsets in one block so that buffers live at the same time
+//! never overlap, with the smallest peak found. The tensor arena, memory
+//! regions and workbuffer provisioning all plan through it.
+//!
+//! - [`plan`]: the planner (algorithms, lower bound, validator, picture,
+//!   CSV format).
+//! - [`status`]: the status enum shared by every capability and the error
+//!   type of the safe core.
+//! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
+//!   pointers.
+//!
+//! The safe core never panics on bad input: every fallible call returns an
+//! [`Error`] naming what was wrong, and changes nothing.
+
+#![deny(missing_docs)]
+
+pub mod ffi;
+pub mod plan;
+pub mod status;
+
+pub use status::{Error, Result, Status};
+
+/// The crate version, from `Cargo.toml`.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

@@ -1,0 +1,25 @@
+//! Longest lifetime first (larger first on ties), lowest offset that fits:
+//! long-lived buffers settle at the bottom and short ones reuse the space
+//! above them.
+
+use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use crate::plan::problem::Problem;
+
+/// Lifetime descending, first fit.
+pub struct LifetimeFirstFit;
+
+impl PlacementAlgorithm for LifetimeFirstFit {
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::LifetimeFirstFit
+    }
+
+    fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
+        let buffers = problem.buffers();
+        let mut order = unfixed(problem);
+        order.sort_unstable_by(|&a, &b| {
+            let (x, y) = (&buffers[a], &buffers[b]);
+            y.lifetime.len().cmp(&x.lifetime.len()).then(y.size.cmp(&x.size)).then(a.cmp(&b))
+        });
+        Placement { offsets: place_in_order(problem, &order, Fit::First), algorithm: self.algorithm() }
+    }
+}

@@ -1,0 +1,152 @@
+//! Glow's order: find the step where the most not-yet-placed bytes are
+//! live, place the largest not-yet-placed buffer live there, repeat. The
+//! most crowded moment of the program is packed first, with the most room.
+//!
+//! Two segment trees over the compressed time axis make each choice
+//! O(log T): one with range-add / max for the live unplaced bytes per step,
+//! one holding each buffer at its canonical nodes (sorted by size) to find
+//! the largest unplaced buffer live at a step. O(n log T) in all.
+
+use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use crate::plan::problem::Problem;
+
+/// Largest live step first, first fit.
+pub struct LiveStep;
+
+/// Range add, global max and its position over `n` leaves.
+struct MaxTree {
+    leaves: usize,
+    max: Vec<u128>,
+    add: Vec<u128>,
+    neg: Vec<u128>, // pending subtractions kept apart so values stay unsigned
+}
+
+impl MaxTree {
+    fn new(n: usize) -> Self {
+        let leaves = n.max(1).next_power_of_two();
+        MaxTree { leaves, max: vec![0; 2 * leaves], add: vec![0; 2 * leaves], neg: vec![0; 2 * leaves] }
+    }
+
+    /// Adds `delta` (or subtracts when `subtract`) over leaves `[a, b)`.
+    fn update(&mut self, v: usize, lo: usize, hi: usize, a: usize, b: usize, delta: u128, subtract: bool) {
+        if b <= lo || hi <= a {
+            return;
+        }
+        if a <= lo && hi <= b {
+            if subtract {
+                self.max[v] -= delta;
+                self.neg[v] += delta;
+            } else {
+                self.max[v] += delta;
+                self.add[v] += delta;
+            }
+            return;
+        }
+        let mid = (lo + hi) / 2;
+        self.update(2 * v, lo, mid, a, b, delta, subtract);
+        self.update(2 * v + 1, mid, hi, a, b, delta, subtract);
+        self.max[v] = self.max[2 * v].max(self.max[2 * v + 1]) + self.add[v] - self.neg[v];
+    }
+
+    fn range(&mut self, a: usize, b: usize, delta: u128, subtract: bool) {
+        self.update(1, 0, self.leaves, a, b, delta, subtract);
+    }
+
+    /// The leaf holding the maximum (leftmost on ties).
+    fn argmax(&self) -> usize {
+        let mut v = 1;
+        while v < self.leaves {
+            v = if self.max[2 * v] >= self.max[2 * v + 1] { 2 * v } else { 2 * v + 1 };
+        }
+        v - self.leaves
+    }
+}
+
+/// The live-step placement order of the unfixed buffers.
+pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
+    let buffers = problem.buffers();
+    let candidates = unfixed(problem);
+    let mut points: Vec<i64> = Vec::new();
+    for &i in &candidates {
+        if buffers[i].occupies() {
+            points.push(buffers[i].lifetime.start);
+            points.push(buffers[i].lifetime.end);
+        }
+    }
+    points.sort_unstable();
+    points.dedup();
+    let segments = points.len().saturating_sub(1).max(1);
+    let seg = |t: i64| points.binary_search(&t).expect("known point");
+
+    let mut live = MaxTree::new(segments);
+    let leaves = live.leaves;
+    // Buffers at their canonical nodes; each node's list sorted by size
+    // descending with a cursor past the already-placed ones.
+    let mut lists: Vec<Vec<usize>> = vec![Vec::new(); 2 * leaves];
+    let mut ranges = vec![(0usize, 0usize); buffers.len()];
+    for &i in &candidates {
+        let b = &buffers[i];
+        if !b.occupies() {
+            continue;
+        }
+        let (a, e) = (seg(b.lifetime.start), seg(b.lifetime.end));
+        ranges[i] = (a, e);
+        live.range(a, e, b.size as u128, false);
+        let (mut l, mut r) = (a + leaves, e + leaves);
+        while l < r {
+            if l & 1 == 1 {
+                lists[l].push(i);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                lists[r].push(i);
+            }
+            l >>= 1;
+            r >>= 1;
+        }
+    }
+    for list in &mut lists {
+        list.sort_unstable_by(|&x, &y| buffers[y].size.cmp(&buffers[x].size).then(y.cmp(&x)));
+    }
+    let mut cursor = vec![0usize; 2 * leaves];
+    let mut placed = vec![false; buffers.len()];
+    let mut order = Vec::with_capacity(candidates.len());
+    while live.max[1] > 0 {
+        let step = live.argmax();
+        // The largest unplaced buffer covering `step` sits in one of the
+        // lists on the path from its leaf to the root.
+        let mut best: Option<usize> = None;
+        let mut v = step + leaves;
+        while v >= 1 {
+            while cursor[v] < lists[v].len() && placed[lists[v][cursor[v]]] {
+                cursor[v] += 1;
+            }
+            if let Some(&i) = lists[v].get(cursor[v]) {
+                let better = best.is_none_or(|j| (buffers[i].size, i) > (buffers[j].size, j));
+                if better {
+                    best = Some(i);
+                }
+            }
+            v >>= 1;
+        }
+        let i = best.expect("a step with live bytes has a live buffer");
+        placed[i] = true;
+        order.push(i);
+        let (a, e) = ranges[i];
+        live.range(a, e, buffers[i].size as u128, true);
+    }
+    // Buffers that occupy nothing go last; their offset does not matter.
+    order.extend(candidates.into_iter().filter(|&i| !placed[i]));
+    order
+}
+
+impl PlacementAlgorithm for LiveStep {
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::LiveStep
+    }
+
+    fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
+        Placement { offsets: place_in_order(problem, &live_step_order(problem), Fit::First), algorithm: self.algorithm() }
+    }
+}

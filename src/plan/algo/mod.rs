@@ -1,0 +1,235 @@
+//! Placement algorithms behind one trait. A new algorithm is one file: a
+//! type implementing [`PlacementAlgorithm`] plus a line in [`Algorithm`].
+//!
+//! Most heuristics are an *ordering* of the buffers plus a *placement rule*
+//! (first fit or best fit) run by [`place_in_order`] over the shared
+//! [`Occupancy`] structure, so they differ only in what makes them
+//! different.
+
+mod auto;
+mod conflict;
+mod lifetime_first_fit;
+mod linear;
+mod live_step;
+mod size_best_fit;
+mod size_first_fit;
+mod tflm;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use super::occupancy::Occupancy;
+use super::problem::Problem;
+use crate::status::{Error, Result};
+
+/// The planning algorithms, selectable by value (C: `nnm_algorithm`) or by
+/// name ([`Algorithm::from_name`]).
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Algorithm {
+    /// Runs the heuristics, keeps the smallest peak, and stops as soon as a
+    /// plan reaches the lower bound. The default.
+    Auto = 0,
+    /// Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
+    /// fixed buffers first, then by size descending (later-added first on
+    /// ties), each at the lowest gap that fits. O(n^2), like the original.
+    Tflm = 1,
+    /// No reuse: buffers stacked in order of addition, like TFLite Micro's
+    /// `LinearMemoryPlanner`.
+    Linear = 2,
+    /// Size descending, lowest offset that fits (greedy by size).
+    SizeFirstFit = 3,
+    /// Size descending, the free gap with the least slack.
+    SizeBestFit = 4,
+    /// Longest lifetime first, lowest offset that fits.
+    LifetimeFirstFit = 5,
+    /// Glow's order: repeatedly the largest unplaced buffer live at the step
+    /// with the most unplaced bytes live; lowest offset that fits.
+    LiveStep = 6,
+    /// Most conflicting bytes first (the sum of the sizes of the buffers it
+    /// shares a step with), lowest offset that fits.
+    Conflict = 7,
+}
+
+impl Algorithm {
+    /// Every algorithm, in numeric order.
+    pub const ALL: [Algorithm; 8] = [
+        Algorithm::Auto,
+        Algorithm::Tflm,
+        Algorithm::Linear,
+        Algorithm::SizeFirstFit,
+        Algorithm::SizeBestFit,
+        Algorithm::LifetimeFirstFit,
+        Algorithm::LiveStep,
+        Algorithm::Conflict,
+    ];
+
+    /// The heuristics `auto` tries, best first on real traces.
+    pub const HEURISTICS: [Algorithm; 5] = [
+        Algorithm::SizeFirstFit,
+        Algorithm::SizeBestFit,
+        Algorithm::LiveStep,
+        Algorithm::Conflict,
+        Algorithm::LifetimeFirstFit,
+    ];
+
+    /// The name used by the CLI, the CSV tools and `nnm_algorithm_from_name`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Tflm => "tflm",
+            Algorithm::Linear => "linear",
+            Algorithm::SizeFirstFit => "size-first-fit",
+            Algorithm::SizeBestFit => "size-best-fit",
+            Algorithm::LifetimeFirstFit => "lifetime-first-fit",
+            Algorithm::LiveStep => "live-step",
+            Algorithm::Conflict => "conflict",
+        }
+    }
+
+    /// Looks an algorithm up by name. Errors with the list of known names.
+    pub fn from_name(name: &str) -> Result<Self> {
+        Algorithm::ALL.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+            Error::invalid(format!("unknown algorithm '{name}' (known: {})", known.join(", ")))
+        })
+    }
+
+    /// The algorithm with this numeric value (C's `nnm_algorithm`).
+    pub fn from_value(value: u32) -> Result<Self> {
+        Algorithm::ALL
+            .get(value as usize)
+            .copied()
+            .ok_or_else(|| Error::invalid(format!("unknown algorithm value {value} (0 to {})", Algorithm::ALL.len() - 1)))
+    }
+
+    /// The implementation.
+    pub fn implementation(self) -> &'static dyn PlacementAlgorithm {
+        match self {
+            Algorithm::Auto => &auto::Auto,
+            Algorithm::Tflm => &tflm::Tflm,
+            Algorithm::Linear => &linear::Linear,
+            Algorithm::SizeFirstFit => &size_first_fit::SizeFirstFit,
+            Algorithm::SizeBestFit => &size_best_fit::SizeBestFit,
+            Algorithm::LifetimeFirstFit => &lifetime_first_fit::LifetimeFirstFit,
+            Algorithm::LiveStep => &live_step::LiveStep,
+            Algorithm::Conflict => &conflict::Conflict,
+        }
+    }
+}
+
+/// Limits and signals a search honours. Heuristics finish in one pass and
+/// only read `lower_bound`; searching algorithms also stop at the deadline or
+/// when `cancel` is set, returning their best plan so far.
+#[derive(Clone, Debug)]
+pub struct SearchLimits {
+    /// The lower bound of the problem, so `auto` can stop early.
+    pub lower_bound: u64,
+    /// When to give up and return the best plan so far.
+    pub deadline: Option<Instant>,
+    /// Set from another thread to stop a search early.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl SearchLimits {
+    /// Limits with no deadline and no cancellation.
+    pub fn unlimited(lower_bound: u64) -> Self {
+        SearchLimits { lower_bound, deadline: None, cancel: None }
+    }
+
+    /// Limits with a time budget from now.
+    pub fn with_budget(lower_bound: u64, budget: Duration) -> Self {
+        SearchLimits { lower_bound, deadline: Some(Instant::now() + budget), cancel: None }
+    }
+
+    /// Whether the search should stop now.
+    pub fn should_stop(&self) -> bool {
+        self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
+            || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+}
+
+/// What an algorithm returns: an offset per buffer (in the problem's order)
+/// and which algorithm produced it (`auto` reports the heuristic that won).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Placement {
+    /// Offset of each buffer.
+    pub offsets: Vec<u64>,
+    /// The algorithm that produced these offsets.
+    pub algorithm: Algorithm,
+}
+
+/// A planning algorithm. Implementations must return a valid plan (no two
+/// buffers live at one step overlap, fixed buffers keep their offsets, every
+/// offset aligned) for any [`Problem`] whose fixed buffers do not overlap
+/// each other.
+pub trait PlacementAlgorithm: Sync {
+    /// Which algorithm this is.
+    fn algorithm(&self) -> Algorithm;
+    /// Places every buffer of `problem`.
+    fn place(&self, problem: &Problem, limits: &SearchLimits) -> Placement;
+}
+
+/// How a buffer's offset is chosen among the free gaps.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Fit {
+    /// The lowest offset that fits.
+    First,
+    /// The gap with the least slack.
+    Best,
+}
+
+/// Places fixed buffers at their offsets, then the others in `order` (which
+/// must list every non-fixed buffer exactly once) by the `fit` rule.
+/// Buffers that occupy nothing (size zero or never live) get offset 0.
+pub fn place_in_order(problem: &Problem, order: &[usize], fit: Fit) -> Vec<u64> {
+    let buffers = problem.buffers();
+    let mut occupancy =
+        Occupancy::new(buffers.iter().filter(|b| b.occupies()).map(|b| (b.lifetime.start, b.lifetime.end)));
+    let mut offsets = vec![0u64; buffers.len()];
+    for (i, b) in buffers.iter().enumerate() {
+        if let Some(offset) = b.fixed_offset {
+            offsets[i] = offset;
+            if b.occupies() {
+                let w = occupancy.window(b.lifetime.start, b.lifetime.end).expect("occupying buffer");
+                occupancy.insert(&w, offset, b.size);
+            }
+        }
+    }
+    for &i in order {
+        let b = &buffers[i];
+        debug_assert!(b.fixed_offset.is_none());
+        if !b.occupies() {
+            continue;
+        }
+        let w = occupancy.window(b.lifetime.start, b.lifetime.end).expect("occupying buffer");
+        let offset = match fit {
+            Fit::First => occupancy.first_fit(&w, b.size, 0),
+            Fit::Best => occupancy.best_fit(&w, b.size),
+        };
+        occupancy.insert(&w, offset, b.size);
+        offsets[i] = offset;
+    }
+    offsets
+}
+
+/// Indices of the buffers the planner must place (not fixed).
+pub fn unfixed(problem: &Problem) -> Vec<usize> {
+    problem.buffers().iter().enumerate().filter(|(_, b)| b.fixed_offset.is_none()).map(|(i, _)| i).collect()
+}
+
+/// The peak of a placement: highest `offset + size` over occupying buffers.
+pub fn peak_of(problem: &Problem, offsets: &[u64]) -> u64 {
+    problem
+        .buffers()
+        .iter()
+        .zip(offsets)
+        .filter(|(b, _)| b.occupies())
+        .map(|(b, &o)| o + b.size)
+        .max()
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,29 @@
+//! Greedy by size: largest first, each at the lowest offset that fits.
+//!
+//! Ties go to the buffer added later, the order TFLite Micro's greedy
+//! planner uses, so without fixed buffers this is the `tflm` plan computed
+//! in O(n log n · log m) instead of O(n^2).
+
+use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use crate::plan::problem::Problem;
+
+/// Size descending, first fit.
+pub struct SizeFirstFit;
+
+/// Buffers to place by size descending, later-added first on ties.
+pub(super) fn size_descending(problem: &Problem) -> Vec<usize> {
+    let mut order = unfixed(problem);
+    let buffers = problem.buffers();
+    order.sort_unstable_by(|&a, &b| buffers[b].size.cmp(&buffers[a].size).then(b.cmp(&a)));
+    order
+}
+
+impl PlacementAlgorithm for SizeFirstFit {
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::SizeFirstFit
+    }
+
+    fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
+        Placement { offsets: place_in_order(problem, &size_descending(problem), Fit::First), algorithm: self.algorithm() }
+    }
+}

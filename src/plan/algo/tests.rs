@@ -1,0 +1,190 @@
+//! Properties every algorithm must have, checked on random instances against
+//! the independent validator, plus TFLite Micro fidelity cases.
+
+use super::*;
+use crate::plan::bound::lower_bound;
+use crate::plan::problem::{Buffer, Lifetime};
+use crate::plan::validate::validate;
+
+/// A small deterministic generator (xorshift) so tests need no dependency.
+pub(crate) struct Rng(u64);
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub(crate) fn next(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    pub(crate) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+pub(crate) fn random_problem(rng: &mut Rng, n: usize, alignment: u64, with_fixed: bool) -> Problem {
+    let mut p = Problem::new(alignment).unwrap();
+    let steps = 1 + rng.below(3 * n as u64 + 2) as i64;
+    for _ in 0..n {
+        let start = rng.below(steps as u64) as i64;
+        let len = match rng.below(8) {
+            0 => 0,
+            1 => 1,
+            _ => rng.below(steps as u64 / 2 + 2) as i64,
+        };
+        let size = match rng.below(10) {
+            0 => 0,
+            1..=3 => 1 + rng.below(8) * 16,
+            _ => 1 + rng.below(1000),
+        };
+        p.push(size, Lifetime::half_open(start, start + len).unwrap(), None).unwrap();
+    }
+    if with_fixed {
+        // Fixed buffers stacked above everything so they never overlap each
+        // other, some also placed low to force planning around them.
+        let mut top = 0;
+        for k in 0..(n / 4).max(1) {
+            let size = alignment * (1 + rng.below(20));
+            let start = rng.below(steps as u64) as i64;
+            let lt = Lifetime::half_open(start, start + 1 + rng.below(4) as i64).unwrap();
+            let offset = if k % 2 == 0 { top } else { top + alignment * rng.below(30) };
+            p.push(size, lt, Some(offset)).unwrap();
+            top = offset + size;
+        }
+    }
+    p
+}
+
+fn check_valid(problem: &Problem, placement: &Placement, name: &str) -> u64 {
+    let peak = validate(problem.buffers(), &placement.offsets)
+        .unwrap_or_else(|e| panic!("{name} made an invalid plan: {e}"));
+    for (b, &o) in problem.buffers().iter().zip(&placement.offsets) {
+        assert_eq!(o % problem.alignment(), 0, "{name}: unaligned offset {o}");
+        if let Some(f) = b.fixed_offset {
+            assert_eq!(o, f, "{name} moved a fixed buffer");
+        }
+    }
+    assert_eq!(peak, peak_of(problem, &placement.offsets));
+    peak
+}
+
+#[test]
+fn every_algorithm_makes_valid_plans_on_random_instances() {
+    let mut rng = Rng::new(7);
+    for round in 0..300 {
+        let n = 1 + (round % 40);
+        let alignment = [1, 4, 16, 64][round % 4];
+        let problem = random_problem(&mut rng, n, alignment, round % 3 == 0);
+        let lb = lower_bound(problem.buffers()).bytes;
+        let limits = SearchLimits::unlimited(lb);
+        for algorithm in Algorithm::ALL {
+            let placement = algorithm.implementation().place(&problem, &limits);
+            let peak = check_valid(&problem, &placement, algorithm.name());
+            if !problem.has_fixed() {
+                assert!(peak >= lb, "{}: peak {peak} below lower bound {lb}", algorithm.name());
+            }
+        }
+    }
+}
+
+#[test]
+fn size_first_fit_matches_tflm_without_fixed_buffers() {
+    let mut rng = Rng::new(11);
+    for round in 0..300 {
+        let problem = random_problem(&mut rng, 1 + round % 60, 1 << (round % 5), false);
+        let limits = SearchLimits::unlimited(0);
+        let tflm = Algorithm::Tflm.implementation().place(&problem, &limits);
+        let fast = Algorithm::SizeFirstFit.implementation().place(&problem, &limits);
+        assert_eq!(tflm.offsets, fast.offsets, "round {round}: {:?}", problem.buffers());
+    }
+}
+
+#[test]
+fn auto_is_never_worse_than_any_heuristic_or_tflm() {
+    let mut rng = Rng::new(13);
+    for round in 0..200 {
+        let problem = random_problem(&mut rng, 1 + round % 50, 8, round % 2 == 0);
+        let lb = lower_bound(problem.buffers()).bytes;
+        let limits = SearchLimits::unlimited(lb);
+        let auto = Algorithm::Auto.implementation().place(&problem, &limits);
+        let auto_peak = check_valid(&problem, &auto, "auto");
+        for a in [Algorithm::Tflm, Algorithm::SizeFirstFit] {
+            let p = a.implementation().place(&problem, &limits);
+            assert!(auto_peak <= peak_of(&problem, &p.offsets), "auto worse than {}", a.name());
+        }
+        assert_ne!(auto.algorithm, Algorithm::Auto, "auto reports the heuristic that won");
+    }
+}
+
+fn inclusive(sizes_steps: &[(u64, i64, i64)]) -> Problem {
+    let bufs = sizes_steps.iter().map(|&(size, first, last)| Buffer {
+        size,
+        lifetime: Lifetime::inclusive(first, last).unwrap(),
+        fixed_offset: None,
+    });
+    Problem::from_buffers(1, bufs).unwrap()
+}
+
+#[test]
+fn tflm_fidelity_on_its_own_test_cases() {
+    // TFLite Micro greedy_memory_planner_test "TestGreedyBasics":
+    // buffers (10,0,1),(20,2,3) -> offsets 0,0 and peak 20.
+    let limits = SearchLimits::unlimited(0);
+    let p = inclusive(&[(10, 0, 1), (20, 2, 3)]);
+    assert_eq!(Algorithm::Tflm.implementation().place(&p, &limits).offsets, vec![0, 0]);
+    // "TestGreedyMedium": 5 buffers with these lifetimes give the offsets
+    // TFLM's test asserts (0, 40, 90, 140?) -- we derive them by hand:
+    // sorted by size: b4(70) b3(60) b2(50) b1(40) b0(10).
+    // b4 [4,5] -> 0; b3 [3,5] -> 70; b2 [2,4] -> 0..50 meets b4? b4 is
+    // [4,5] and b2 [2,4] share step 4 -> after b4 and b3 (b3 at 70 shares
+    // step 3,4) -> 130; b1 [1,3] meets b3 (70..130) and b2 (130..180): gap
+    // [0,70) holds 40 -> 0; b0 [0,1] meets b1 (0..40) -> 40.
+    let p = inclusive(&[(10, 0, 1), (40, 1, 3), (50, 2, 4), (60, 3, 5), (70, 4, 5)]);
+    assert_eq!(Algorithm::Tflm.implementation().place(&p, &limits).offsets, vec![40, 0, 130, 70, 0]);
+}
+
+#[test]
+fn tflm_ties_go_to_the_later_buffer_and_zero_size_fixed_is_a_wall() {
+    let limits = SearchLimits::unlimited(0);
+    // Equal sizes, all live together: the later-added buffer is placed first.
+    let p = inclusive(&[(16, 0, 0), (16, 0, 0), (16, 0, 0)]);
+    assert_eq!(Algorithm::Tflm.implementation().place(&p, &limits).offsets, vec![32, 16, 0]);
+    // A zero-size fixed buffer at 2 below a fixed buffer at [3, 7): TFLM will
+    // not put a 3-byte buffer at 0 (the walk's candidate passes 2), first fit
+    // would.
+    let mut q = Problem::new(1).unwrap();
+    let lt = Lifetime::inclusive(0, 0).unwrap();
+    q.push(0, lt, Some(2)).unwrap();
+    q.push(4, lt, Some(3)).unwrap();
+    q.push(3, lt, None).unwrap();
+    assert_eq!(Algorithm::Tflm.implementation().place(&q, &limits).offsets, vec![2, 3, 7]);
+    assert_eq!(Algorithm::SizeFirstFit.implementation().place(&q, &limits).offsets, vec![2, 3, 0]);
+    let auto = Algorithm::Auto.implementation().place(&q, &SearchLimits::unlimited(7));
+    assert_eq!(peak_of(&q, &auto.offsets), 7);
+}
+
+#[test]
+fn linear_stacks_in_order_above_fixed_buffers() {
+    let mut p = Problem::new(4).unwrap();
+    let lt = Lifetime::half_open(0, 1).unwrap();
+    p.push(5, lt, None).unwrap();
+    p.push(8, lt, Some(0)).unwrap();
+    p.push(3, lt, None).unwrap();
+    let got = Algorithm::Linear.implementation().place(&p, &SearchLimits::unlimited(0));
+    assert_eq!(got.offsets, vec![8, 0, 16]);
+}
+
+#[test]
+fn names_round_trip_and_unknown_names_list_the_known_ones() {
+    for a in Algorithm::ALL {
+        assert_eq!(Algorithm::from_name(a.name()).unwrap(), a);
+        assert_eq!(Algorithm::from_value(a as u32).unwrap(), a);
+    }
+    let e = Algorithm::from_name("fastest").unwrap_err();
+    assert!(e.message().contains("unknown algorithm 'fastest'") && e.message().contains("tflm"));
+    assert!(Algorithm::from_value(99).is_err());
+}

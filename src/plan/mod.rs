@@ -1,0 +1,378 @@
+//! The static memory planner: buffers with sizes and lifetimes get offsets
+//! in one block so that buffers live at the same step never overlap, with
+//! the smallest peak this crate can find.
+//!
+//! ```
+//! use nnmem::plan::{Algorithm, Lifetime, Planner};
+//!
+//! let mut planner = Planner::new();
+//! planner.set_algorithm(Algorithm::Auto);
+//! // TFLite Micro vocabulary: inclusive first and last use.
+//! planner.add_buffer(4, Lifetime::inclusive(0, 2)?, None)?;
+//! planner.add_buffer(4, Lifetime::inclusive(3, 8)?, None)?;
+//! planner.add_buffer(4, Lifetime::inclusive(0, 8)?, None)?;
+//! let plan = planner.plan()?;
+//! assert_eq!(plan.peak, 8);
+//! assert_eq!(plan.lower_bound, 8);
+//! assert!(plan.proven_optimal);
+//! # Ok::<(), nnmem::Error>(())
+//! ```
+//!
+//! Costs: the lower bound and the validator are O(n log n); the heuristics
+//! are O(n log n · log m) where m is the number of free gaps they pass;
+//! `tflm` is O(n^2) like the original.
+
+pub mod algo;
+pub mod bound;
+pub mod csv;
+mod interval_set;
+mod occupancy;
+pub mod picture;
+pub mod problem;
+pub mod svg;
+pub mod validate;
+
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use algo::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
+pub use bound::{lower_bound, LowerBound};
+pub use problem::{align_up, check_alignment, Buffer, Lifetime, Problem, UNUSED_STEP};
+pub use validate::{validate, Invalid, Overlap};
+
+use crate::status::{Error, Result, Status};
+
+/// The default time budget of searching algorithms.
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
+
+/// What a successful (or over-capacity) planning run produced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanOutcome {
+    /// Offset of each buffer, in the order they were added.
+    pub offsets: Vec<u64>,
+    /// Highest `offset + size`: the bytes the block needs.
+    pub peak: u64,
+    /// The largest total size live at one step; no plan can be smaller.
+    pub lower_bound: u64,
+    /// The algorithm that produced the offsets (for `auto`, the winner).
+    pub algorithm: Algorithm,
+    /// `peak == lower_bound`: no plan can be smaller.
+    pub proven_optimal: bool,
+    /// Wall time spent planning.
+    pub elapsed: Duration,
+    /// Whether `peak` fits the capacity (always true without one).
+    pub fits: bool,
+}
+
+/// Collects buffers, plans them once, answers queries about the plan.
+///
+/// States: *collecting* (buffers may be added) and *planned* (queries
+/// answer; adding requires [`Planner::reset`]). Every failing call leaves
+/// the planner exactly as it was.
+#[derive(Debug)]
+pub struct Planner {
+    algorithm: Algorithm,
+    capacity: Option<u64>,
+    time_limit: Duration,
+    cancel: Option<Arc<AtomicBool>>,
+    problem: Problem,
+    outcome: Option<PlanOutcome>,
+}
+
+impl Default for Planner {
+    fn default() -> Self {
+        Planner::new()
+    }
+}
+
+impl Planner {
+    /// A planner with algorithm `auto`, alignment 1, no capacity.
+    pub fn new() -> Self {
+        Planner {
+            algorithm: Algorithm::Auto,
+            capacity: None,
+            time_limit: DEFAULT_TIME_LIMIT,
+            cancel: None,
+            problem: Problem::new(1).expect("1 is a power of two"),
+            outcome: None,
+        }
+    }
+
+    /// Selects the algorithm for the next [`Planner::plan`].
+    pub fn set_algorithm(&mut self, algorithm: Algorithm) {
+        self.algorithm = algorithm;
+    }
+
+    /// The selected algorithm.
+    pub fn algorithm(&self) -> Algorithm {
+        self.algorithm
+    }
+
+    /// Sets the alignment of every size and offset. Errors when it is not a
+    /// power of two, or when buffers were already added (their sizes were
+    /// rounded to the old alignment).
+    pub fn set_alignment(&mut self, alignment: u64) -> Result<()> {
+        check_alignment(alignment)?;
+        if !self.problem.is_empty() {
+            return Err(Error::wrong_state(format!(
+                "alignment can only change before buffers are added ({} added; reset first)",
+                self.problem.len()
+            )));
+        }
+        self.problem = Problem::new(alignment)?;
+        Ok(())
+    }
+
+    /// The alignment.
+    pub fn alignment(&self) -> u64 {
+        self.problem.alignment()
+    }
+
+    /// Sets the capacity the plan must fit (`None`: unlimited).
+    pub fn set_capacity(&mut self, capacity: Option<u64>) {
+        self.capacity = capacity;
+    }
+
+    /// The capacity.
+    pub fn capacity(&self) -> Option<u64> {
+        self.capacity
+    }
+
+    /// Sets the time budget of searching algorithms. Errors on zero.
+    pub fn set_time_limit(&mut self, limit: Duration) -> Result<()> {
+        if limit.is_zero() {
+            return Err(Error::invalid("time limit must be greater than zero"));
+        }
+        self.time_limit = limit;
+        Ok(())
+    }
+
+    /// The time budget.
+    pub fn time_limit(&self) -> Duration {
+        self.time_limit
+    }
+
+    /// A flag another thread may set to stop a search early; the best plan
+    /// so far is kept.
+    pub fn set_cancel_flag(&mut self, flag: Option<Arc<AtomicBool>>) {
+        self.cancel = flag;
+    }
+
+    /// Adds a buffer (size rounded up to the alignment) with an optional
+    /// fixed offset; returns its index. Errors: `WrongState` after planning,
+    /// `InvalidArgument` for an unaligned fixed offset, `Overflow` when sizes
+    /// could overflow 64 bits.
+    pub fn add_buffer(&mut self, size: u64, lifetime: Lifetime, fixed_offset: Option<u64>) -> Result<usize> {
+        if self.outcome.is_some() {
+            return Err(Error::wrong_state("buffers cannot be added after planning; reset the planner first"));
+        }
+        self.problem.push(size, lifetime, fixed_offset)
+    }
+
+    /// The problem as collected so far.
+    pub fn problem(&self) -> &Problem {
+        &self.problem
+    }
+
+    /// Number of buffers added.
+    pub fn buffer_count(&self) -> usize {
+        self.problem.len()
+    }
+
+    /// The lower bound of the buffers added so far (any time).
+    pub fn lower_bound(&self) -> u64 {
+        lower_bound(self.problem.buffers()).bytes
+    }
+
+    /// Plans the buffers. Errors: `WrongState` when already planned,
+    /// `InvalidArgument` when fixed buffers overlap each other, `DoesNotFit`
+    /// when a capacity is set and the best peak exceeds it; the outcome is
+    /// then still kept, so [`Planner::outcome`] and the message give the
+    /// bytes needed.
+    pub fn plan(&mut self) -> Result<&PlanOutcome> {
+        if self.outcome.is_some() {
+            return Err(Error::wrong_state("already planned; reset the planner to plan again"));
+        }
+        check_fixed_buffers(&self.problem)?;
+        let started = Instant::now();
+        let lb = self.lower_bound();
+        let limits = SearchLimits {
+            lower_bound: lb,
+            deadline: Some(started + self.time_limit),
+            cancel: self.cancel.clone(),
+        };
+        let placement = self.algorithm.implementation().place(&self.problem, &limits);
+        let peak = validate(self.problem.buffers(), &placement.offsets).map_err(|e| {
+            Error::new(Status::Panic, format!("internal error: {} produced an invalid plan: {e}", placement.algorithm.name()))
+        })?;
+        let fits = self.capacity.is_none_or(|c| peak <= c);
+        let outcome = PlanOutcome {
+            offsets: placement.offsets,
+            peak,
+            lower_bound: lb,
+            algorithm: placement.algorithm,
+            proven_optimal: peak == lb,
+            elapsed: started.elapsed(),
+            fits,
+        };
+        let outcome = self.outcome.insert(outcome);
+        if !outcome.fits {
+            let capacity = self.capacity.unwrap_or(0);
+            return Err(Error::new(
+                Status::DoesNotFit,
+                format!(
+                    "plan does not fit: requested {} B, available {} B, missing {} B (lower bound {} B)",
+                    outcome.peak,
+                    capacity,
+                    outcome.peak - capacity,
+                    outcome.lower_bound
+                ),
+            ));
+        }
+        Ok(outcome)
+    }
+
+    /// The last plan, also when it did not fit the capacity.
+    pub fn outcome(&self) -> Option<&PlanOutcome> {
+        self.outcome.as_ref()
+    }
+
+    /// The last plan, or `WrongState` before planning.
+    pub fn planned(&self) -> Result<&PlanOutcome> {
+        self.outcome.as_ref().ok_or_else(|| Error::wrong_state("not planned yet; call plan first"))
+    }
+
+    /// The offset of buffer `index`. Errors before planning and for an index
+    /// out of range.
+    pub fn offset(&self, index: usize) -> Result<u64> {
+        let outcome = self.planned()?;
+        outcome.offsets.get(index).copied().ok_or_else(|| {
+            Error::invalid(format!("buffer index {index} is out of range (0 to {})", self.problem.len().saturating_sub(1)))
+        })
+    }
+
+    /// Drops buffers and plan; keeps algorithm, alignment, capacity and time
+    /// limit.
+    pub fn reset(&mut self) {
+        self.problem = Problem::new(self.problem.alignment()).expect("alignment was valid");
+        self.outcome = None;
+    }
+
+    /// The TFLite-Micro-style text picture of the plan.
+    pub fn draw(&self) -> Result<String> {
+        let outcome = self.planned()?;
+        Ok(picture::draw(self.problem.buffers(), &outcome.offsets))
+    }
+}
+
+/// Fixed buffers are the caller's promise; two that overlap can never be
+/// planned around.
+fn check_fixed_buffers(problem: &Problem) -> Result<()> {
+    let fixed: Vec<Buffer> = problem.buffers().iter().filter(|b| b.fixed_offset.is_some()).copied().collect();
+    let index: Vec<usize> =
+        problem.buffers().iter().enumerate().filter(|(_, b)| b.fixed_offset.is_some()).map(|(i, _)| i).collect();
+    let offsets: Vec<u64> = fixed.iter().map(|b| b.fixed_offset.unwrap()).collect();
+    match validate(&fixed, &offsets) {
+        Ok(_) => Ok(()),
+        Err(Invalid::Overlap(o)) => Err(Error::invalid(format!(
+            "fixed buffers {} and {} overlap in memory at step {}",
+            index[o.first], index[o.second], o.step
+        ))),
+        Err(e) => Err(Error::invalid(format!("fixed buffers: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lt(a: i64, b: i64) -> Lifetime {
+        Lifetime::inclusive(a, b).unwrap()
+    }
+
+    #[test]
+    fn plans_the_minimalloc_example_optimally() {
+        let mut p = Planner::new();
+        for (size, a, b) in [(4, 0, 2), (4, 3, 8), (4, 0, 8), (4, 9, 20), (4, 0, 20)] {
+            p.add_buffer(size, lt(a, b), None).unwrap();
+        }
+        let o = p.plan().unwrap().clone();
+        assert_eq!((o.peak, o.lower_bound, o.proven_optimal, o.fits), (12, 12, true, true));
+        assert_ne!(o.algorithm, Algorithm::Auto);
+    }
+
+    #[test]
+    fn state_errors_change_nothing() {
+        let mut p = Planner::new();
+        assert_eq!(p.offset(0).unwrap_err().status(), Status::WrongState);
+        assert_eq!(p.draw().unwrap_err().status(), Status::WrongState);
+        p.add_buffer(10, lt(0, 1), None).unwrap();
+        assert_eq!(p.set_alignment(16).unwrap_err().status(), Status::WrongState);
+        p.plan().unwrap();
+        assert_eq!(p.plan().unwrap_err().status(), Status::WrongState);
+        assert_eq!(p.add_buffer(1, lt(0, 0), None).unwrap_err().status(), Status::WrongState);
+        assert_eq!(p.buffer_count(), 1);
+        assert_eq!(p.offset(1).unwrap_err().status(), Status::InvalidArgument);
+        p.reset();
+        assert_eq!(p.buffer_count(), 0);
+        p.set_alignment(16).unwrap();
+        assert_eq!(p.add_buffer(1, lt(0, 0), Some(8)).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(p.buffer_count(), 0);
+    }
+
+    #[test]
+    fn capacity_reports_bytes_needed_and_keeps_the_plan() {
+        let mut p = Planner::new();
+        p.set_capacity(Some(10));
+        p.add_buffer(8, lt(0, 1), None).unwrap();
+        p.add_buffer(8, lt(1, 2), None).unwrap();
+        let e = p.plan().unwrap_err();
+        assert_eq!(e.status(), Status::DoesNotFit);
+        assert!(e.message().contains("requested 16 B, available 10 B, missing 6 B"), "{}", e.message());
+        assert_eq!(p.outcome().unwrap().peak, 16);
+        assert!(!p.outcome().unwrap().fits);
+    }
+
+    #[test]
+    fn overlapping_fixed_buffers_are_rejected() {
+        let mut p = Planner::new();
+        p.add_buffer(8, lt(0, 3), Some(0)).unwrap();
+        p.add_buffer(8, lt(2, 4), Some(4)).unwrap();
+        let e = p.plan().unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.message().contains("fixed buffers 0 and 1 overlap"), "{}", e.message());
+        assert!(p.outcome().is_none());
+    }
+
+    #[test]
+    fn fixed_buffers_keep_their_offsets() {
+        let mut p = Planner::new();
+        p.set_alignment(16).unwrap();
+        p.add_buffer(100, lt(0, 5), None).unwrap();
+        p.add_buffer(32, lt(0, 5), Some(0)).unwrap();
+        p.add_buffer(10, lt(2, 3), None).unwrap();
+        let o = p.plan().unwrap();
+        assert_eq!(o.offsets[1], 0);
+        assert!(o.offsets.iter().all(|x| x % 16 == 0));
+        assert_eq!(o.peak, 32 + 112 + 16);
+    }
+
+    #[test]
+    fn zero_size_unused_and_single_step_buffers_are_legal() {
+        let mut p = Planner::new();
+        p.add_buffer(0, lt(0, 4), None).unwrap();
+        p.add_buffer(64, Lifetime::inclusive(UNUSED_STEP, UNUSED_STEP).unwrap(), None).unwrap();
+        p.add_buffer(8, lt(3, 3), None).unwrap();
+        let o = p.plan().unwrap();
+        assert_eq!((o.peak, o.lower_bound), (8, 8));
+    }
+
+    #[test]
+    fn empty_planner_plans_to_zero() {
+        let mut p = Planner::new();
+        let o = p.plan().unwrap();
+        assert_eq!((o.peak, o.lower_bound, o.proven_optimal), (0, 0, true));
+        assert!(p.draw().unwrap().contains("0 buffers"));
+    }
+}

@@ -1,0 +1,225 @@
+//! Which offsets are taken at which steps, answering "lowest offset at or
+//! above `c` where a block of `size` bytes is free during steps `[a, b)`"
+//! without scanning every placed buffer.
+//!
+//! Data structure: a segment tree over the compressed time axis (the
+//! distinct start and end steps). A placed buffer is stored at the O(log T)
+//! *canonical* nodes that exactly cover its lifetime. Each node keeps two
+//! merged [`IntervalSet`]s of offsets:
+//! - `own`: buffers stored at this node. They all cover the node's whole
+//!   span, so they are live at the same step and never overlap.
+//! - `sub`: the union of `own` over the node's subtree.
+//!
+//! A buffer with lifetime L meets a query window Q in time exactly when one
+//! of L's canonical nodes is an ancestor-or-self or a descendant of one of
+//! Q's canonical nodes. So a query reads `sub` of Q's canonical nodes and
+//! `own` of their strict ancestors (the nodes on the two boundary paths that
+//! are not inside Q): O(log T) sets, each answering in O(log m). First fit
+//! jumps from blocked offset to the end of the blocking interval, so it
+//! touches only the intervals it passes.
+
+use super::interval_set::IntervalSet;
+
+/// Offsets taken over time; see the module documentation.
+pub struct Occupancy {
+    /// Distinct time points, sorted; segment `i` is `[points[i], points[i+1])`.
+    points: Vec<i64>,
+    /// Number of leaves (a power of two).
+    leaves: usize,
+    own: Vec<IntervalSet>,
+    sub: Vec<IntervalSet>,
+}
+
+/// A time window in segment indices, with the nodes a query must read.
+pub struct Window {
+    nodes: Vec<(usize, bool)>, // (node, read `sub` rather than `own`)
+}
+
+impl Occupancy {
+    /// An empty occupancy over the time points of the given lifetimes
+    /// (`(start, end)` pairs; empty ones are ignored).
+    pub fn new(lifetimes: impl Iterator<Item = (i64, i64)>) -> Self {
+        let mut points: Vec<i64> = Vec::new();
+        for (s, e) in lifetimes {
+            if s < e {
+                points.push(s);
+                points.push(e);
+            }
+        }
+        points.sort_unstable();
+        points.dedup();
+        let segments = points.len().saturating_sub(1).max(1);
+        let leaves = segments.next_power_of_two();
+        Occupancy {
+            points,
+            leaves,
+            own: vec![IntervalSet::default(); 2 * leaves],
+            sub: vec![IntervalSet::default(); 2 * leaves],
+        }
+    }
+
+    /// The window for lifetime `[start, end)`, or `None` for an empty one.
+    /// Both steps must be among the points given to [`Occupancy::new`].
+    pub fn window(&self, start: i64, end: i64) -> Option<Window> {
+        if start >= end {
+            return None;
+        }
+        let a = self.points.binary_search(&start).expect("start step is a known point");
+        let b = self.points.binary_search(&end).expect("end step is a known point");
+        let mut nodes = Vec::with_capacity(64);
+        self.canonical(a, b, |v| nodes.push((v, true)));
+        self.partial_ancestors(a, b, |v| nodes.push((v, false)));
+        Some(Window { nodes })
+    }
+
+    fn canonical(&self, a: usize, b: usize, mut visit: impl FnMut(usize)) {
+        let (mut l, mut r) = (a + self.leaves, b + self.leaves);
+        while l < r {
+            if l & 1 == 1 {
+                visit(l);
+                l += 1;
+            }
+            if r & 1 == 1 {
+                r -= 1;
+                visit(r);
+            }
+            l >>= 1;
+            r >>= 1;
+        }
+    }
+
+    /// Ancestors of the canonical nodes of `[a, b)`: the nodes on the paths
+    /// from leaves `a` and `b - 1` to the root that are not inside `[a, b)`.
+    fn partial_ancestors(&self, a: usize, b: usize, mut visit: impl FnMut(usize)) {
+        let mut va = (a + self.leaves) >> 1;
+        let mut vb = (b - 1 + self.leaves) >> 1;
+        let mut height = 1u32;
+        while va >= 1 {
+            for (k, v) in [va, vb].into_iter().enumerate() {
+                if k == 1 && vb == va {
+                    break;
+                }
+                let lo = (v << height) - self.leaves;
+                let hi = lo + (1 << height);
+                if !(lo >= a && hi <= b) {
+                    visit(v);
+                }
+            }
+            va >>= 1;
+            vb >>= 1;
+            height += 1;
+        }
+    }
+
+    /// Lowest offset `>= from` where `size` bytes are free throughout the
+    /// window.
+    pub fn first_fit(&self, window: &Window, size: u64, from: u64) -> u64 {
+        let mut c = from;
+        if size == 0 {
+            return c;
+        }
+        loop {
+            let mut jump: Option<u64> = None;
+            for &(v, use_sub) in &window.nodes {
+                let set = if use_sub { &self.sub[v] } else { &self.own[v] };
+                if let Some(e) = set.blocking_end(c, c + size) {
+                    jump = Some(jump.map_or(e, |j: u64| j.max(e)));
+                }
+            }
+            match jump {
+                None => return c,
+                Some(j) => c = j,
+            }
+        }
+    }
+
+    /// The free gap that starts at a free offset `at`: the lowest taken
+    /// offset above it in the window, or `None` when everything above is
+    /// free.
+    pub fn gap_top(&self, window: &Window, at: u64) -> Option<u64> {
+        window
+            .nodes
+            .iter()
+            .filter_map(|&(v, use_sub)| {
+                let set = if use_sub { &self.sub[v] } else { &self.own[v] };
+                set.next_start(at)
+            })
+            .min()
+    }
+
+    /// The offset of the tightest free gap that holds `size` bytes (least
+    /// slack, lowest on ties); the lowest offset above everything when no
+    /// gap below holds it.
+    pub fn best_fit(&self, window: &Window, size: u64) -> u64 {
+        if size == 0 {
+            return 0;
+        }
+        let mut best: Option<(u64, u64)> = None; // (slack, offset)
+        let mut c = 0;
+        loop {
+            c = self.first_fit(window, size, c);
+            match self.gap_top(window, c) {
+                None => return best.map_or(c, |(_, o)| o),
+                Some(top) => {
+                    let slack = top - c - size;
+                    if best.is_none_or(|(s, _)| slack < s) {
+                        best = Some((slack, c));
+                        if slack == 0 {
+                            return c;
+                        }
+                    }
+                    c = top;
+                }
+            }
+        }
+    }
+
+    /// Marks `[offset, offset + size)` taken throughout the window.
+    pub fn insert(&mut self, window: &Window, offset: u64, size: u64) {
+        if size == 0 {
+            return;
+        }
+        for &(v, is_canonical) in &window.nodes {
+            if is_canonical {
+                self.own[v].insert(offset, offset + size);
+            }
+            self.sub[v].insert(offset, offset + size);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn first_fit_sees_buffers_that_meet_in_time() {
+        let lifetimes = [(0, 4), (2, 6), (6, 9), (1, 3)];
+        let mut occ = Occupancy::new(lifetimes.iter().copied());
+        let w0 = occ.window(0, 4).unwrap();
+        occ.insert(&w0, 0, 10);
+        let w1 = occ.window(2, 6).unwrap();
+        assert_eq!(occ.first_fit(&w1, 5, 0), 10);
+        occ.insert(&w1, 10, 5);
+        let w2 = occ.window(6, 9).unwrap();
+        assert_eq!(occ.first_fit(&w2, 100, 0), 0, "nothing is live from step 6");
+        let w3 = occ.window(1, 3).unwrap();
+        assert_eq!(occ.first_fit(&w3, 1, 0), 15);
+        assert_eq!(occ.gap_top(&w3, 15), None);
+        assert_eq!(occ.gap_top(&w3, 0), Some(0));
+    }
+
+    #[test]
+    fn best_fit_prefers_the_tightest_gap() {
+        let lifetimes = [(0, 10), (0, 10), (0, 10), (0, 10), (0, 10)];
+        let mut occ = Occupancy::new(lifetimes.iter().copied());
+        let w = occ.window(0, 10).unwrap();
+        occ.insert(&w, 0, 10); // gap [10, 30) of 20
+        occ.insert(&w, 30, 10); // gap [40, 45) of 5
+        occ.insert(&w, 45, 10);
+        assert_eq!(occ.first_fit(&w, 5, 0), 10);
+        assert_eq!(occ.best_fit(&w, 5), 40);
+        assert_eq!(occ.best_fit(&w, 6), 10);
+        assert_eq!(occ.best_fit(&w, 30), 55);
+    }
+}
