@@ -41,6 +41,12 @@
 #define NNM_UNUSED_STEP -1
 
 /**
+ * `auto` stops once a plan is within this many parts per million of the
+ * lower bound.
+ */
+#define NEAR_BOUND_PPM 1
+
+/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  *
@@ -104,51 +110,6 @@ typedef enum nnm_status {
    */
   NNM_PANIC = 12,
 } nnm_status;
-
-/**
- * The planning algorithms, selectable by value (C: `nnm_algorithm`) or by
- * name ([`Algorithm::from_name`]).
- */
-typedef enum nnm_algorithm {
-  /**
-   * Runs the heuristics, keeps the smallest peak, and stops as soon as a
-   * plan reaches the lower bound. The default.
-   */
-  NNM_ALGORITHM_AUTO = 0,
-  /**
-   * Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
-   * fixed buffers first, then by size descending (later-added first on
-   * ties), each at the lowest gap that fits. O(n^2), like the original.
-   */
-  NNM_ALGORITHM_TFLM = 1,
-  /**
-   * No reuse: buffers stacked in order of addition, like TFLite Micro's
-   * `LinearMemoryPlanner`.
-   */
-  NNM_ALGORITHM_LINEAR = 2,
-  /**
-   * Size descending, lowest offset that fits (greedy by size).
-   */
-  NNM_ALGORITHM_SIZE_FIRST_FIT = 3,
-  /**
-   * Size descending, the free gap with the least slack.
-   */
-  NNM_ALGORITHM_SIZE_BEST_FIT = 4,
-  /**
-   * Longest lifetime first, lowest offset that fits.
-   */
-  NNM_ALGORITHM_LIFETIME_FIRST_FIT = 5,
-  /**
-   * Glow's order: repeatedly the largest unplaced buffer live at the step
-   * with the most unplaced bytes live; lowest offset that fits.
-   */
-  NNM_ALGORITHM_LIVE_STEP = 6,
-  /**
-   * Most conflicting bytes first (the sum of the sizes of the buffers it
-   * shares a step with), lowest offset that fits.
-   */
-  NNM_ALGORITHM_CONFLICT = 7,
-} nnm_algorithm;
 
 /**
  * A static memory planner: collects buffers, plans them once, answers
@@ -239,16 +200,6 @@ typedef struct nnm_validation {
    */
   uint8_t valid;
 } nnm_validation;
-
-/**
- * Every algorithm, in numeric order.
- */
-#define nnm_algorithm_ALL { nnm_algorithm_Auto, nnm_algorithm_Tflm, nnm_algorithm_Linear, nnm_algorithm_SizeFirstFit, nnm_algorithm_SizeBestFit, nnm_algorithm_LifetimeFirstFit, nnm_algorithm_LiveStep, nnm_algorithm_Conflict, }
-
-/**
- * The heuristics `auto` tries, best first on real traces.
- */
-#define nnm_algorithm_HEURISTICS { nnm_algorithm_SizeFirstFit, nnm_algorithm_SizeBestFit, nnm_algorithm_LiveStep, nnm_algorithm_Conflict, nnm_algorithm_LifetimeFirstFit, }
 
 
 

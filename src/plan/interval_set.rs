@@ -45,6 +45,11 @@ impl IntervalSet {
         }
     }
 
+    /// Whether no offset is taken.
+    pub fn is_empty(&self) -> bool {
+        self.by_start.is_empty()
+    }
+
     /// The lowest interval start at or above `at`.
     pub fn next_start(&self, at: u64) -> Option<u64> {
         self.by_start.range(at..).next().map(|(&s, _)| s)

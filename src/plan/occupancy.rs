@@ -114,14 +114,16 @@ impl Occupancy {
     /// Lowest offset `>= from` where `size` bytes are free throughout the
     /// window.
     pub fn first_fit(&self, window: &Window, size: u64, from: u64) -> u64 {
-        let mut c = from;
         if size == 0 {
-            return c;
+            return from;
         }
+        // Most nodes on the boundary paths hold nothing: read each set's
+        // emptiness once, not once per jump.
+        let sets: Vec<&IntervalSet> = self.sets(window).filter(|s| !s.is_empty()).collect();
+        let mut c = from;
         loop {
             let mut jump: Option<u64> = None;
-            for &(v, use_sub) in &window.nodes {
-                let set = if use_sub { &self.sub[v] } else { &self.own[v] };
+            for set in &sets {
                 if let Some(e) = set.blocking_end(c, c + size) {
                     jump = Some(jump.map_or(e, |j: u64| j.max(e)));
                 }
@@ -133,18 +135,15 @@ impl Occupancy {
         }
     }
 
+    fn sets<'a>(&'a self, window: &'a Window) -> impl Iterator<Item = &'a IntervalSet> + 'a {
+        window.nodes.iter().map(|&(v, use_sub)| if use_sub { &self.sub[v] } else { &self.own[v] })
+    }
+
     /// The free gap that starts at a free offset `at`: the lowest taken
     /// offset above it in the window, or `None` when everything above is
     /// free.
     pub fn gap_top(&self, window: &Window, at: u64) -> Option<u64> {
-        window
-            .nodes
-            .iter()
-            .filter_map(|&(v, use_sub)| {
-                let set = if use_sub { &self.sub[v] } else { &self.own[v] };
-                set.next_start(at)
-            })
-            .min()
+        self.sets(window).filter_map(|set| set.next_start(at)).min()
     }
 
     /// The offset of the tightest free gap that holds `size` bytes (least

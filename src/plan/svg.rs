@@ -33,7 +33,10 @@ pub fn render(buffers: &[Buffer], offsets: &[u64], lower_bound: u64, title: &str
     );
     let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
     let _ = writeln!(s, r#"<text x="{MARGIN}" y="30">{}</text>"#, escape(title));
-    let _ = writeln!(s, r##"<g stroke="#333" stroke-width="0.2">"##);
+    // Outlines help at model scale and turn dense plans grey: drop them
+    // beyond a few thousand buffers.
+    let stroke = if live.len() <= 2000 { "#333" } else { "none" };
+    let _ = writeln!(s, r#"<g stroke="{stroke}" stroke-width="0.2">"#);
     for &i in &live {
         let b = &buffers[i];
         let (x0, x1) = (x(b.lifetime.start), x(b.lifetime.end));
@@ -53,18 +56,21 @@ pub fn render(buffers: &[Buffer], offsets: &[u64], lower_bound: u64, title: &str
         );
     }
     let _ = writeln!(s, "</g>");
-    let mark = |s: &mut String, value: u64, color: &str, label: &str| {
+    // The peak's label sits above its line and the bound's below, so they
+    // stay apart when the two are close.
+    let mark = |s: &mut String, value: u64, color: &str, label: &str, above: bool| {
         let yy = y(value);
+        let text_y = if above { yy - 4.0 } else { yy + 16.0 };
         let _ = writeln!(
             s,
             r##"<line x1="{MARGIN}" y1="{yy:.2}" x2="{:.2}" y2="{yy:.2}" stroke="{color}" stroke-width="1.5" stroke-dasharray="6 4"/><text x="{:.2}" y="{:.2}" fill="{color}" text-anchor="end">{label} {value} B</text>"##,
             WIDTH - MARGIN,
             WIDTH - MARGIN,
-            yy - 4.0
+            text_y
         );
     };
-    mark(&mut s, peak, "#c00", "peak");
-    mark(&mut s, lower_bound, "#06c", "lower bound");
+    mark(&mut s, peak, "#c00", "peak", true);
+    mark(&mut s, lower_bound, "#06c", "lower bound", false);
     let _ = writeln!(
         s,
         r#"<text x="{MARGIN}" y="{:.0}">step {t0}</text><text x="{:.0}" y="{:.0}" text-anchor="end">step {t1}</text>"#,

@@ -52,27 +52,39 @@ pub enum Algorithm {
     Conflict = 7,
 }
 
+// Kept outside the impl: cbindgen would export associated constants as
+// macros into the C header.
+const ALL_ALGORITHMS: [Algorithm; 8] = [
+        Algorithm::Auto,
+    Algorithm::Tflm,
+    Algorithm::Linear,
+    Algorithm::SizeFirstFit,
+    Algorithm::SizeBestFit,
+    Algorithm::LifetimeFirstFit,
+    Algorithm::LiveStep,
+    Algorithm::Conflict,
+];
+
+const AUTO_HEURISTICS: [Algorithm; 5] = [
+    Algorithm::LiveStep,
+    Algorithm::SizeFirstFit,
+    Algorithm::Conflict,
+    Algorithm::LifetimeFirstFit,
+    Algorithm::SizeBestFit,
+];
+
 impl Algorithm {
     /// Every algorithm, in numeric order.
-    pub const ALL: [Algorithm; 8] = [
-        Algorithm::Auto,
-        Algorithm::Tflm,
-        Algorithm::Linear,
-        Algorithm::SizeFirstFit,
-        Algorithm::SizeBestFit,
-        Algorithm::LifetimeFirstFit,
-        Algorithm::LiveStep,
-        Algorithm::Conflict,
-    ];
+    pub const fn all() -> [Algorithm; 8] {
+        ALL_ALGORITHMS
+    }
 
-    /// The heuristics `auto` tries, best first on real traces.
-    pub const HEURISTICS: [Algorithm; 5] = [
-        Algorithm::SizeFirstFit,
-        Algorithm::SizeBestFit,
-        Algorithm::LiveStep,
-        Algorithm::Conflict,
-        Algorithm::LifetimeFirstFit,
-    ];
+    /// The heuristics `auto` tries, in this order: the one that wins most
+    /// often on real traces first (so `auto` often stops after one run at
+    /// the lower bound), the slowest (best fit) last.
+    pub const fn heuristics() -> [Algorithm; 5] {
+        AUTO_HEURISTICS
+    }
 
     /// The name used by the CLI, the CSV tools and `nnm_algorithm_from_name`.
     pub const fn name(self) -> &'static str {
@@ -90,18 +102,18 @@ impl Algorithm {
 
     /// Looks an algorithm up by name. Errors with the list of known names.
     pub fn from_name(name: &str) -> Result<Self> {
-        Algorithm::ALL.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
-            let known: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+        ALL_ALGORITHMS.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
+            let known: Vec<&str> = ALL_ALGORITHMS.iter().map(|a| a.name()).collect();
             Error::invalid(format!("unknown algorithm '{name}' (known: {})", known.join(", ")))
         })
     }
 
     /// The algorithm with this numeric value (C's `nnm_algorithm`).
     pub fn from_value(value: u32) -> Result<Self> {
-        Algorithm::ALL
+        ALL_ALGORITHMS
             .get(value as usize)
             .copied()
-            .ok_or_else(|| Error::invalid(format!("unknown algorithm value {value} (0 to {})", Algorithm::ALL.len() - 1)))
+            .ok_or_else(|| Error::invalid(format!("unknown algorithm value {value} (0 to {})", ALL_ALGORITHMS.len() - 1)))
     }
 
     /// The implementation.

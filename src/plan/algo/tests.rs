@@ -81,7 +81,7 @@ fn every_algorithm_makes_valid_plans_on_random_instances() {
         let problem = random_problem(&mut rng, n, alignment, round % 3 == 0);
         let lb = lower_bound(problem.buffers()).bytes;
         let limits = SearchLimits::unlimited(lb);
-        for algorithm in Algorithm::ALL {
+        for algorithm in Algorithm::all() {
             let placement = algorithm.implementation().place(&problem, &limits);
             let peak = check_valid(&problem, &placement, algorithm.name());
             if !problem.has_fixed() {
@@ -180,7 +180,7 @@ fn linear_stacks_in_order_above_fixed_buffers() {
 
 #[test]
 fn names_round_trip_and_unknown_names_list_the_known_ones() {
-    for a in Algorithm::ALL {
+    for a in Algorithm::all() {
         assert_eq!(Algorithm::from_name(a.name()).unwrap(), a);
         assert_eq!(Algorithm::from_value(a as u32).unwrap(), a);
     }
