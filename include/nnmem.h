@@ -112,6 +112,51 @@ typedef enum nnm_status {
 } nnm_status;
 
 /**
+ * The planning algorithms, selectable by value (C: `nnm_algorithm`) or by
+ * name ([`Algorithm::from_name`]).
+ */
+typedef enum nnm_algorithm {
+  /**
+   * Runs the heuristics, keeps the smallest peak, and stops as soon as a
+   * plan reaches the lower bound. The default.
+   */
+  NNM_ALGORITHM_AUTO = 0,
+  /**
+   * Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
+   * fixed buffers first, then by size descending (later-added first on
+   * ties), each at the lowest gap that fits. O(n^2), like the original.
+   */
+  NNM_ALGORITHM_TFLM = 1,
+  /**
+   * No reuse: buffers stacked in order of addition, like TFLite Micro's
+   * `LinearMemoryPlanner`.
+   */
+  NNM_ALGORITHM_LINEAR = 2,
+  /**
+   * Size descending, lowest offset that fits (greedy by size).
+   */
+  NNM_ALGORITHM_SIZE_FIRST_FIT = 3,
+  /**
+   * Size descending, the free gap with the least slack.
+   */
+  NNM_ALGORITHM_SIZE_BEST_FIT = 4,
+  /**
+   * Longest lifetime first, lowest offset that fits.
+   */
+  NNM_ALGORITHM_LIFETIME_FIRST_FIT = 5,
+  /**
+   * Glow's order: repeatedly the largest unplaced buffer live at the step
+   * with the most unplaced bytes live; lowest offset that fits.
+   */
+  NNM_ALGORITHM_LIVE_STEP = 6,
+  /**
+   * Most conflicting bytes first (the sum of the sizes of the buffers it
+   * shares a step with), lowest offset that fits.
+   */
+  NNM_ALGORITHM_CONFLICT = 7,
+} nnm_algorithm;
+
+/**
  * A static memory planner: collects buffers, plans them once, answers
  * queries. Not thread-safe: calls on one planner must not overlap; distinct
  * planners may be used from different threads. `const` queries may run

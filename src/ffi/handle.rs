@@ -24,7 +24,14 @@ pub trait Tagged {
 
 fn registry<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
     let mut guard = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    f(guard.get_or_insert_with(HashSet::new))
+    let result = f(guard.get_or_insert_with(HashSet::new));
+    // Give the set's memory back once no handle is live, so a program that
+    // freed everything ends with nothing of nnmem's still allocated (valgrind
+    // counts a never-dropped static's buffer as "still reachable").
+    if guard.as_ref().is_some_and(HashSet::is_empty) {
+        *guard = None;
+    }
+    result
 }
 
 /// Boxes `value` and registers the pointer.

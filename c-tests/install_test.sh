@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# nnmem as a downstream user meets it: installed, vendored, or via pkg-config. Registered with ctest
+# by c-tests/CMakeLists.txt; each mode is one test.
+#
+#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR
+#       cmake --install BUILD_DIR into a staging prefix, then move it to
+#       WORK_DIR/prefix (so everything below also proves the package is
+#       relocatable) and check the file layout.
+#   install_test.sh find_package WORK_DIR CONSUMER_SRC VERSION LIBDIR [cmake args...]
+#       configure, build and run c-tests/consumer with find_package(nnmem),
+#       static and shared, BUILD_SHARED_LIBS off and on.
+#   install_test.sh add_subdirectory WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
+#       the same consumer with add_subdirectory(NNMEM_SRC): same target names.
+#   install_test.sh pkg_config   WORK_DIR CONSUMER_SRC VERSION LIBDIR CC
+#       build c-tests/consumer/main.c with `pkg-config --cflags --libs nnmem`
+#       (shared) and `pkg-config --static` (static), and run both.
+#   install_test.sh soname       LIBRARY SONAME
+#       the shared library carries the expected SONAME.
+set -euo pipefail
+
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+# needed <binary>: its DT_NEEDED entries, one per line.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+
+# check_linkage <binary> static|shared <soname>
+check_linkage() {
+    local deps
+    deps=$(needed "$1")
+    case $2 in
+        shared) grep -qx "$3" <<<"$deps" || fail "$1 does not need $3 (needs: $(echo $deps))" ;;
+        static) ! grep -q 'libnnmem' <<<"$deps" || fail "$1 should not need libnnmem (needs: $(echo $deps))" ;;
+    esac
+}
+
+soname_of() { readelf -d "$1" | sed -n 's/.*(SONAME).*\[\(.*\)\]/\1/p'; }
+
+# build_consumer BUILD_DIR CONSUMER_SRC SONAME BUILD_SHARED_LIBS [cmake args...]:
+# configure, build and run c-tests/consumer; check how each program links.
+build_consumer() {
+    local b=$1 src=$2 soname=$3 shared=$4
+    shift 4
+    rm -rf "$b"
+    cmake -S "$src" -B "$b" -DBUILD_SHARED_LIBS="$shared" -DNNMEM_CONSUMER_SELF_TEST=ON "$@"
+    cmake --build "$b"
+    for kind in static shared nnmem; do
+        echo "--- consumer_$kind (BUILD_SHARED_LIBS=$shared)"
+        "$b/consumer_$kind"
+    done
+    check_linkage "$b/consumer_static" static "$soname"
+    check_linkage "$b/consumer_shared" shared "$soname"
+    if [ "$shared" = ON ]; then
+        check_linkage "$b/consumer_nnmem" shared "$soname"
+    else
+        check_linkage "$b/consumer_nnmem" static "$soname"
+    fi
+}
+
+mode=$1
+shift
+case $mode in
+install)
+    build=$1 work=$2 libdir=$3
+    rm -rf "$work"
+    mkdir -p "$work"
+    cmake --install "$build" --prefix "$work/staging"
+    mv "$work/staging" "$work/prefix"
+    p=$work/prefix
+    for f in include/nnmem.h "$libdir/libnnmem.a" "$libdir/cmake/nnmem/nnmemConfig.cmake" \
+             "$libdir/cmake/nnmem/nnmemConfigVersion.cmake" "$libdir/pkgconfig/nnmem.pc"; do
+        [ -f "$p/$f" ] || fail "not installed: $f"
+    done
+    [ -d "$p/include/nnmem" ] || fail "not installed: include/nnmem/"
+    # libnnmem.so -> libnnmem.so.<soversion> -> libnnmem.so.<version> (the file)
+    [ -L "$p/$libdir/libnnmem.so" ] || fail "$libdir/libnnmem.so is not a symlink"
+    soname=$(soname_of "$p/$libdir/libnnmem.so")
+    [ -n "$soname" ] || fail "libnnmem.so has no SONAME"
+    [ -L "$p/$libdir/$soname" ] || fail "$libdir/$soname (the SONAME) is not a symlink"
+    real=$(readlink -f "$p/$libdir/libnnmem.so")
+    [ -f "$real" ] && [ ! -L "$real" ] || fail "libnnmem.so does not resolve to a file"
+    [ "$(readlink -f "$p/$libdir/$soname")" = "$real" ] || fail "$soname and libnnmem.so differ"
+    # Relocatable: no file may mention the staging prefix.
+    if grep -rlF "$work/staging" "$p" >/dev/null; then
+        fail "installed files hard-code the install prefix: $(grep -rlF "$work/staging" "$p")"
+    fi
+    echo "installed and relocated to $p:"
+    (cd "$p" && find . \( -type f -o -type l \) | sort)
+    ;;
+find_package)
+    work=$1 src=$2 version=$3 libdir=$4
+    shift 4
+    p=$work/prefix
+    soname=$(soname_of "$p/$libdir/libnnmem.so")
+    for shared in OFF ON; do
+        build_consumer "$work/consumer-$shared" "$src" "$soname" "$shared" "$@" \
+            -DCMAKE_PREFIX_PATH="$p" -DNNMEM_CONSUMER_EXPECT_VERSION="$version"
+    done
+    ;;
+add_subdirectory)
+    work=$1 src=$2 nnmem_src=$3 soname=$4
+    shift 4
+    for shared in OFF ON; do
+        build_consumer "$work/subdirectory-$shared" "$src" "$soname" "$shared" "$@" \
+            -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
+    done
+    ;;
+pkg_config)
+    work=$1 src=$2 version=$3 libdir=$4 cc=$5
+    p=$work/prefix
+    export PKG_CONFIG_PATH=$p/$libdir/pkgconfig
+    [ "$(pkg-config --modversion nnmem)" = "$version" ] || fail "pkg-config --modversion: $(pkg-config --modversion nnmem)"
+    pc_libdir=$(pkg-config --variable=libdir nnmem)
+    soname=$(soname_of "$pc_libdir/libnnmem.so")
+    b=$work/pkg-config
+    rm -rf "$b"
+    mkdir -p "$b"
+    flags=(-std=c11 -Wall -Wextra -Werror -pedantic)
+
+    read -ra cflags <<<"$(pkg-config --cflags nnmem)"
+    read -ra libs <<<"$(pkg-config --libs nnmem)"
+    echo "shared: $cc main.c ${cflags[*]} ${libs[*]}"
+    "$cc" "${flags[@]}" "$src/main.c" "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_shared"
+    "$b/consumer_shared"
+    check_linkage "$b/consumer_shared" shared "$soname"
+
+    # With both libnnmem.a and libnnmem.so in libdir, -lnnmem picks the .so;
+    # a static link names the archive (-l:libnnmem.a) and keeps the rest of
+    # `pkg-config --static --libs` (Libs.private: what Rust's std needs).
+    read -ra libs <<<"$(pkg-config --static --libs nnmem)"
+    libs=("${libs[@]/#-lnnmem/-l:libnnmem.a}")
+    echo "static: $cc main.c ${cflags[*]} ${libs[*]}"
+    "$cc" "${flags[@]}" "$src/main.c" "${cflags[@]}" "${libs[@]}" -o "$b/consumer_static"
+    "$b/consumer_static"
+    check_linkage "$b/consumer_static" static "$soname"
+    ;;
+soname)
+    lib=$1 want=$2
+    got=$(soname_of "$lib")
+    [ "$got" = "$want" ] || fail "$lib has SONAME '$got', expected '$want'"
+    echo "$lib: SONAME $got"
+    ;;
+*)
+    fail "unknown mode $mode"
+    ;;
+esac

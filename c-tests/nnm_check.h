@@ -1,0 +1,70 @@
+/*
+ * Tiny check harness shared by the C tests. Header-only, valid C11 and C++.
+ *
+ * Each CHECK counts a pass or prints file:line, the failed expression and
+ * nnm_last_error(), then carries on, so one run lists every failure.
+ * nnm_check_report() prints "N passed, M failed" and gives main's exit code.
+ */
+#ifndef NNM_CHECK_H
+#define NNM_CHECK_H
+
+#include <stdio.h>
+#include <string.h>
+
+#include "nnmem.h"
+
+static int nnm_check_passed;
+static int nnm_check_failed;
+
+static inline void nnm_check_record(int ok, const char *file, int line, const char *what) {
+    if (ok) {
+        ++nnm_check_passed;
+        return;
+    }
+    ++nnm_check_failed;
+    const char *err = nnm_last_error();
+    fprintf(stderr, "%s:%d: FAILED: %s\n    last failure on this thread: \"%s\"\n", file, line,
+            what, err ? err : "(NULL)");
+}
+
+static inline int nnm_check_has_message(void) {
+    const char *err = nnm_last_error();
+    return err != NULL && err[0] != '\0';
+}
+
+/* Records the outcome of a call that returned `got` where `want` was expected. */
+static inline void nnm_check_status(int got, int want, int need_message, const char *file, int line,
+                                    const char *call) {
+    if (got == want && (!need_message || nnm_check_has_message())) {
+        ++nnm_check_passed;
+        return;
+    }
+    ++nnm_check_failed;
+    const char *err = nnm_last_error();
+    fprintf(stderr, "%s:%d: FAILED: %s\n    returned %d (%s), expected %d (%s)%s\n"
+                    "    last failure on this thread: \"%s\"\n",
+            file, line, call, got, nnm_status_str(got), want, nnm_status_str(want),
+            got == want ? ", but nnm_last_error() is empty" : "", err ? err : "(NULL)");
+}
+
+#define CHECK(cond) nnm_check_record((cond) ? 1 : 0, __FILE__, __LINE__, #cond)
+/* The call succeeds. */
+#define CHECK_OK(call) nnm_check_status((int)(call), (int)NNM_OK, 0, __FILE__, __LINE__, #call)
+/* The call fails with exactly `status` and leaves a non-empty nnm_last_error(). */
+#define CHECK_FAILS(call, status) \
+    nnm_check_status((int)(call), (int)(status), 1, __FILE__, __LINE__, #call)
+/* The call fails with some status (the exact code is not part of the contract)
+ * and leaves a non-empty nnm_last_error(). */
+#define CHECK_NOT_OK(call)                                                         \
+    do {                                                                           \
+        int nnm_s_ = (int)(call);                                                  \
+        nnm_check_record(nnm_s_ != (int)NNM_OK && nnm_check_has_message(), __FILE__, \
+                         __LINE__, #call " fails with a message");                 \
+    } while (0)
+
+static inline int nnm_check_report(void) {
+    printf("%d passed, %d failed\n", nnm_check_passed, nnm_check_failed);
+    return nnm_check_failed == 0 ? 0 : 1;
+}
+
+#endif /* NNM_CHECK_H */

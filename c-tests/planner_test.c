@@ -1,0 +1,919 @@
+/*
+ * The static memory planner, as a C (or C++) user calls it: every nnm_planner
+ * entry point, the helpers around it, and every documented error path.
+ *
+ * Lifetimes are inclusive steps, TFLite-Micro style: a buffer with
+ * first_use = 0 and last_use = 2 is live at steps 0, 1 and 2.
+ *
+ * Valid C11 and C++ (c-tests/CMakeLists.txt builds it both ways): no
+ * designated initializers, no compound literals, no implicit void* casts.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "nnm_check.h"
+#include "nnmem.h"
+
+#ifndef NNM_EXPECTED_VERSION
+#error "build with -DNNM_EXPECTED_VERSION=\"x.y.z\" (the version in Cargo.toml)"
+#endif
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+#define MAX_BUFFERS 64
+/* An out-param value no call should ever produce: checks "written only on success". */
+#define SENTINEL UINT64_C(0x5EB7133D5EB7133D)
+
+typedef struct test_buffer {
+    uint64_t size;
+    int64_t first_use;
+    int64_t last_use;
+    int fixed; /* nonzero: added with nnm_planner_add_fixed_buffer at `offset` */
+    uint64_t offset;
+} test_buffer;
+
+/* MiniMalloc's 5-buffer example (README), as inclusive steps.
+ *   step   0..2   3..8   9..20
+ *   b1       4
+ *   b2              4
+ *   b3       4      4
+ *   b4                     4
+ *   b5       4      4      4
+ *   sum     12     12      8   -> lower bound 12, reached by an optimal plan. */
+static const test_buffer MINIMALLOC[] = {
+    {4, 0, 2, 0, 0}, {4, 3, 8, 0, 0}, {4, 0, 8, 0, 0}, {4, 9, 20, 0, 0}, {4, 0, 20, 0, 0},
+};
+
+/* The instance of the TFLite Micro exactness test (test_tflm_exact). */
+static const test_buffer TFLM_CHAIN[] = {
+    {100, 0, 1, 0, 0}, {50, 1, 2, 0, 0}, {70, 2, 3, 0, 0}, {40, 3, 4, 0, 0},
+};
+
+static const uint32_t ALL_ALGORITHMS[] = {
+    NNM_ALGORITHM_AUTO,          NNM_ALGORITHM_TFLM,
+    NNM_ALGORITHM_LINEAR,        NNM_ALGORITHM_SIZE_FIRST_FIT,
+    NNM_ALGORITHM_SIZE_BEST_FIT, NNM_ALGORITHM_LIFETIME_FIRST_FIT,
+    NNM_ALGORITHM_LIVE_STEP,     NNM_ALGORITHM_CONFLICT,
+};
+static const char *const ALL_ALGORITHM_NAMES[] = {
+    "auto", "tflm", "linear", "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
+    "conflict",
+};
+
+/* ---- helpers ------------------------------------------------------------- */
+
+static nnm_planner *new_planner(void) {
+    nnm_planner *p = NULL;
+    CHECK_OK(nnm_planner_new(&p));
+    CHECK(p != NULL);
+    return p;
+}
+
+/* Adds `n` buffers in order; index i must come back as i. */
+static void add_all(nnm_planner *p, const test_buffer *b, size_t n) {
+    for (size_t i = 0; i < n; ++i) {
+        size_t index = (size_t)-1;
+        if (b[i].fixed) {
+            CHECK_OK(nnm_planner_add_fixed_buffer(p, b[i].size, b[i].first_use, b[i].last_use,
+                                                  b[i].offset, &index));
+        } else {
+            CHECK_OK(nnm_planner_add_buffer(p, b[i].size, b[i].first_use, b[i].last_use, &index));
+        }
+        CHECK(index == i);
+    }
+}
+
+static uint64_t max_end(const test_buffer *b, const uint64_t *offsets, size_t n) {
+    uint64_t peak = 0;
+    for (size_t i = 0; i < n; ++i) {
+        /* Zero-size and never-used buffers occupy no memory. */
+        if (b[i].size > 0 && b[i].first_use != NNM_UNUSED_STEP && offsets[i] + b[i].size > peak) {
+            peak = offsets[i] + b[i].size;
+        }
+    }
+    return peak;
+}
+
+/* Reads the plan of `p` (made from the `n` buffers `b`), checks it is
+ * internally consistent and valid by nnm_plan_validate, and returns its result. */
+static nnm_plan_result check_plan(const nnm_planner *p, const test_buffer *b, size_t n,
+                                  uint64_t *offsets) {
+    nnm_plan_result r;
+    memset(&r, 0, sizeof r);
+    CHECK_OK(nnm_planner_get_result(p, &r));
+    CHECK(r.buffer_count == n);
+    CHECK(r.fits == 1);
+    CHECK(r.proven_optimal == 0 || r.proven_optimal == 1);
+    CHECK(r.peak_bytes >= r.lower_bound_bytes);
+    CHECK(nnm_algorithm_name(r.algorithm) != NULL);
+
+    uint64_t lower = SENTINEL, required = SENTINEL;
+    CHECK_OK(nnm_planner_lower_bound(p, &lower));
+    CHECK(lower == r.lower_bound_bytes);
+    CHECK_OK(nnm_planner_required_bytes(p, &required));
+    CHECK(required == r.peak_bytes);
+    size_t count = 0;
+    CHECK_OK(nnm_planner_buffer_count(p, &count));
+    CHECK(count == n);
+
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, n));
+    nnm_plan_buffer plan[MAX_BUFFERS];
+    for (size_t i = 0; i < n; ++i) {
+        uint64_t one = SENTINEL;
+        CHECK_OK(nnm_planner_get_offset(p, i, &one));
+        CHECK(one == offsets[i]);
+        if (b[i].fixed) CHECK(offsets[i] == b[i].offset);
+        if (b[i].size > 0 && b[i].first_use != NNM_UNUSED_STEP) {
+            CHECK(offsets[i] + b[i].size <= r.peak_bytes);
+        }
+        plan[i].size = b[i].size;
+        plan[i].first_use = b[i].first_use;
+        plan[i].last_use = b[i].last_use;
+        plan[i].offset = offsets[i];
+    }
+    nnm_validation v;
+    memset(&v, 0, sizeof v);
+    CHECK_OK(nnm_plan_validate(plan, n, &v));
+    CHECK(v.valid == 1);
+    if (!v.valid) {
+        fprintf(stderr, "    %s plan overlaps: buffers %zu and %zu at step %lld\n",
+                nnm_algorithm_name(r.algorithm), v.first, v.second, (long long)v.step);
+    }
+    CHECK(v.peak_bytes == max_end(b, offsets, n));
+    return r;
+}
+
+static nnm_plan_result plan_with(nnm_planner *p, uint32_t algorithm, const test_buffer *b, size_t n,
+                                 uint64_t *offsets) {
+    CHECK_OK(nnm_planner_set_algorithm(p, algorithm));
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_plan_result r = check_plan(p, b, n, offsets);
+    if (algorithm != NNM_ALGORITHM_AUTO) CHECK(r.algorithm == algorithm);
+    return r;
+}
+
+/* ---- the library as a whole ------------------------------------------------ */
+
+static void test_last_error_starts_empty(void) {
+    const char *err = nnm_last_error();
+    CHECK(err != NULL);
+    CHECK(err != NULL && strcmp(err, "") == 0);
+}
+
+static void test_version(void) {
+    char macros[32];
+    snprintf(macros, sizeof macros, "%d.%d.%d", NNM_VERSION_MAJOR, NNM_VERSION_MINOR,
+             NNM_VERSION_PATCH);
+    CHECK(strcmp(macros, NNM_VERSION_STRING) == 0);
+    CHECK(nnm_version() != NULL);
+    CHECK(strcmp(nnm_version(), NNM_VERSION_STRING) == 0);
+    /* ...and all of them agree with Cargo.toml, which CMake read. */
+    CHECK(strcmp(nnm_version(), NNM_EXPECTED_VERSION) == 0);
+}
+
+static void test_status_str(void) {
+    static const int codes[] = {
+        NNM_OK,          NNM_NULL_ARGUMENT, NNM_INVALID_ARGUMENT, NNM_OUT_OF_MEMORY,
+        NNM_DOES_NOT_FIT, NNM_OVERFLOW,     NNM_NOT_FOUND,        NNM_ALREADY_EXISTS,
+        NNM_WRONG_STATE, NNM_BUSY,          NNM_CANCELLED,        NNM_BUFFER_TOO_SMALL,
+        NNM_PANIC,
+    };
+    for (size_t i = 0; i < COUNT_OF(codes); ++i) {
+        CHECK(codes[i] == (int)i); /* dense, in documented order */
+        const char *s = nnm_status_str(codes[i]);
+        CHECK(s != NULL && s[0] != '\0');
+        CHECK(s != NULL && strcmp(s, "unknown status") != 0);
+        CHECK(s == nnm_status_str(codes[i])); /* static, not rebuilt per call */
+        for (size_t j = 0; j < i; ++j) {
+            CHECK(s != NULL && strcmp(s, nnm_status_str(codes[j])) != 0);
+        }
+    }
+    static const int unknown[] = {-1, 13, 1000, INT32_MIN};
+    for (size_t i = 0; i < COUNT_OF(unknown); ++i) {
+        const char *s = nnm_status_str(unknown[i]);
+        CHECK(s != NULL && strcmp(s, "unknown status") == 0);
+    }
+}
+
+static void test_algorithm_names(void) {
+    for (size_t i = 0; i < COUNT_OF(ALL_ALGORITHMS); ++i) {
+        uint32_t a = UINT32_MAX;
+        CHECK_OK(nnm_algorithm_from_name(ALL_ALGORITHM_NAMES[i], &a));
+        CHECK(a == ALL_ALGORITHMS[i]);
+        const char *name = nnm_algorithm_name(ALL_ALGORITHMS[i]);
+        CHECK(name != NULL && strcmp(name, ALL_ALGORITHM_NAMES[i]) == 0);
+    }
+    CHECK(nnm_algorithm_name((uint32_t)COUNT_OF(ALL_ALGORITHMS)) == NULL);
+    CHECK(nnm_algorithm_name(UINT32_MAX) == NULL);
+
+    uint32_t a = 12345;
+    CHECK_FAILS(nnm_algorithm_from_name("no-such-algorithm", &a), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_algorithm_from_name("", &a), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_algorithm_from_name(NULL, &a), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_algorithm_from_name("tflm", NULL), NNM_NULL_ARGUMENT);
+    CHECK(a == 12345);
+}
+
+/* ---- planner: argument checking ------------------------------------------- */
+
+static void test_null_arguments(void) {
+    CHECK_FAILS(nnm_planner_new(NULL), NNM_NULL_ARGUMENT);
+    nnm_planner_free(NULL); /* accepted, does nothing */
+
+    uint64_t u64 = SENTINEL;
+    size_t sz = 77;
+    nnm_plan_result r;
+    memset(&r, 0xAB, sizeof r);
+    char text[16] = "untouched";
+
+    CHECK_FAILS(nnm_planner_set_algorithm(NULL, NNM_ALGORITHM_TFLM), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_algorithm_name(NULL, "tflm"), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_alignment(NULL, 16), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_capacity(NULL, 1024), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_time_limit(NULL, 1.0), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(NULL, 16, 0, 1, &sz), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(NULL, 16, 0, 1, 0, &sz), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_plan(NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_offset(NULL, 0, &u64), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_offsets(NULL, &u64, 1), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_result(NULL, &r), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_lower_bound(NULL, &u64), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_required_bytes(NULL, &u64), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_buffer_count(NULL, &sz), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_reset(NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_draw(NULL, text, sizeof text, &sz), NNM_NULL_ARGUMENT);
+    CHECK(u64 == SENTINEL);
+    CHECK(sz == 77);
+    CHECK(strcmp(text, "untouched") == 0);
+
+    /* A real planner, NULL out-params and names. */
+    nnm_planner *p = new_planner();
+    CHECK_FAILS(nnm_planner_set_algorithm_name(p, NULL), NNM_NULL_ARGUMENT);
+    CHECK_OK(nnm_planner_add_buffer(p, 16, 0, 1, NULL)); /* out_index may be NULL */
+    CHECK_OK(nnm_planner_add_fixed_buffer(p, 16, 2, 3, 64, NULL));
+    CHECK_FAILS(nnm_planner_lower_bound(p, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_buffer_count(p, NULL), NNM_NULL_ARGUMENT);
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_FAILS(nnm_planner_get_offset(p, 0, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_offsets(p, NULL, 2), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_result(p, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_required_bytes(p, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_draw(p, text, sizeof text, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_draw(p, NULL, 16, &sz), NNM_NULL_ARGUMENT); /* NULL buf, len != 0 */
+    CHECK(sz == 77);
+    nnm_planner_free(p);
+}
+
+static void test_buffer_arguments(void) {
+    nnm_planner *p = new_planner();
+    size_t index = 99;
+
+    /* Zero size is legal, and so is a buffer that is never used (-1, -1). */
+    CHECK_OK(nnm_planner_add_buffer(p, 0, 0, 3, &index));
+    CHECK(index == 0);
+    CHECK_OK(nnm_planner_add_buffer(p, 32, NNM_UNUSED_STEP, NNM_UNUSED_STEP, &index));
+    CHECK(index == 1);
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 5, 5, &index)); /* one step: first == last */
+    CHECK(index == 2);
+
+    index = 99;
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 3, 2, &index), NNM_INVALID_ARGUMENT); /* reversed */
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, -1, 2, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 0, -1, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, -2, -2, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, INT64_MIN, 4, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, 3, 2, 0, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, -3, -3, 0, &index), NNM_INVALID_ARGUMENT);
+    CHECK(index == 99);
+
+    size_t count = 0;
+    CHECK_OK(nnm_planner_buffer_count(p, &count));
+    CHECK(count == 3); /* nothing half-added by the failures */
+
+    /* Alignment may change only while the planner holds no buffer. */
+    CHECK_FAILS(nnm_planner_set_alignment(p, 16), NNM_WRONG_STATE);
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_buffer_count(p, &count));
+    CHECK(count == 0);
+    CHECK_FAILS(nnm_planner_set_alignment(p, 0), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_alignment(p, 24), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_alignment(p, UINT64_MAX), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_alignment(p, (UINT64_C(1) << 63) + 1), NNM_INVALID_ARGUMENT);
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_set_alignment(p, UINT64_C(1) << 63));
+    CHECK_OK(nnm_planner_set_alignment(p, 16));
+
+    /* Fixed offsets must respect the alignment. */
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 16, 0, 1, 8, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 16, 0, 1, 1, &index), NNM_INVALID_ARGUMENT);
+    CHECK_OK(nnm_planner_add_fixed_buffer(p, 16, 0, 1, 32, &index));
+    CHECK(index == 0);
+
+    /* Algorithms: unknown values and names are refused, the setting is kept. */
+    CHECK_FAILS(nnm_planner_set_algorithm(p, (uint32_t)COUNT_OF(ALL_ALGORITHMS)),
+                NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_algorithm(p, UINT32_MAX), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_algorithm_name(p, "best"), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_algorithm_name(p, ""), NNM_INVALID_ARGUMENT);
+    for (size_t i = 0; i < COUNT_OF(ALL_ALGORITHMS); ++i) {
+        CHECK_OK(nnm_planner_set_algorithm(p, ALL_ALGORITHMS[i]));
+        CHECK_OK(nnm_planner_set_algorithm_name(p, ALL_ALGORITHM_NAMES[i]));
+    }
+
+    /* Time limit: positive and finite. */
+    CHECK_OK(nnm_planner_set_time_limit(p, 0.25));
+    CHECK_OK(nnm_planner_set_time_limit(p, 1e-9));
+    CHECK_FAILS(nnm_planner_set_time_limit(p, 0.0), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_time_limit(p, -1.0), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_time_limit(p, (double)NAN), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_time_limit(p, (double)INFINITY), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_time_limit(p, -(double)INFINITY), NNM_INVALID_ARGUMENT);
+
+    /* Capacity: any value, 0 meaning none. */
+    CHECK_OK(nnm_planner_set_capacity(p, 0));
+    CHECK_OK(nnm_planner_set_capacity(p, UINT64_MAX));
+    nnm_planner_free(p);
+}
+
+/* ---- planner: order of calls ---------------------------------------------- */
+
+static void test_wrong_state(void) {
+    nnm_planner *p = new_planner();
+    uint64_t u64 = SENTINEL;
+    uint64_t offsets[2] = {SENTINEL, SENTINEL};
+    nnm_plan_result r;
+    memset(&r, 0, sizeof r);
+    size_t written = 77;
+    char text[64];
+
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 0, 1, NULL));
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 1, 2, NULL));
+
+    /* Queries before plan. */
+    CHECK_FAILS(nnm_planner_get_offset(p, 0, &u64), NNM_WRONG_STATE);
+    CHECK_FAILS(nnm_planner_get_offsets(p, offsets, 2), NNM_WRONG_STATE);
+    CHECK_FAILS(nnm_planner_get_result(p, &r), NNM_WRONG_STATE);
+    CHECK_FAILS(nnm_planner_required_bytes(p, &u64), NNM_WRONG_STATE);
+    CHECK_FAILS(nnm_planner_draw(p, NULL, 0, &written), NNM_WRONG_STATE);
+    CHECK_FAILS(nnm_planner_draw(p, text, sizeof text, &written), NNM_WRONG_STATE);
+    CHECK(u64 == SENTINEL && offsets[0] == SENTINEL && offsets[1] == SENTINEL && written == 77);
+    /* ...but the lower bound and the count are there at any time. */
+    CHECK_OK(nnm_planner_lower_bound(p, &u64));
+    CHECK(u64 == 16); /* both live at step 1 */
+
+    CHECK_OK(nnm_planner_plan(p));
+
+    /* Planning twice, and adding after plan, without reset. */
+    CHECK_FAILS(nnm_planner_plan(p), NNM_WRONG_STATE);
+    size_t index = 99;
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 0, 1, &index), NNM_WRONG_STATE);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, 0, 1, 0, &index), NNM_WRONG_STATE);
+    CHECK(index == 99);
+    size_t count = 0;
+    CHECK_OK(nnm_planner_buffer_count(p, &count));
+    CHECK(count == 2);
+
+    /* Out-of-range indices and a wrong count. */
+    u64 = SENTINEL;
+    CHECK_NOT_OK(nnm_planner_get_offset(p, 2, &u64));
+    CHECK_NOT_OK(nnm_planner_get_offset(p, (size_t)-1, &u64));
+    CHECK(u64 == SENTINEL);
+    uint64_t three[3] = {SENTINEL, SENTINEL, SENTINEL};
+    CHECK_FAILS(nnm_planner_get_offsets(p, three, 3), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_offsets(p, three, 1), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_offsets(p, three, 0), NNM_INVALID_ARGUMENT);
+    CHECK(three[0] == SENTINEL && three[1] == SENTINEL && three[2] == SENTINEL);
+    CHECK_OK(nnm_planner_get_offsets(p, three, 2));
+
+    /* Reset drops buffers and plan. */
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_buffer_count(p, &count));
+    CHECK(count == 0);
+    CHECK_FAILS(nnm_planner_get_result(p, &r), NNM_WRONG_STATE);
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 0, 1, &index));
+    CHECK(index == 0);
+    nnm_planner_free(p);
+
+    /* A fresh planner: nothing planned yet. */
+    p = new_planner();
+    CHECK_FAILS(nnm_planner_required_bytes(p, &u64), NNM_WRONG_STATE);
+    CHECK_OK(nnm_planner_lower_bound(p, &u64));
+    CHECK(u64 == 0);
+    nnm_planner_free(p);
+}
+
+static void test_empty_plan(void) {
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_plan_result r;
+    memset(&r, 0xAB, sizeof r);
+    CHECK_OK(nnm_planner_get_result(p, &r));
+    CHECK(r.peak_bytes == 0 && r.lower_bound_bytes == 0 && r.buffer_count == 0 && r.fits == 1);
+    nnm_planner_free(p);
+}
+
+/* ---- planner: plans and their values -------------------------------------- */
+
+static void test_minimalloc_example(void) {
+    const size_t n = COUNT_OF(MINIMALLOC);
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    add_all(p, MINIMALLOC, n);
+
+    uint64_t lower = SENTINEL;
+    CHECK_OK(nnm_planner_lower_bound(p, &lower)); /* before plan */
+    CHECK(lower == 12);
+
+    CHECK_OK(nnm_planner_set_time_limit(p, 5.0));
+    nnm_plan_result r = plan_with(p, NNM_ALGORITHM_AUTO, MINIMALLOC, n, offsets);
+    CHECK(r.lower_bound_bytes == 12);
+    CHECK(r.peak_bytes == 12);
+    CHECK(r.proven_optimal == 1);
+    CHECK(r.buffer_count == 5);
+    CHECK(r.algorithm != NNM_ALGORITHM_AUTO); /* reports the algorithm that ran */
+    CHECK(r.plan_time_ns < UINT64_C(60000000000));
+
+    /* Zero-size and never-used buffers change nothing. */
+    test_buffer extended[MAX_BUFFERS];
+    memcpy(extended, MINIMALLOC, sizeof MINIMALLOC);
+    const test_buffer zero = {0, 0, 20, 0, 0};
+    const test_buffer unused = {1000, NNM_UNUSED_STEP, NNM_UNUSED_STEP, 0, 0};
+    extended[n] = zero;
+    extended[n + 1] = unused;
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, extended, n + 2);
+    CHECK_OK(nnm_planner_lower_bound(p, &lower));
+    CHECK(lower == 12);
+    r = plan_with(p, NNM_ALGORITHM_AUTO, extended, n + 2, offsets);
+    CHECK(r.peak_bytes == 12);
+    CHECK(r.proven_optimal == 1);
+    nnm_planner_free(p);
+}
+
+/*
+ * TFLite Micro's GreedyMemoryPlanner, reproduced exactly by "tflm".
+ * Its rule: order buffers by size, largest first; ties go to the buffer added
+ * LATER (online buffers are copied into the sort array from the tail, then
+ * bubble-sorted descending, which is stable). Each buffer goes at the lowest
+ * offset where it overlaps no already-placed buffer that is live at one of its
+ * steps (steps inclusive).
+ */
+static void test_tflm_exact(void) {
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_set_algorithm_name(p, "tflm"));
+
+    /*
+     * b0 (100, steps 0..1), b1 (50, 1..2), b2 (70, 2..3), b3 (40, 3..4).
+     * Order by size: b0 100, b2 70, b1 50, b3 40.
+     *   b0 -> 0                 nothing placed            [0,100)
+     *   b2 -> 0                 b0 ends at step 1 < 2     [0,70)
+     *   b1 -> 100               shares step 1 with b0 [0,100) and step 2
+     *                           with b2 [0,70): first gap is after 100
+     *   b3 -> 70                shares step 3 with b2 [0,70) only
+     * Offsets b0..b3 = 0, 100, 0, 70; peak 150 (step 1: b0 + b1),
+     * lower bound 150 (step 1: 100 + 50).
+     */
+    add_all(p, TFLM_CHAIN, COUNT_OF(TFLM_CHAIN));
+    nnm_plan_result r = plan_with(p, NNM_ALGORITHM_TFLM, TFLM_CHAIN, COUNT_OF(TFLM_CHAIN), offsets);
+    CHECK(offsets[0] == 0);
+    CHECK(offsets[1] == 100);
+    CHECK(offsets[2] == 0);
+    CHECK(offsets[3] == 70);
+    CHECK(r.peak_bytes == 150);
+    CHECK(r.lower_bound_bytes == 150);
+
+    /*
+     * Tie-break: a0 (10, 0..1), a1 (10, 0..1), a2 (20, 1..2).
+     * Order: a2 20, then the tie a1 before a0 (added later).
+     *   a2 -> 0                 [0,20)
+     *   a1 -> 20                shares step 1 with a2 [0,20)
+     *   a0 -> 30                shares steps with a2 [0,20) and a1 [20,30)
+     * Offsets a0..a2 = 30, 20, 0; peak 40.
+     */
+    static const test_buffer ties[] = {{10, 0, 1, 0, 0}, {10, 0, 1, 0, 0}, {20, 1, 2, 0, 0}};
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, ties, COUNT_OF(ties));
+    r = plan_with(p, NNM_ALGORITHM_TFLM, ties, COUNT_OF(ties), offsets);
+    CHECK(offsets[0] == 30);
+    CHECK(offsets[1] == 20);
+    CHECK(offsets[2] == 0);
+    CHECK(r.peak_bytes == 40);
+
+    /* "linear" is TFLM's LinearMemoryPlanner: back to back, in order added. */
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, TFLM_CHAIN, COUNT_OF(TFLM_CHAIN));
+    r = plan_with(p, NNM_ALGORITHM_LINEAR, TFLM_CHAIN, COUNT_OF(TFLM_CHAIN), offsets);
+    CHECK(offsets[0] == 0 && offsets[1] == 100 && offsets[2] == 150 && offsets[3] == 220);
+    CHECK(r.peak_bytes == 260);
+    nnm_planner_free(p);
+}
+
+/* A deterministic pseudo-random instance (LCG), with some zero-size and unused buffers. */
+static size_t make_random_instance(test_buffer *b, size_t n, uint32_t seed) {
+    uint32_t x = seed;
+    for (size_t i = 0; i < n; ++i) {
+        x = x * 1664525u + 1013904223u;
+        b[i].size = (i % 11 == 3) ? 0 : 1 + (x >> 8) % 4096;
+        x = x * 1664525u + 1013904223u;
+        b[i].first_use = (int64_t)((x >> 8) % 40);
+        x = x * 1664525u + 1013904223u;
+        b[i].last_use = b[i].first_use + (int64_t)((x >> 8) % 12);
+        b[i].fixed = 0;
+        b[i].offset = 0;
+        if (i % 13 == 7) b[i].first_use = b[i].last_use = NNM_UNUSED_STEP;
+    }
+    return n;
+}
+
+static void test_every_algorithm(void) {
+    uint64_t offsets[MAX_BUFFERS];
+    test_buffer random_a[MAX_BUFFERS], random_b[MAX_BUFFERS];
+    const size_t na = make_random_instance(random_a, 24, 1u);
+    const size_t nb = make_random_instance(random_b, 40, 20240601u);
+
+    /* MiniMalloc example plus a fixed buffer placed far above it. */
+    test_buffer with_fixed[MAX_BUFFERS];
+    memcpy(with_fixed, MINIMALLOC, sizeof MINIMALLOC);
+    const test_buffer fixed = {4, 0, 20, 1, 100};
+    with_fixed[COUNT_OF(MINIMALLOC)] = fixed;
+    const size_t nf = COUNT_OF(MINIMALLOC) + 1;
+
+    /* Everything live at step 0: with alignment 16 each takes a 16-byte slot,
+     * the 17-byte one two. Lower bound 16*4 + 32 = 96. */
+    static const test_buffer odd_sizes[] = {
+        {3, 0, 1, 0, 0}, {5, 0, 2, 0, 0}, {7, 0, 0, 0, 0}, {16, 0, 3, 0, 0}, {17, 0, 1, 0, 0},
+    };
+
+    for (size_t a = 0; a < COUNT_OF(ALL_ALGORITHMS); ++a) {
+        const uint32_t algo = ALL_ALGORITHMS[a];
+        nnm_planner *p = new_planner();
+        CHECK_OK(nnm_planner_set_alignment(p, 1));
+        CHECK_OK(nnm_planner_set_time_limit(p, 0.5));
+
+        add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+        nnm_plan_result r = plan_with(p, algo, MINIMALLOC, COUNT_OF(MINIMALLOC), offsets);
+        CHECK(r.lower_bound_bytes == 12);
+
+        CHECK_OK(nnm_planner_reset(p));
+        add_all(p, TFLM_CHAIN, COUNT_OF(TFLM_CHAIN));
+        r = plan_with(p, algo, TFLM_CHAIN, COUNT_OF(TFLM_CHAIN), offsets);
+        CHECK(r.lower_bound_bytes == 150);
+
+        CHECK_OK(nnm_planner_reset(p));
+        add_all(p, with_fixed, nf);
+        r = plan_with(p, algo, with_fixed, nf, offsets); /* checks offsets[5] == 100 */
+        CHECK(r.peak_bytes >= 104);
+
+        CHECK_OK(nnm_planner_reset(p));
+        add_all(p, random_a, na);
+        plan_with(p, algo, random_a, na, offsets);
+
+        CHECK_OK(nnm_planner_reset(p));
+        add_all(p, random_b, nb);
+        plan_with(p, algo, random_b, nb, offsets);
+
+        /* Alignment 16: every offset a multiple of 16. */
+        CHECK_OK(nnm_planner_reset(p));
+        CHECK_OK(nnm_planner_set_alignment(p, 16));
+        add_all(p, odd_sizes, COUNT_OF(odd_sizes));
+        r = plan_with(p, algo, odd_sizes, COUNT_OF(odd_sizes), offsets);
+        CHECK(r.lower_bound_bytes == 96);
+        CHECK(r.peak_bytes >= 96);
+        for (size_t i = 0; i < COUNT_OF(odd_sizes); ++i) CHECK(offsets[i] % 16 == 0);
+
+        CHECK_OK(nnm_planner_reset(p));
+        add_all(p, random_b, nb);
+        plan_with(p, algo, random_b, nb, offsets);
+        for (size_t i = 0; i < nb; ++i) CHECK(offsets[i] % 16 == 0);
+        nnm_planner_free(p);
+    }
+}
+
+static void test_fixed_buffers(void) {
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 8));
+    /* Two fixed buffers sharing bytes but not steps are fine... */
+    static const test_buffer ok[] = {
+        {16, 0, 1, 1, 0}, {16, 2, 3, 1, 8}, {8, 0, 3, 0, 0}, {0, 1, 1, 1, 1024},
+    };
+    add_all(p, ok, COUNT_OF(ok));
+    CHECK_OK(nnm_planner_plan(p));
+    check_plan(p, ok, COUNT_OF(ok), offsets);
+    CHECK(offsets[0] == 0 && offsets[1] == 8 && offsets[3] == 1024);
+    CHECK(offsets[2] >= 24);
+
+    /* ...sharing both is an impossible offline plan. */
+    static const test_buffer clash[] = {{16, 0, 1, 1, 0}, {16, 1, 3, 1, 8}};
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, clash, COUNT_OF(clash));
+    CHECK_FAILS(nnm_planner_plan(p), NNM_INVALID_ARGUMENT);
+    nnm_planner_free(p);
+}
+
+/* Handles: a double free and a pointer nnmem never made are detected and
+ * reported through nnm_last_error(); a non-planner pointer is refused by the
+ * type tag. (Both are defined behaviour of this API, not of C in general.) */
+static void test_bad_handles(void) {
+    nnm_planner *p = new_planner();
+    nnm_planner_free(p);
+    CHECK_FAILS(nnm_planner_new(NULL), NNM_NULL_ARGUMENT); /* a known, different message */
+    char before[256];
+    snprintf(before, sizeof before, "%s", nnm_last_error());
+    nnm_planner_free(p); /* double free: reported, otherwise ignored */
+    CHECK(nnm_check_has_message() && strcmp(nnm_last_error(), before) != 0);
+
+    static uint64_t not_a_planner[512]; /* zeroed, larger than any planner */
+    nnm_planner *fake = (nnm_planner *)(void *)not_a_planner;
+    CHECK_FAILS(nnm_planner_new(NULL), NNM_NULL_ARGUMENT);
+    nnm_planner_free(fake); /* never made by nnmem: reported, left alone */
+    CHECK(nnm_check_has_message() && strcmp(nnm_last_error(), before) != 0);
+    CHECK_FAILS(nnm_planner_plan(fake), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(fake, 8, 0, 1, NULL), NNM_INVALID_ARGUMENT);
+    size_t count = 77;
+    CHECK_FAILS(nnm_planner_buffer_count(fake, &count), NNM_INVALID_ARGUMENT);
+    CHECK(count == 77);
+    int untouched = 1;
+    for (size_t i = 0; i < COUNT_OF(not_a_planner); ++i) untouched &= not_a_planner[i] == 0;
+    CHECK(untouched);
+}
+
+static void test_settings_survive_reset(void) {
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 64));
+    CHECK_OK(nnm_planner_set_algorithm_name(p, "size-best-fit"));
+    CHECK_OK(nnm_planner_add_buffer(p, 1, 0, 0, NULL));
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_OK(nnm_planner_reset(p));
+
+    static const test_buffer two[] = {{1, 0, 1, 0, 0}, {1, 1, 2, 0, 0}};
+    add_all(p, two, COUNT_OF(two));
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_plan_result r = check_plan(p, two, COUNT_OF(two), offsets);
+    CHECK(r.algorithm == NNM_ALGORITHM_SIZE_BEST_FIT);
+    CHECK(offsets[0] % 64 == 0 && offsets[1] % 64 == 0);
+    CHECK(r.lower_bound_bytes == 128);
+    nnm_planner_free(p);
+}
+
+static void test_capacity(void) {
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_set_capacity(p, 11)); /* one byte short of the optimum */
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
+    uint64_t required = SENTINEL;
+    CHECK_OK(nnm_planner_required_bytes(p, &required));
+    CHECK(required == 12);
+    nnm_plan_result r;
+    memset(&r, 0, sizeof r);
+    CHECK_OK(nnm_planner_get_result(p, &r)); /* the plan is kept, marked as not fitting */
+    CHECK(r.fits == 0);
+    CHECK(r.peak_bytes == 12);
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, COUNT_OF(MINIMALLOC)));
+    CHECK(max_end(MINIMALLOC, offsets, COUNT_OF(MINIMALLOC)) == 12);
+
+    /* Capacity is a setting: it survives reset. Exactly enough fits. */
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_set_capacity(p, 12));
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_OK(nnm_planner_plan(p));
+    r = check_plan(p, MINIMALLOC, COUNT_OF(MINIMALLOC), offsets);
+    CHECK(r.peak_bytes == 12 && r.fits == 1);
+
+    /* 0 removes the capacity. */
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_set_capacity(p, 0));
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_planner_free(p);
+}
+
+/* An overflowing instance must be refused with NNM_OVERFLOW, either when the
+ * offending buffer is added or at the latest when planning (and, when the
+ * overflow is in the sum of live sizes, when asked for the lower bound). */
+static void expect_overflow(nnm_planner *p, int add_status, int in_lower_bound) {
+    if (add_status == NNM_OK) {
+        if (in_lower_bound) {
+            uint64_t lower = SENTINEL;
+            CHECK_FAILS(nnm_planner_lower_bound(p, &lower), NNM_OVERFLOW);
+            CHECK(lower == SENTINEL);
+        }
+        CHECK_FAILS(nnm_planner_plan(p), NNM_OVERFLOW);
+    } else {
+        CHECK(add_status == NNM_OVERFLOW);
+        CHECK(nnm_check_has_message());
+    }
+}
+
+static void test_overflow(void) {
+    nnm_planner *p = new_planner();
+    size_t index = 99;
+
+    /* Rounding up to the alignment overflows. */
+    CHECK_OK(nnm_planner_set_alignment(p, 16));
+    CHECK_FAILS(nnm_planner_add_buffer(p, UINT64_MAX, 0, 1, &index), NNM_OVERFLOW);
+    CHECK_FAILS(nnm_planner_add_buffer(p, UINT64_MAX - 14, 0, 1, &index), NNM_OVERFLOW);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, UINT64_MAX, 0, 1, 0, &index), NNM_OVERFLOW);
+    CHECK(index == 99);
+    /* The largest size that rounds up without overflow is accepted. */
+    CHECK_OK(nnm_planner_add_buffer(p, UINT64_MAX - 15, 0, 1, &index));
+    CHECK(index == 0);
+    nnm_planner_free(p);
+
+    /* Sizes live at the same step sum past 2^64. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_add_buffer(p, UINT64_C(1) << 63, 0, 1, NULL));
+    expect_overflow(p, nnm_planner_add_buffer(p, (UINT64_C(1) << 63) + 1, 1, 2, NULL), 1);
+    nnm_planner_free(p);
+
+    /* A fixed buffer whose end is past 2^64. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    expect_overflow(p, nnm_planner_add_fixed_buffer(p, 2, 0, 1, UINT64_MAX, NULL), 0);
+    nnm_planner_free(p);
+
+    /* Huge but representable: fine, lower bound exact. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_add_buffer(p, UINT64_C(1) << 62, 0, 1, NULL));
+    CHECK_OK(nnm_planner_add_buffer(p, UINT64_C(1) << 62, 1, 2, NULL));
+    uint64_t lower = 0;
+    CHECK_OK(nnm_planner_lower_bound(p, &lower));
+    CHECK(lower == UINT64_C(1) << 63);
+    nnm_planner_free(p);
+}
+
+static void test_draw(void) {
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_OK(nnm_planner_plan(p));
+
+    size_t needed = 0;
+    CHECK_OK(nnm_planner_draw(p, NULL, 0, &needed)); /* size query */
+    CHECK(needed > 1);
+
+    char small[8];
+    char big[16384];
+    CHECK(needed <= sizeof big); /* 5 buffers, a small picture */
+    if (needed > sizeof big) {
+        nnm_planner_free(p);
+        return;
+    }
+    size_t written = 77;
+    CHECK_FAILS(nnm_planner_draw(p, big, needed - 1, &written), NNM_BUFFER_TOO_SMALL);
+    CHECK(written == 77);
+    if (needed > sizeof small) {
+        CHECK_FAILS(nnm_planner_draw(p, small, sizeof small, &written), NNM_BUFFER_TOO_SMALL);
+        CHECK(written == 77);
+    }
+
+    memset(big, 'x', sizeof big);
+    CHECK_OK(nnm_planner_draw(p, big, needed, &written));
+    CHECK(written == needed);
+    CHECK(big[needed - 1] == '\0');
+    CHECK(strlen(big) == needed - 1);
+    CHECK(strchr(big, '\n') != NULL); /* a picture, more than one line */
+
+    /* A larger buffer than needed gets the same text. */
+    written = 0;
+    CHECK_OK(nnm_planner_draw(p, big, sizeof big, &written));
+    CHECK(written == needed);
+    CHECK(strlen(big) == needed - 1);
+    nnm_planner_free(p);
+}
+
+static void test_validate(void) {
+    nnm_validation v;
+
+    /* A good plan: the optimal MiniMalloc packing (b1/b2/b4 share offset 0,
+     * b3 at 4, b5 at 8). */
+    nnm_plan_buffer good[5];
+    static const uint64_t good_offsets[5] = {0, 0, 4, 0, 8};
+    for (size_t i = 0; i < 5; ++i) {
+        good[i].size = MINIMALLOC[i].size;
+        good[i].first_use = MINIMALLOC[i].first_use;
+        good[i].last_use = MINIMALLOC[i].last_use;
+        good[i].offset = good_offsets[i];
+    }
+    memset(&v, 0xAB, sizeof v);
+    CHECK_OK(nnm_plan_validate(good, 5, &v));
+    CHECK(v.valid == 1);
+    CHECK(v.peak_bytes == 12);
+
+    /* A bad plan: c2 [4,12) overlaps c0 [0,8) at steps 2..3; c1 shares c0's
+     * bytes but not its steps, c3 shares c2's bytes but is never used. */
+    nnm_plan_buffer bad[4];
+    const int64_t steps[4][2] = {{0, 3}, {5, 6}, {2, 4}, {NNM_UNUSED_STEP, NNM_UNUSED_STEP}};
+    static const uint64_t bad_offsets[4] = {0, 0, 4, 4};
+    for (size_t i = 0; i < 4; ++i) {
+        bad[i].size = 8;
+        bad[i].first_use = steps[i][0];
+        bad[i].last_use = steps[i][1];
+        bad[i].offset = bad_offsets[i];
+    }
+    memset(&v, 0xAB, sizeof v);
+    CHECK_OK(nnm_plan_validate(bad, 4, &v));
+    CHECK(v.valid == 0);
+    CHECK(v.first == 0 && v.second == 2 && v.step == 2); /* first shared step */
+    CHECK(nnm_check_has_message()); /* names the pair */
+
+    /* Zero-size buffers overlap nothing. */
+    nnm_plan_buffer zero[2];
+    for (size_t i = 0; i < 2; ++i) {
+        zero[i].size = i == 0 ? 0 : 8;
+        zero[i].first_use = 0;
+        zero[i].last_use = 1;
+        zero[i].offset = 4;
+    }
+    CHECK_OK(nnm_plan_validate(zero, 2, &v));
+    CHECK(v.valid == 1);
+
+    /* No buffers at all is a valid (empty) plan. */
+    CHECK_OK(nnm_plan_validate(good, 0, &v));
+    CHECK(v.valid == 1 && v.peak_bytes == 0);
+
+    memset(&v, 0xAB, sizeof v);
+    CHECK_FAILS(nnm_plan_validate(NULL, 3, &v), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_plan_validate(good, 5, NULL), NNM_NULL_ARGUMENT);
+
+    /* Malformed lifetimes, and an end past 2^64. */
+    nnm_plan_buffer broken = good[0];
+    broken.first_use = 3;
+    broken.last_use = 2;
+    CHECK_FAILS(nnm_plan_validate(&broken, 1, &v), NNM_INVALID_ARGUMENT);
+    broken.first_use = -1;
+    broken.last_use = 2;
+    CHECK_FAILS(nnm_plan_validate(&broken, 1, &v), NNM_INVALID_ARGUMENT);
+    broken = good[0];
+    broken.offset = UINT64_MAX - 1;
+    broken.size = 2;
+    CHECK_FAILS(nnm_plan_validate(&broken, 1, &v), NNM_OVERFLOW);
+    CHECK(v.valid == 0xAB);
+}
+
+/* nnm_last_error() is per thread: another thread neither sees this thread's
+ * message nor overwrites it. */
+static char g_thread_message[256];
+static int g_thread_started_empty;
+
+static void *thread_body(void *arg) {
+    (void)arg;
+    g_thread_started_empty = strcmp(nnm_last_error(), "") == 0;
+    if (nnm_planner_new(NULL) == NNM_NULL_ARGUMENT) {
+        snprintf(g_thread_message, sizeof g_thread_message, "%s", nnm_last_error());
+    }
+    return NULL;
+}
+
+static void test_last_error_is_thread_local(void) {
+    nnm_planner *p = new_planner();
+    CHECK_FAILS(nnm_planner_set_alignment(p, 3), NNM_INVALID_ARGUMENT);
+    char mine[256];
+    snprintf(mine, sizeof mine, "%s", nnm_last_error());
+
+    pthread_t t;
+    CHECK(pthread_create(&t, NULL, thread_body, NULL) == 0);
+    CHECK(pthread_join(t, NULL) == 0);
+    CHECK(g_thread_started_empty);
+    CHECK(g_thread_message[0] != '\0');
+    CHECK(strcmp(nnm_last_error(), mine) == 0);
+    CHECK(strcmp(g_thread_message, mine) != 0);
+    nnm_planner_free(p);
+}
+
+int main(void) {
+    test_last_error_starts_empty(); /* must run first */
+    test_version();
+    test_status_str();
+    test_algorithm_names();
+    test_null_arguments();
+    test_buffer_arguments();
+    test_wrong_state();
+    test_empty_plan();
+    test_minimalloc_example();
+    test_tflm_exact();
+    test_every_algorithm();
+    test_fixed_buffers();
+    test_bad_handles();
+    test_settings_survive_reset();
+    test_capacity();
+    test_overflow();
+    test_draw();
+    test_validate();
+    test_last_error_is_thread_local();
+    return nnm_check_report();
+}

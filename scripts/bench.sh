@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Regenerates BENCHMARKS.md: the one command for every number in it.
+#
+#   1. cargo build --release            library, CLI, benches, bench_table
+#   2. cargo bench --bench ffi          cost of a C-ABI call (criterion)
+#      cargo bench --bench plan         plan time per instance (criterion)
+#   3. bench_table                      every instance in benches/data x every
+#                                       algorithm (peak / lower bound, ms), the
+#                                       targets, and the criterion medians from
+#                                       step 2 -> BENCHMARKS.md
+#
+# About 5 minutes on 2 cores. Nothing else should run meanwhile: the numbers
+# are wall times. Extra arguments go to both `cargo bench` runs (criterion's,
+# e.g. `-- --quick`). CARGO_TARGET_DIR is honoured (default: target/).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+target_dir=${CARGO_TARGET_DIR:-$PWD/target}
+out=BENCHMARKS.md
+started=$SECONDS
+# Criterion results older than this run are not reported.
+since=$(date +%s)
+
+banner() { printf '\n==> %s\n' "$*" >&2; }
+
+banner "cargo build --release (library, CLI, benches, bench_table)"
+cargo build --release --locked --lib --bins --example bench_table
+cargo bench --locked --bench ffi --bench plan --no-run
+
+banner "cargo bench --bench ffi"
+cargo bench --locked --bench ffi "$@"
+
+banner "cargo bench --bench plan"
+cargo bench --locked --bench plan "$@"
+
+banner "bench_table: every instance x every algorithm -> $out"
+tmp=$(mktemp "$out.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+"$target_dir/release/examples/bench_table" --criterion "$target_dir/criterion" --since "$since" >"$tmp"
+chmod 0644 "$tmp"
+mv "$tmp" "$out"
+trap - EXIT
+
+banner "done in $((SECONDS - started)) s: $out"
+sed -n '/^## Targets/,/^## How to read/p' "$out" | sed '$d' >&2

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs and a fresh Debian/Ubuntu machine lacks:
+# a C/C++ toolchain, cmake, clang + libclang-dev (bindgen layout test),
+# valgrind and pkg-config. Installs only what is missing (apt-get, with sudo
+# when not root); does nothing when everything is present.
+set -euo pipefail
+
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+
+need=()
+command -v cc >/dev/null && command -v c++ >/dev/null && command -v make >/dev/null \
+    && command -v readelf >/dev/null || need+=(build-essential)
+command -v cmake >/dev/null || need+=(cmake)
+command -v clang >/dev/null || need+=(clang)
+command -v valgrind >/dev/null || need+=(valgrind)
+command -v pkg-config >/dev/null || need+=(pkg-config)
+have_pkg libclang-dev || need+=(libclang-dev)
+
+if [ ${#need[@]} -gt 0 ]; then
+    sudo=()
+    [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+    echo "install-deps: installing ${need[*]}"
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${need[@]}"
+fi
+
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null; then
+    echo "install-deps: cargo not found; install a Rust toolchain (rustup) first" >&2
+    exit 1
+fi

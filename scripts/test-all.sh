@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Every test of nnmem, the way CI runs them (.ci/run calls this script):
+#
+#   0. prerequisites                       apt-get installs what is missing
+#                                          (cmake, clang, libclang-dev,
+#                                          valgrind, pkg-config, a C/C++
+#                                          toolchain); nothing when all are
+#                                          there; sudo when not root
+#   1. cargo test --release --locked      all Rust tests (the bindgen layout
+#                                          test needs libclang)
+#   2. CMake build + ctest                 C/C++ tests against libnnmem.a and
+#                                          libnnmem.so, header checks, the
+#                                          installed package (find_package,
+#                                          add_subdirectory, pkg-config) and
+#                                          the valgrind leg
+#   3. CMake build with NNMEM_SANITIZE=ON  the C tests under ASan + UBSan
+#   4. header check                        include/nnmem.h matches the Rust
+#                                          sources (build.rs fails otherwise)
+#
+# Rust is compiled once: both CMake builds point their cargo at the same
+# CARGO_TARGET_DIR as step 1 (default: target/). CMake build trees go to
+# build/test-all and build/test-all-sanitize (NNMEM_BUILD_ROOT overrides
+# build/). JOBS sets the parallelism (default: nproc).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+root=$PWD
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+./scripts/install-deps.sh
+# In CI every leg must run: a missing valgrind is an error, not a skip.
+[ "${CI:-}" = true ] && export NNMEM_REQUIRE_VALGRIND=1
+jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
+build_root=${NNMEM_BUILD_ROOT:-$root/build}
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
+# The header is checked here, never rewritten.
+unset NNMEM_UPDATE_HEADER
+
+started=$SECONDS
+summary=()
+failed=0 # every leg runs even when an earlier one failed; the exit status says
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+banner() { printf '\n==> %s\n' "$*"; }
+
+# --- 0. prerequisites ------------------------------------------------------------
+have_deb() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
+missing=()
+for tool in cc c++ make readelf; do
+    command -v $tool >/dev/null || { missing+=(build-essential); break; }
+done
+for tool in cmake clang valgrind pkg-config; do
+    command -v $tool >/dev/null || missing+=($tool)
+done
+# bindgen (the C/Rust layout test) needs libclang.
+if command -v dpkg-query >/dev/null && ! have_deb libclang-dev; then
+    missing+=(libclang-dev)
+fi
+if [ ${#missing[@]} -gt 0 ]; then
+    banner "installing ${missing[*]}"
+    sudo=()
+    if [ "$(id -u)" -ne 0 ]; then
+        command -v sudo >/dev/null || {
+            echo "test-all: missing ${missing[*]}; run as root or install them with apt-get" >&2
+            exit 1
+        }
+        sudo=(sudo)
+    fi
+    "${sudo[@]}" apt-get update
+    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+command -v cargo >/dev/null || {
+    echo "test-all: cargo not found; install Rust (https://rustup.rs)" >&2
+    exit 1
+}
+
+# --- 1. Rust -------------------------------------------------------------------
+banner "cargo test --release --locked"
+t=$SECONDS
+if cargo test --release --locked 2>&1 | tee "$log"; then
+    rust_passed=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$log" | awk '{n += $1} END {print n + 0}')
+    summary+=("cargo test: $rust_passed passed ($((SECONDS - t)) s)")
+else
+    summary+=("cargo test: FAILED")
+    failed=1
+fi
+
+# --- 2 and 3. CMake + ctest -------------------------------------------------------
+# cmake_leg NAME BUILD_DIR [cmake args...]
+cmake_leg() {
+    local name=$1 dir=$2
+    shift 2
+    banner "CMake ($name): configure, build, ctest in ${dir#"$root"/}"
+    local t=$SECONDS
+    if ! cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNNMEM_BUILD_TESTS=ON \
+        -DNNMEM_CARGO_TARGET_DIR="$CARGO_TARGET_DIR" "$@" \
+        || ! cmake --build "$dir" --parallel "$jobs"; then
+        summary+=("ctest ($name): FAILED to configure or build")
+        failed=1
+        return
+    fi
+    local verdict=""
+    ctest --test-dir "$dir" --output-on-failure --parallel "$jobs" 2>&1 | tee "$log" \
+        || { verdict="FAILED: "; failed=1; }
+    local result
+    result=$(grep -E '^[0-9]+% tests passed' "$log" | tail -n 1)
+    summary+=("ctest ($name): $verdict${result:-no tests ran} ($((SECONDS - t)) s)")
+}
+cmake_leg default "$build_root/test-all" -DNNMEM_SANITIZE=OFF
+cmake_leg "ASan+UBSan" "$build_root/test-all-sanitize" -DNNMEM_SANITIZE=ON
+
+# --- 4. header -------------------------------------------------------------------
+# build.rs compares a fresh cbindgen header with include/nnmem.h on every
+# build and fails with "Regenerate it with: NNMEM_UPDATE_HEADER=1 cargo build".
+banner "include/nnmem.h up to date"
+if cargo build --release --locked; then
+    summary+=("include/nnmem.h: up to date")
+else
+    summary+=("include/nnmem.h: FAILED (out of date, or the build failed)")
+    failed=1
+fi
+
+banner "summary"
+printf '  %s\n' "${summary[@]}"
+if [ $failed -ne 0 ]; then
+    echo "test-all: FAILED after $((SECONDS - started)) s"
+    exit 1
+fi
+echo "test-all: ALL PASSED in $((SECONDS - started)) s"

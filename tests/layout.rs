@@ -1,0 +1,388 @@
+//! C and Rust agree on the ABI of `include/nnmem.h`.
+//!
+//! Three views are compared:
+//! - **bindgen** (libclang) reads the header: struct fields in order, their
+//!   offsets, sizes and alignments; enum constants; version macros.
+//! - **cc** compiles a small C program generated from bindgen's field list
+//!   that prints `sizeof`, `_Alignof` and `offsetof` as the C compiler sees
+//!   them.
+//! - **Rust**: `size_of`, `align_of` and `offset_of!` of the `#[repr(C)]`
+//!   types in `nnmem::ffi`, and the field names of their `Debug` output
+//!   (the declaration order, derived by the compiler).
+//!
+//! libclang and a C compiler are required: without them these tests fail
+//! (they never skip), naming what is missing.
+
+use std::collections::BTreeMap;
+use std::ffi::CStr;
+use std::mem::{align_of, offset_of, size_of};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP};
+use nnmem::ffi::status::nnm_status;
+use nnmem::plan::Algorithm;
+use nnmem::status::Status;
+
+fn header() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("include").join("nnmem.h")
+}
+
+// --- bindgen's view ------------------------------------------------------------------
+
+/// What bindgen generated, parsed.
+#[derive(Debug, Default)]
+struct Bindgen {
+    text: String,
+    /// Struct name -> field names in declaration order.
+    fields: BTreeMap<String, Vec<String>>,
+    /// Struct name -> (size, align) from bindgen's layout assertions.
+    layout: BTreeMap<String, (usize, usize)>,
+    /// (struct, field) -> offset from bindgen's layout assertions.
+    offsets: BTreeMap<(String, String), usize>,
+    /// `pub const NAME: TYPE = VALUE;` -> (TYPE, VALUE as written).
+    consts: BTreeMap<String, (String, String)>,
+}
+
+impl Bindgen {
+    /// Constants of the C enum `name` (bindgen's default style:
+    /// `pub const <enum>_<VARIANT>: <enum> = <value>;`), by variant.
+    fn enum_values(&self, name: &str) -> BTreeMap<String, i64> {
+        self.consts
+            .iter()
+            .filter(|(_, (ty, _))| ty == name)
+            .filter_map(|(k, (_, v))| Some((k.strip_prefix(&format!("{name}_"))?.to_string(), v.parse().ok()?)))
+            .collect()
+    }
+}
+
+fn bindgen() -> &'static Bindgen {
+    static B: OnceLock<Bindgen> = OnceLock::new();
+    B.get_or_init(|| {
+        let header = header();
+        let generated = std::panic::catch_unwind(|| {
+            bindgen::Builder::default()
+                .header(header.to_str().expect("UTF-8 path"))
+                .allowlist_type("nnm_.*")
+                .allowlist_var("NNM_.*")
+                .generate_comments(false)
+                // The layout assertions are where bindgen writes clang's
+                // sizes, alignments and offsets; they are parsed, not compiled.
+                .layout_tests(true)
+                .generate()
+        });
+        let bindings = match generated {
+            Ok(Ok(b)) => b,
+            Ok(Err(e)) => panic!("bindgen could not read {}: {e}", header.display()),
+            Err(panic) => {
+                let why = panic
+                    .downcast_ref::<String>()
+                    .map(String::as_str)
+                    .or_else(|| panic.downcast_ref::<&str>().copied())
+                    .unwrap_or("unknown panic");
+                panic!(
+                    "bindgen failed ({why}). This test needs libclang: install it (Debian/Ubuntu: \
+                     apt-get install libclang-dev) or point LIBCLANG_PATH at the folder holding \
+                     libclang.so. It fails instead of skipping so that a missing libclang is never \
+                     mistaken for a passing ABI check."
+                )
+            }
+        };
+        parse_bindgen(bindings.to_string())
+    })
+}
+
+fn parse_bindgen(text: String) -> Bindgen {
+    let mut b = Bindgen::default();
+    let mut current: Option<String> = None;
+    // Layout assertions may wrap over two lines; join them by statement.
+    for line in text.lines().map(str::trim) {
+        if let Some(rest) = line.strip_prefix("pub struct ") {
+            let name = rest.split([' ', '{']).next().unwrap().to_string();
+            if rest.trim_end().ends_with('{') {
+                b.fields.insert(name.clone(), Vec::new());
+                current = Some(name);
+            }
+            continue;
+        }
+        if let Some(name) = &current {
+            if line.starts_with('}') {
+                current = None;
+            } else if let Some(field) = line.strip_prefix("pub ").and_then(|f| f.split(':').next()) {
+                b.fields.get_mut(name).unwrap().push(field.trim().to_string());
+            }
+            continue;
+        }
+        if let Some(rest) = line.strip_prefix("pub const ") {
+            // pub const NAME: TYPE = VALUE;
+            if let (Some((name, rest)), true) = (rest.split_once(':'), rest.ends_with(';')) {
+                if let Some((ty, value)) = rest.split_once('=') {
+                    b.consts.insert(
+                        name.trim().to_string(),
+                        (ty.trim().to_string(), value.trim().trim_end_matches(';').trim().to_string()),
+                    );
+                }
+            }
+        }
+    }
+    // ["Size of T"][::std::mem::size_of::<T>() - 40usize];
+    // ["Offset of field: T::f"][::std::mem::offset_of!(T, f) - 8usize];
+    let statements: Vec<String> = text.split(';').map(|s| s.split_whitespace().collect::<Vec<_>>().join(" ")).collect();
+    for s in &statements {
+        let number = || -> Option<usize> { s.rsplit_once(" - ")?.1.split("usize").next()?.parse().ok() };
+        let quoted = || -> Option<&str> { s.split("[\"").nth(1)?.split("\"]").next() };
+        let (Some(label), Some(n)) = (quoted(), number()) else { continue };
+        if let Some(t) = label.strip_prefix("Size of ") {
+            b.layout.entry(t.to_string()).or_insert((0, 0)).0 = n;
+        } else if let Some(t) = label.strip_prefix("Alignment of ") {
+            b.layout.entry(t.to_string()).or_insert((0, 0)).1 = n;
+        } else if let Some((t, f)) = label.strip_prefix("Offset of field: ").and_then(|x| x.split_once("::")) {
+            b.offsets.insert((t.to_string(), f.to_string()), n);
+        }
+    }
+    b.text = text;
+    b
+}
+
+// --- the C compiler's view -------------------------------------------------------------
+
+/// Lines printed by the generated C program, e.g. `size nnm_plan_result 40`.
+fn c_view() -> &'static BTreeMap<String, u64> {
+    static C: OnceLock<BTreeMap<String, u64>> = OnceLock::new();
+    C.get_or_init(|| {
+        let b = bindgen();
+        let mut src =
+            String::from("#include <stddef.h>\n#include <stdio.h>\n#include \"nnmem.h\"\n\nint main(void) {\n");
+        let mut line = |fmt: &str, args: &str| src.push_str(&format!("    printf(\"{fmt}\\n\", {args});\n"));
+        for (name, fields) in &b.fields {
+            if fields.is_empty() {
+                continue; // opaque handles: `_unused: [u8; 0]` is not a public field
+            }
+            line(&format!("size {name} %zu"), &format!("sizeof(struct {name})"));
+            line(&format!("align {name} %zu"), &format!("_Alignof(struct {name})"));
+            for f in fields {
+                line(&format!("offset {name}.{f} %zu"), &format!("offsetof(struct {name}, {f})"));
+                line(&format!("fieldsize {name}.{f} %zu"), &format!("sizeof(((struct {name} *)0)->{f})"));
+            }
+        }
+        for e in ["nnm_status", "nnm_algorithm"] {
+            if b.consts.values().any(|(ty, _)| ty == e) {
+                line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
+                line(&format!("align {e} %zu"), &format!("_Alignof(enum {e})"));
+            }
+        }
+        for m in ["NNM_VERSION_MAJOR", "NNM_VERSION_MINOR", "NNM_VERSION_PATCH"] {
+            line(&format!("macro {m} %lld"), &format!("(long long)({m})"));
+        }
+        line("macro NNM_UNUSED_STEP %lld", "(long long)(NNM_UNUSED_STEP)");
+        src.push_str("    return 0;\n}\n");
+
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let c_file = dir.join("layout.c");
+        let exe = dir.join("layout");
+        std::fs::write(&c_file, &src).unwrap();
+        let cc = std::env::var("CC").unwrap_or_else(|_| "cc".to_string());
+        let include = header().parent().unwrap().to_path_buf();
+        let out = Command::new(&cc)
+            .args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-o"])
+            .arg(&exe)
+            .arg("-I")
+            .arg(&include)
+            .arg(&c_file)
+            .output()
+            .unwrap_or_else(|e| {
+                panic!("cannot run the C compiler '{cc}' ({e}); this test needs one (set CC to choose it)")
+            });
+        assert!(
+            out.status.success(),
+            "{cc} failed on {}:\n{}\n--- source ---\n{src}",
+            c_file.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let run = Command::new(&exe).output().expect("run the compiled layout program");
+        assert!(run.status.success(), "{} failed", exe.display());
+        let _ = std::fs::remove_dir_all(&dir);
+        String::from_utf8(run.stdout)
+            .unwrap()
+            .lines()
+            .map(|l| {
+                let (key, value) = l.rsplit_once(' ').unwrap();
+                (key.to_string(), value.parse::<i64>().unwrap() as u64)
+            })
+            .collect()
+    })
+}
+
+// --- Rust's view -------------------------------------------------------------------------
+
+struct RustStruct {
+    name: &'static str,
+    size: usize,
+    align: usize,
+    /// (field, offset, size), as listed in `rust_struct!` (each one proven
+    /// to exist by `offset_of!`).
+    fields: Vec<(&'static str, usize, usize)>,
+    /// Field names in declaration order, from the derived `Debug` output.
+    declared: Vec<String>,
+}
+
+fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
+    size_of::<F>()
+}
+
+/// The field names of a `#[derive(Debug)]` struct, in declaration order.
+fn debug_fields<T: std::fmt::Debug + Default>() -> Vec<String> {
+    let text = format!("{:?}", T::default());
+    let inner = text.split_once('{').map(|x| x.1).unwrap_or("").trim_end_matches('}');
+    inner.split(',').filter_map(|kv| Some(kv.split_once(':')?.0.trim().to_string())).collect()
+}
+
+macro_rules! rust_struct {
+    ($t:ident { $($f:ident),* $(,)? }) => {
+        RustStruct {
+            name: stringify!($t),
+            size: size_of::<$t>(),
+            align: align_of::<$t>(),
+            fields: vec![$((stringify!($f), offset_of!($t, $f), size_of_field::<$t, _>(|s| &s.$f))),*],
+            declared: debug_fields::<$t>(),
+        }
+    };
+}
+
+fn rust_structs() -> Vec<RustStruct> {
+    vec![
+        rust_struct!(nnm_plan_result {
+            peak_bytes,
+            lower_bound_bytes,
+            buffer_count,
+            plan_time_ns,
+            algorithm,
+            proven_optimal,
+            fits
+        }),
+        rust_struct!(nnm_plan_buffer { size, first_use, last_use, offset }),
+        rust_struct!(nnm_validation { peak_bytes, first, second, step, valid }),
+    ]
+}
+
+// --- the checks --------------------------------------------------------------------------
+
+#[test]
+fn structs_have_the_same_fields_size_and_alignment_in_c_and_rust() {
+    let b = bindgen();
+    let c = c_view();
+    let mut problems = Vec::new();
+    for r in rust_structs() {
+        let Some(c_fields) = b.fields.get(r.name) else {
+            problems.push(format!("struct {} is missing from include/nnmem.h", r.name));
+            continue;
+        };
+        // bindgen's field names, in order, are the Rust struct's.
+        if *c_fields != r.declared {
+            problems.push(format!("{}: C fields {c_fields:?}, Rust fields {:?}", r.name, r.declared));
+        }
+        let listed: Vec<&str> = r.fields.iter().map(|f| f.0).collect();
+        assert_eq!(
+            listed, r.declared,
+            "tests/layout.rs lists the fields of {} out of date: update rust_structs()",
+            r.name
+        );
+        let (b_size, b_align) = b.layout.get(r.name).copied().unwrap_or_default();
+        let c_size = c[&format!("size {}", r.name)] as usize;
+        let c_align = c[&format!("align {}", r.name)] as usize;
+        if (r.size, r.align) != (c_size, c_align) || (r.size, r.align) != (b_size, b_align) {
+            problems.push(format!(
+                "{}: size/align Rust {}/{}, cc {c_size}/{c_align}, bindgen (clang) {b_size}/{b_align}",
+                r.name, r.size, r.align
+            ));
+        }
+        for &(field, offset, size) in &r.fields {
+            let key = format!("{}.{field}", r.name);
+            let c_offset = c.get(&format!("offset {key}")).map(|&v| v as usize);
+            let c_size = c.get(&format!("fieldsize {key}")).map(|&v| v as usize);
+            let b_offset = b.offsets.get(&(r.name.to_string(), field.to_string())).copied();
+            if c_offset != Some(offset) || b_offset != Some(offset) || c_size != Some(size) {
+                problems.push(format!(
+                    "{key}: offset Rust {offset}, cc {c_offset:?}, bindgen {b_offset:?}; size Rust {size}, cc {c_size:?}"
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "C and Rust disagree:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn every_struct_in_the_header_is_checked() {
+    let checked: Vec<&str> = rust_structs().iter().map(|r| r.name).collect();
+    // Opaque handles (`nnm_planner`) have no public fields.
+    let in_header: Vec<&String> = bindgen().fields.iter().filter(|(_, f)| !f.is_empty()).map(|(n, _)| n).collect();
+    assert!(!in_header.is_empty(), "bindgen found no struct in include/nnmem.h:\n{}", bindgen().text);
+    for name in in_header {
+        assert!(
+            checked.contains(&name.as_str()),
+            "include/nnmem.h has struct {name} that tests/layout.rs does not check: add it to rust_structs()"
+        );
+    }
+}
+
+#[test]
+fn nnm_status_matches_in_c_and_rust() {
+    let b = bindgen();
+    let c_values = b.enum_values("nnm_status");
+    let rust_values: BTreeMap<String, i64> =
+        Status::ALL.iter().map(|&s| (format!("{:?}", nnm_status::from(s)), nnm_status::from(s) as i64)).collect();
+    assert_eq!(c_values, rust_values, "enum nnm_status: C (left) and Rust (right) differ");
+    let c = c_view();
+    assert_eq!(
+        (c["size nnm_status"] as usize, c["align nnm_status"] as usize),
+        (size_of::<nnm_status>(), align_of::<nnm_status>()),
+        "enum nnm_status: size/align in C (left) and Rust (right)"
+    );
+}
+
+#[test]
+fn nnm_algorithm_matches_in_c_and_rust() {
+    let b = bindgen();
+    let c_values = b.enum_values("nnm_algorithm");
+    assert!(
+        !c_values.is_empty(),
+        "enum nnm_algorithm is missing from include/nnmem.h: C callers have no NNM_ALGORITHM_* constants \
+         (cbindgen exports a type only when a function uses it or cbindgen.toml's [export] include lists it)"
+    );
+    let rust_values: BTreeMap<String, i64> = Algorithm::all()
+        .iter()
+        .map(|&a| (format!("NNM_ALGORITHM_{}", a.name().to_ascii_uppercase().replace('-', "_")), a as i64))
+        .collect();
+    assert_eq!(c_values, rust_values, "enum nnm_algorithm: C (left) and Rust (right) differ");
+    let c = c_view();
+    assert_eq!(
+        (c["size nnm_algorithm"] as usize, c["align nnm_algorithm"] as usize),
+        (size_of::<Algorithm>(), align_of::<Algorithm>()),
+        "enum nnm_algorithm: size/align in C (left) and Rust (right)"
+    );
+}
+
+#[test]
+fn version_macros_match_cargo_and_nnm_version() {
+    let b = bindgen();
+    let c = c_view();
+    let cargo = [
+        ("NNM_VERSION_MAJOR", env!("CARGO_PKG_VERSION_MAJOR")),
+        ("NNM_VERSION_MINOR", env!("CARGO_PKG_VERSION_MINOR")),
+        ("NNM_VERSION_PATCH", env!("CARGO_PKG_VERSION_PATCH")),
+    ];
+    for (macro_name, value) in cargo {
+        let expected: u64 = value.parse().unwrap();
+        let from_bindgen = b.consts.get(macro_name).map(|(_, v)| v.parse::<u64>().unwrap());
+        assert_eq!(from_bindgen, Some(expected), "{macro_name} (bindgen) vs Cargo.toml");
+        assert_eq!(c.get(&format!("macro {macro_name}")), Some(&expected), "{macro_name} (cc) vs Cargo.toml");
+    }
+    let string = b.consts.get("NNM_VERSION_STRING").map(|(_, v)| v.as_str());
+    assert_eq!(string, Some(format!("b\"{}\\0\"", env!("CARGO_PKG_VERSION")).as_str()), "NNM_VERSION_STRING");
+    let runtime = unsafe { CStr::from_ptr(nnmem::ffi::nnm_version()) }.to_str().unwrap();
+    assert_eq!(runtime, env!("CARGO_PKG_VERSION"), "nnm_version() vs Cargo.toml");
+    assert_eq!(runtime, nnmem::VERSION);
+    assert_eq!(c["macro NNM_UNUSED_STEP"] as i64, NNM_UNUSED_STEP, "NNM_UNUSED_STEP in C and Rust");
+}
