@@ -41,12 +41,6 @@
 #define NNM_UNUSED_STEP -1
 
 /**
- * `auto` stops once a plan is within this many parts per million of the
- * lower bound.
- */
-#define NEAR_BOUND_PPM 1
-
-/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  *

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every test of nnmem, the way CI runs them (.ci/run calls this script):
 #
-#   0. prerequisites                       apt-get installs what is missing
+#   0. scripts/install-deps.sh             apt-get installs what is missing
 #                                          (cmake, clang, libclang-dev,
 #                                          valgrind, pkg-config, a C/C++
 #                                          toolchain); nothing when all are
@@ -26,9 +26,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 root=$PWD
 [ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
-./scripts/install-deps.sh
-# In CI every leg must run: a missing valgrind is an error, not a skip.
-[ "${CI:-}" = true ] && export NNMEM_REQUIRE_VALGRIND=1
+./scripts/install-deps.sh # exits non-zero unless everything, valgrind included, is there
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 build_root=${NNMEM_BUILD_ROOT:-$root/build}
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
@@ -42,37 +40,6 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 
 banner() { printf '\n==> %s\n' "$*"; }
-
-# --- 0. prerequisites ------------------------------------------------------------
-have_deb() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'; }
-missing=()
-for tool in cc c++ make readelf; do
-    command -v $tool >/dev/null || { missing+=(build-essential); break; }
-done
-for tool in cmake clang valgrind pkg-config; do
-    command -v $tool >/dev/null || missing+=($tool)
-done
-# bindgen (the C/Rust layout test) needs libclang.
-if command -v dpkg-query >/dev/null && ! have_deb libclang-dev; then
-    missing+=(libclang-dev)
-fi
-if [ ${#missing[@]} -gt 0 ]; then
-    banner "installing ${missing[*]}"
-    sudo=()
-    if [ "$(id -u)" -ne 0 ]; then
-        command -v sudo >/dev/null || {
-            echo "test-all: missing ${missing[*]}; run as root or install them with apt-get" >&2
-            exit 1
-        }
-        sudo=(sudo)
-    fi
-    "${sudo[@]}" apt-get update
-    "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
-fi
-command -v cargo >/dev/null || {
-    echo "test-all: cargo not found; install Rust (https://rustup.rs)" >&2
-    exit 1
-}
 
 # --- 1. Rust -------------------------------------------------------------------
 banner "cargo test --release --locked"
