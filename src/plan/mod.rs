@@ -269,10 +269,13 @@ impl Planner {
 /// Fixed buffers are the caller's promise; two that overlap can never be
 /// planned around.
 fn check_fixed_buffers(problem: &Problem) -> Result<()> {
-    let fixed: Vec<Buffer> = problem.buffers().iter().filter(|b| b.fixed_offset.is_some()).copied().collect();
-    let index: Vec<usize> =
-        problem.buffers().iter().enumerate().filter(|(_, b)| b.fixed_offset.is_some()).map(|(i, _)| i).collect();
-    let offsets: Vec<u64> = fixed.iter().map(|b| b.fixed_offset.unwrap()).collect();
+    // One pass: the fixed buffers, their offsets, and their original indices.
+    let (index, (fixed, offsets)): (Vec<usize>, (Vec<Buffer>, Vec<u64>)) = problem
+        .buffers()
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.fixed_offset.map(|o| (i, (*b, o))))
+        .unzip();
     match validate(&fixed, &offsets) {
         Ok(_) => Ok(()),
         Err(Invalid::Overlap(o)) => Err(Error::invalid(format!(

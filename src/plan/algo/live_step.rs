@@ -16,40 +16,34 @@ pub struct LiveStep;
 /// Range add, global max and its position over `n` leaves.
 struct MaxTree {
     leaves: usize,
-    max: Vec<u128>,
-    add: Vec<u128>,
-    neg: Vec<u128>, // pending subtractions kept apart so values stay unsigned
+    max: Vec<i128>,
+    add: Vec<i128>,
 }
 
 impl MaxTree {
     fn new(n: usize) -> Self {
         let leaves = n.max(1).next_power_of_two();
-        MaxTree { leaves, max: vec![0; 2 * leaves], add: vec![0; 2 * leaves], neg: vec![0; 2 * leaves] }
+        MaxTree { leaves, max: vec![0; 2 * leaves], add: vec![0; 2 * leaves] }
     }
 
-    /// Adds `delta` (or subtracts when `subtract`) over leaves `[a, b)`.
-    fn update(&mut self, v: usize, lo: usize, hi: usize, a: usize, b: usize, delta: u128, subtract: bool) {
+    /// Adds `delta` (negative to remove) over leaves `[a, b)`.
+    fn update(&mut self, v: usize, lo: usize, hi: usize, a: usize, b: usize, delta: i128) {
         if b <= lo || hi <= a {
             return;
         }
         if a <= lo && hi <= b {
-            if subtract {
-                self.max[v] -= delta;
-                self.neg[v] += delta;
-            } else {
-                self.max[v] += delta;
-                self.add[v] += delta;
-            }
+            self.max[v] += delta;
+            self.add[v] += delta;
             return;
         }
         let mid = (lo + hi) / 2;
-        self.update(2 * v, lo, mid, a, b, delta, subtract);
-        self.update(2 * v + 1, mid, hi, a, b, delta, subtract);
-        self.max[v] = self.max[2 * v].max(self.max[2 * v + 1]) + self.add[v] - self.neg[v];
+        self.update(2 * v, lo, mid, a, b, delta);
+        self.update(2 * v + 1, mid, hi, a, b, delta);
+        self.max[v] = self.max[2 * v].max(self.max[2 * v + 1]) + self.add[v];
     }
 
-    fn range(&mut self, a: usize, b: usize, delta: u128, subtract: bool) {
-        self.update(1, 0, self.leaves, a, b, delta, subtract);
+    fn range(&mut self, a: usize, b: usize, delta: i128) {
+        self.update(1, 0, self.leaves, a, b, delta);
     }
 
     /// The leaf holding the maximum (leftmost on ties).
@@ -91,7 +85,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
         }
         let (a, e) = (seg(b.lifetime.start), seg(b.lifetime.end));
         ranges[i] = (a, e);
-        live.range(a, e, b.size as u128, false);
+        live.range(a, e, b.size as i128);
         let (mut l, mut r) = (a + leaves, e + leaves);
         while l < r {
             if l & 1 == 1 {
@@ -134,7 +128,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
         placed[i] = true;
         order.push(i);
         let (a, e) = ranges[i];
-        live.range(a, e, buffers[i].size as u128, true);
+        live.range(a, e, -(buffers[i].size as i128));
     }
     // Buffers that occupy nothing go last; their offset does not matter.
     order.extend(candidates.into_iter().filter(|&i| !placed[i]));
