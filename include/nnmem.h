@@ -41,6 +41,13 @@
 #define NNM_UNUSED_STEP -1
 
 /**
+ * Conflict lists are the search's largest structure (one entry per pair of
+ * buffers live at one step, twice). Above this many entries the search is
+ * not attempted and the heuristics' plan stands; 32 Mi entries is 128 MiB.
+ */
+#define MAX_CONFLICT_ENTRIES (32 << 20)
+
+/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  *
@@ -148,6 +155,12 @@ typedef enum nnm_algorithm {
    * shares a step with), lowest offset that fits.
    */
   NNM_ALGORITHM_CONFLICT = 7,
+  /**
+   * Branch and bound from the best heuristic plan: the smallest peak, or
+   * with a capacity the first plan that fits it. Anytime: stops at the
+   * time limit, node limit or cancellation with the best plan so far.
+   */
+  NNM_ALGORITHM_EXACT = 8,
 } nnm_algorithm;
 
 /**

@@ -43,8 +43,10 @@ pub use validate::{validate, Invalid, Overlap};
 
 use crate::status::{Error, Result, Status};
 
-/// The default time budget of searching algorithms.
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(10);
+/// The default time budget of searching algorithms: `exact`, and the
+/// search stage of `auto` (which only runs when no heuristic reaches the
+/// lower bound). Settable with [`Planner::set_time_limit`].
+pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
 
 /// What a successful (or over-capacity) planning run produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -57,8 +59,14 @@ pub struct PlanOutcome {
     pub lower_bound: u64,
     /// The algorithm that produced the offsets (for `auto`, the winner).
     pub algorithm: Algorithm,
-    /// `peak == lower_bound`: no plan can be smaller.
+    /// No plan can be smaller: `peak` meets `lower_bound`, or the search
+    /// proved it.
     pub proven_optimal: bool,
+    /// The best lower bound known: `lower_bound`, or higher where the search
+    /// proved that no smaller peak exists.
+    pub best_bound: u64,
+    /// Search nodes explored (0 when only heuristics ran).
+    pub nodes: u64,
     /// Wall time spent planning.
     pub elapsed: Duration,
     /// Whether `peak` fits the capacity (always true without one).
@@ -75,6 +83,7 @@ pub struct Planner {
     algorithm: Algorithm,
     capacity: Option<u64>,
     time_limit: Duration,
+    node_limit: Option<u64>,
     cancel: Option<Arc<AtomicBool>>,
     problem: Problem,
     outcome: Option<PlanOutcome>,
@@ -93,6 +102,7 @@ impl Planner {
             algorithm: Algorithm::Auto,
             capacity: None,
             time_limit: DEFAULT_TIME_LIMIT,
+            node_limit: None,
             cancel: None,
             problem: Problem::new(1).expect("1 is a power of two"),
             outcome: None,
@@ -153,6 +163,17 @@ impl Planner {
         self.time_limit
     }
 
+    /// Caps the nodes a search explores (`None`: no cap). Unlike the time
+    /// limit this makes the result the same on any machine.
+    pub fn set_node_limit(&mut self, limit: Option<u64>) {
+        self.node_limit = limit;
+    }
+
+    /// The node limit.
+    pub fn node_limit(&self) -> Option<u64> {
+        self.node_limit
+    }
+
     /// A flag another thread may set to stop a search early; the best plan
     /// so far is kept.
     pub fn set_cancel_flag(&mut self, flag: Option<Arc<AtomicBool>>) {
@@ -199,7 +220,9 @@ impl Planner {
         let lb = self.lower_bound();
         let limits = SearchLimits {
             lower_bound: lb,
-            deadline: Some(started + self.time_limit),
+            capacity: self.capacity,
+            deadline: started.checked_add(self.time_limit),
+            node_limit: self.node_limit,
             cancel: self.cancel.clone(),
         };
         let placement = self.algorithm.implementation().place(&self.problem, &limits);
@@ -212,7 +235,9 @@ impl Planner {
             peak,
             lower_bound: lb,
             algorithm: placement.algorithm,
-            proven_optimal: peak == lb,
+            proven_optimal: peak == lb || placement.proven_optimal || peak <= placement.lower_bound,
+            best_bound: lb.max(placement.lower_bound.min(peak)),
+            nodes: placement.nodes,
             elapsed: started.elapsed(),
             fits,
         };

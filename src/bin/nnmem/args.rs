@@ -11,10 +11,13 @@ usage:
 
 plan options:
   --algorithm NAME     auto (default), tflm, linear, size-first-fit, size-best-fit,
-                       lifetime-first-fit, live-step, conflict
+                       lifetime-first-fit, live-step, conflict, exact
   --alignment N        alignment of sizes and offsets, a power of two (default 1)
-  --capacity BYTES     fail (exit 3) when the plan needs more than BYTES
-  --time-limit SECONDS time budget of searching algorithms (default 10)
+  --capacity BYTES     fail (exit 3) when the plan needs more than BYTES; exact and
+                       auto then stop at the first plan that fits
+  --time-limit SECONDS time budget of searching algorithms: exact, and auto's
+                       search when no heuristic reaches the bound (default 1)
+  --node-limit N       at most N search nodes (same plan on any machine)
   --output OUT.csv     write the plan there instead of stdout
   --svg OUT.svg        draw the plan (steps across, addresses up)
   --picture            print a TFLite-Micro-style text picture of the plan
@@ -43,6 +46,7 @@ pub struct PlanArgs {
     pub alignment: u64,
     pub capacity: Option<u64>,
     pub time_limit: Option<f64>,
+    pub node_limit: Option<u64>,
     pub output: Option<String>,
     pub svg: Option<String>,
     pub picture: bool,
@@ -74,6 +78,7 @@ fn parse_plan(argv: &[String]) -> Result<PlanArgs, String> {
         alignment: 1,
         capacity: None,
         time_limit: None,
+        node_limit: None,
         output: None,
         svg: None,
         picture: false,
@@ -94,6 +99,7 @@ fn parse_plan(argv: &[String]) -> Result<PlanArgs, String> {
                 }
                 a.time_limit = Some(s);
             }
+            "--node-limit" => a.node_limit = Some(number("--node-limit", it.next())?),
             "--output" => a.output = Some(it.next().ok_or("--output needs a path")?.clone()),
             "--svg" => a.svg = Some(it.next().ok_or("--svg needs a path")?.clone()),
             "--picture" => a.picture = true,
@@ -124,6 +130,10 @@ mod tests {
         };
         assert_eq!(a.input.as_deref(), Some("x.csv"));
         assert_eq!((a.algorithm, a.alignment, a.capacity), (Algorithm::Tflm, 16, Some(100)));
+        let Command::Plan(a) = parse(&v(&["plan", "--algorithm", "exact", "--time-limit", "2.5", "--node-limit", "1000"])).unwrap() else {
+            panic!("not a plan command")
+        };
+        assert_eq!((a.algorithm, a.time_limit, a.node_limit), (Algorithm::Exact, Some(2.5), Some(1000)));
     }
 
     #[test]
@@ -131,6 +141,7 @@ mod tests {
         assert!(parse(&v(&["plan", "--algorithm", "nope"])).unwrap_err().contains("unknown algorithm 'nope'"));
         assert!(parse(&v(&["plan", "--alignment", "x"])).unwrap_err().contains("not a valid number"));
         assert!(parse(&v(&["plan", "--time-limit", "-1"])).is_err());
+        assert!(parse(&v(&["plan", "--node-limit", "-5"])).unwrap_err().contains("not a valid number"));
         assert!(parse(&v(&["plan", "a", "b"])).is_err());
         assert!(parse(&v(&["frobnicate"])).is_err());
         assert!(parse(&v(&["plan", "--bogus"])).is_err());

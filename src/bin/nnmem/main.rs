@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! nnmem plan [FILE.csv|-] [--algorithm NAME] [--alignment N] [--capacity BYTES]
-//!            [--time-limit SECONDS] [--output OUT.csv] [--svg OUT.svg] [--picture]
+//!            [--time-limit SECONDS] [--node-limit N] [--output OUT.csv] [--svg OUT.svg] [--picture]
 //! nnmem validate FILE.csv|-
 //! ```
 
@@ -82,6 +82,7 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
     if let Some(seconds) = a.time_limit {
         planner.set_time_limit(Duration::from_secs_f64(seconds))?;
     }
+    planner.set_node_limit(a.node_limit);
     for (i, r) in rows.iter().enumerate() {
         let lifetime = nnmem::plan::Lifetime::half_open(r.lower, r.upper)?;
         planner

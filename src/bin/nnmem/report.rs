@@ -27,6 +27,9 @@ pub fn summary(name: &str, planner: &Planner, o: &PlanOutcome) -> String {
     let _ = writeln!(s, "peak            {} B", o.peak);
     let _ = writeln!(s, "peak/lower      {}", ratio(o.peak, o.lower_bound));
     let _ = writeln!(s, "proven optimal  {}", if o.proven_optimal { "yes" } else { "no" });
+    if o.nodes > 0 || o.best_bound > o.lower_bound {
+        let _ = writeln!(s, "search          {} nodes, best lower bound {} B", o.nodes, o.best_bound);
+    }
     let _ = writeln!(s, "algorithm       {algorithm}");
     let _ = writeln!(s, "plan time       {:.3} ms", o.elapsed.as_secs_f64() * 1e3);
     if let Some(c) = planner.capacity() {

@@ -1,7 +1,12 @@
-//! The default: try the heuristics best-first, keep the smallest peak, stop
-//! as soon as a plan reaches the lower bound (it is then optimal), comes
-//! within [`NEAR_BOUND_PPM`] of it, or the search limits say stop (after the
-//! first heuristic, so there is always a plan).
+//! The default: the heuristics best-first, then, when none reached the
+//! lower bound, the `exact` search from the best of them for the rest of the
+//! time budget (the planner's time limit, 1 s unless set).
+//!
+//! The heuristic stage keeps the smallest peak and stops as soon as a plan
+//! reaches the lower bound (it is then optimal), comes within
+//! [`NEAR_BOUND_PPM`] of it, or the limits say stop (after the first
+//! heuristic, so there is always a plan). The search is skipped in the same
+//! cases, and when the best heuristic plan fits the capacity.
 //!
 //! Why the tolerance: on the 62k-buffer Y_1 trace the first heuristic ends
 //! 1 byte above a 497 GB bound; trying the other four costs 8 s for at most
@@ -11,10 +16,10 @@
 //! except when a zero-size buffer has a fixed offset (TFLM then treats it as
 //! a wall), so only in that case is `tflm` itself also tried.
 
-use super::{peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
+use super::{exact, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
-/// Best of the heuristics.
+/// Best of the heuristics, then the exact search.
 pub struct Auto;
 
 /// `auto` stops once a plan is within this many parts per million of the
@@ -27,32 +32,47 @@ fn close_enough(peak: u64, lower_bound: u64) -> bool {
     peak as u128 <= lower_bound as u128 + slack
 }
 
+/// Whether a plan with this peak needs no further work.
+fn good_enough(peak: u64, limits: &SearchLimits) -> bool {
+    close_enough(peak, limits.lower_bound) || limits.capacity.is_some_and(|c| peak <= c)
+}
+
+/// The heuristic stage: the smallest peak among the heuristics, stopping
+/// early as described in the module documentation.
+pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
+    let mut candidates: Vec<Algorithm> = Algorithm::heuristics().to_vec();
+    let zero_size_fixed = problem.buffers().iter().any(|b| b.fixed_offset.is_some() && b.size == 0);
+    if zero_size_fixed {
+        candidates.push(Algorithm::Tflm);
+    }
+    let mut best: Option<(u64, Placement)> = None;
+    for algorithm in candidates {
+        if best.is_some() && limits.should_stop() {
+            break;
+        }
+        let placement = algorithm.implementation().place(problem, limits);
+        let peak = peak_of(problem, &placement.offsets);
+        if best.as_ref().is_none_or(|(p, _)| peak < *p) {
+            best = Some((peak, placement));
+        }
+        if close_enough(peak, limits.lower_bound) {
+            break;
+        }
+    }
+    best.expect("at least one heuristic ran").1
+}
+
 impl PlacementAlgorithm for Auto {
     fn algorithm(&self) -> Algorithm {
         Algorithm::Auto
     }
 
     fn place(&self, problem: &Problem, limits: &SearchLimits) -> Placement {
-        let mut candidates: Vec<Algorithm> = Algorithm::heuristics().to_vec();
-        let zero_size_fixed = problem.buffers().iter().any(|b| b.fixed_offset.is_some() && b.size == 0);
-        if zero_size_fixed {
-            candidates.push(Algorithm::Tflm);
+        let best = best_heuristic(problem, limits);
+        if good_enough(peak_of(problem, &best.offsets), limits) || limits.should_stop() {
+            return best;
         }
-        let mut best: Option<(u64, Placement)> = None;
-        for algorithm in candidates {
-            if best.is_some() && limits.should_stop() {
-                break;
-            }
-            let placement = algorithm.implementation().place(problem, limits);
-            let peak = peak_of(problem, &placement.offsets);
-            if best.as_ref().is_none_or(|(p, _)| peak < *p) {
-                best = Some((peak, placement));
-            }
-            if close_enough(peak, limits.lower_bound) {
-                break;
-            }
-        }
-        best.expect("at least one heuristic ran").1
+        exact::improve(problem, best, limits)
     }
 }
 

@@ -57,6 +57,6 @@ impl PlacementAlgorithm for Conflict {
         order.sort_unstable_by(|&a, &b| {
             weights[b].cmp(&weights[a]).then(buffers[b].size.cmp(&buffers[a].size)).then(a.cmp(&b))
         });
-        Placement { offsets: place_in_order(problem, &order, Fit::First), algorithm: self.algorithm() }
+        Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
     }
 }

@@ -20,6 +20,6 @@ impl PlacementAlgorithm for LifetimeFirstFit {
             let (x, y) = (&buffers[a], &buffers[b]);
             y.lifetime.len().cmp(&x.lifetime.len()).then(y.size.cmp(&x.size)).then(a.cmp(&b))
         });
-        Placement { offsets: place_in_order(problem, &order, Fit::First), algorithm: self.algorithm() }
+        Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
     }
 }

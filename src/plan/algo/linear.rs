@@ -32,6 +32,6 @@ impl PlacementAlgorithm for Linear {
                 }
             })
             .collect();
-        Placement { offsets, algorithm: self.algorithm() }
+        Placement::heuristic(offsets, self.algorithm())
     }
 }

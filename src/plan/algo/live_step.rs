@@ -141,6 +141,6 @@ impl PlacementAlgorithm for LiveStep {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        Placement { offsets: place_in_order(problem, &live_step_order(problem), Fit::First), algorithm: self.algorithm() }
+        Placement::heuristic(place_in_order(problem, &live_step_order(problem), Fit::First), self.algorithm())
     }
 }

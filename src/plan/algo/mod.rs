@@ -8,6 +8,7 @@
 
 mod auto;
 mod conflict;
+mod exact;
 mod lifetime_first_fit;
 mod linear;
 mod live_step;
@@ -50,12 +51,16 @@ pub enum Algorithm {
     /// Most conflicting bytes first (the sum of the sizes of the buffers it
     /// shares a step with), lowest offset that fits.
     Conflict = 7,
+    /// Branch and bound from the best heuristic plan: the smallest peak, or
+    /// with a capacity the first plan that fits it. Anytime: stops at the
+    /// time limit, node limit or cancellation with the best plan so far.
+    Exact = 8,
 }
 
 // Kept outside the impl: cbindgen would export associated constants as
 // macros into the C header.
-const ALL_ALGORITHMS: [Algorithm; 8] = [
-        Algorithm::Auto,
+const ALL_ALGORITHMS: [Algorithm; 9] = [
+    Algorithm::Auto,
     Algorithm::Tflm,
     Algorithm::Linear,
     Algorithm::SizeFirstFit,
@@ -63,6 +68,7 @@ const ALL_ALGORITHMS: [Algorithm; 8] = [
     Algorithm::LifetimeFirstFit,
     Algorithm::LiveStep,
     Algorithm::Conflict,
+    Algorithm::Exact,
 ];
 
 const AUTO_HEURISTICS: [Algorithm; 5] = [
@@ -75,7 +81,7 @@ const AUTO_HEURISTICS: [Algorithm; 5] = [
 
 impl Algorithm {
     /// Every algorithm, in numeric order.
-    pub const fn all() -> [Algorithm; 8] {
+    pub const fn all() -> [Algorithm; 9] {
         ALL_ALGORITHMS
     }
 
@@ -97,6 +103,7 @@ impl Algorithm {
             Algorithm::LifetimeFirstFit => "lifetime-first-fit",
             Algorithm::LiveStep => "live-step",
             Algorithm::Conflict => "conflict",
+            Algorithm::Exact => "exact",
         }
     }
 
@@ -127,32 +134,37 @@ impl Algorithm {
             Algorithm::LifetimeFirstFit => &lifetime_first_fit::LifetimeFirstFit,
             Algorithm::LiveStep => &live_step::LiveStep,
             Algorithm::Conflict => &conflict::Conflict,
+            Algorithm::Exact => &exact::Exact,
         }
     }
 }
 
 /// Limits and signals a search honours. Heuristics finish in one pass and
-/// only read `lower_bound`; searching algorithms also stop at the deadline or
-/// when `cancel` is set, returning their best plan so far.
+/// only read `lower_bound`; searching algorithms also stop at the deadline,
+/// the node limit or when `cancel` is set, returning their best plan so far.
 #[derive(Clone, Debug)]
 pub struct SearchLimits {
     /// The lower bound of the problem, so `auto` can stop early.
     pub lower_bound: u64,
+    /// With a capacity, searching stops at the first plan that fits it.
+    pub capacity: Option<u64>,
     /// When to give up and return the best plan so far.
     pub deadline: Option<Instant>,
+    /// At most this many search nodes (deterministic, unlike the deadline).
+    pub node_limit: Option<u64>,
     /// Set from another thread to stop a search early.
     pub cancel: Option<Arc<AtomicBool>>,
 }
 
 impl SearchLimits {
-    /// Limits with no deadline and no cancellation.
+    /// Limits with no capacity, deadline, node limit or cancellation.
     pub fn unlimited(lower_bound: u64) -> Self {
-        SearchLimits { lower_bound, deadline: None, cancel: None }
+        SearchLimits { lower_bound, capacity: None, deadline: None, node_limit: None, cancel: None }
     }
 
     /// Limits with a time budget from now.
     pub fn with_budget(lower_bound: u64, budget: Duration) -> Self {
-        SearchLimits { lower_bound, deadline: Some(Instant::now() + budget), cancel: None }
+        SearchLimits { deadline: Some(Instant::now() + budget), ..SearchLimits::unlimited(lower_bound) }
     }
 
     /// Whether the search should stop now.
@@ -162,14 +174,29 @@ impl SearchLimits {
     }
 }
 
-/// What an algorithm returns: an offset per buffer (in the problem's order)
-/// and which algorithm produced it (`auto` reports the heuristic that won).
+/// What an algorithm returns: an offset per buffer (in the problem's order),
+/// which algorithm produced it (`auto` reports the one that won) and what a
+/// search proved on the way.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Placement {
     /// Offset of each buffer.
     pub offsets: Vec<u64>,
     /// The algorithm that produced these offsets.
     pub algorithm: Algorithm,
+    /// A search proved that no plan has a smaller peak.
+    pub proven_optimal: bool,
+    /// The best lower bound on the peak the algorithm proved (0: nothing
+    /// beyond the problem's own bound).
+    pub lower_bound: u64,
+    /// Search nodes explored (0 for heuristics).
+    pub nodes: u64,
+}
+
+impl Placement {
+    /// A heuristic's plan: nothing proven, no search.
+    pub fn heuristic(offsets: Vec<u64>, algorithm: Algorithm) -> Self {
+        Placement { offsets, algorithm, proven_optimal: false, lower_bound: 0, nodes: 0 }
+    }
 }
 
 /// A planning algorithm. Implementations must return a valid plan (no two

@@ -14,6 +14,6 @@ impl PlacementAlgorithm for SizeBestFit {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        Placement { offsets: place_in_order(problem, &size_descending(problem), Fit::Best), algorithm: self.algorithm() }
+        Placement::heuristic(place_in_order(problem, &size_descending(problem), Fit::Best), self.algorithm())
     }
 }

@@ -24,6 +24,6 @@ impl PlacementAlgorithm for SizeFirstFit {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        Placement { offsets: place_in_order(problem, &size_descending(problem), Fit::First), algorithm: self.algorithm() }
+        Placement::heuristic(place_in_order(problem, &size_descending(problem), Fit::First), self.algorithm())
     }
 }

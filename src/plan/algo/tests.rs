@@ -80,7 +80,8 @@ fn every_algorithm_makes_valid_plans_on_random_instances() {
         let alignment = [1, 4, 16, 64][round % 4];
         let problem = random_problem(&mut rng, n, alignment, round % 3 == 0);
         let lb = lower_bound(problem.buffers()).bytes;
-        let limits = SearchLimits::unlimited(lb);
+        // Node-limited so the searching algorithms stay quick and deterministic.
+        let limits = SearchLimits { node_limit: Some(20_000), ..SearchLimits::unlimited(lb) };
         for algorithm in Algorithm::all() {
             let placement = algorithm.implementation().place(&problem, &limits);
             let peak = check_valid(&problem, &placement, algorithm.name());
@@ -109,7 +110,7 @@ fn auto_is_never_worse_than_any_heuristic_or_tflm() {
     for round in 0..200 {
         let problem = random_problem(&mut rng, 1 + round % 50, 8, round % 2 == 0);
         let lb = lower_bound(problem.buffers()).bytes;
-        let limits = SearchLimits::unlimited(lb);
+        let limits = SearchLimits { node_limit: Some(20_000), ..SearchLimits::unlimited(lb) };
         let auto = Algorithm::Auto.implementation().place(&problem, &limits);
         let auto_peak = check_valid(&problem, &auto, "auto");
         for a in [Algorithm::Tflm, Algorithm::SizeFirstFit] {
@@ -163,7 +164,7 @@ fn tflm_ties_go_to_the_later_buffer_and_zero_size_fixed_is_a_wall() {
     q.push(3, lt, None).unwrap();
     assert_eq!(Algorithm::Tflm.implementation().place(&q, &limits).offsets, vec![2, 3, 7]);
     assert_eq!(Algorithm::SizeFirstFit.implementation().place(&q, &limits).offsets, vec![2, 3, 0]);
-    let auto = Algorithm::Auto.implementation().place(&q, &SearchLimits::unlimited(7));
+    let auto = Algorithm::Auto.implementation().place(&q, &SearchLimits { node_limit: Some(20_000), ..SearchLimits::unlimited(7) });
     assert_eq!(peak_of(&q, &auto.offsets), 7);
 }
 

@@ -76,6 +76,6 @@ impl PlacementAlgorithm for Tflm {
             let at = list.partition_point(|x| x.offset <= offset);
             list.insert(at, Entry { offset, end: offset + b.size, first_step: s, end_step: e });
         }
-        Placement { offsets, algorithm: self.algorithm() }
+        Placement::heuristic(offsets, self.algorithm())
     }
 }

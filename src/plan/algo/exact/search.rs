@@ -1,0 +1,533 @@
+//! Depth-first branch and bound for one part and one target peak: "is there
+//! a plan of this part whose peak is at most `target`?"
+//!
+//! The search only builds *canonical* plans: buffers are placed in
+//! non-decreasing offset order (ties by the preorder rank), each at its
+//! *floor*, the lowest offset above every placed buffer it is live with
+//! (lifted over fixed buffers). Every plan can be turned into a canonical
+//! one that is no higher (drop each buffer to the lowest offset it fits at
+//! until none moves; then sort by offset), so searching canonical plans
+//! only is complete. Pruning, each sound for canonical plans:
+//!
+//! - *height*: a placed buffer's top, and every unplaced buffer's floor plus
+//!   its size, must be at most the target;
+//! - *section bound*: in every section, the lowest offset still usable (the
+//!   current offset, the tops placed there, and the lowest floor of the
+//!   buffers still to come) plus the bytes still to place there must be at
+//!   most the target;
+//! - *no avoidable gap*: placing a buffer at or above some unplaced buffer's
+//!   floor + size is never needed, since that buffer could drop below it;
+//! - *memo of failures*: a state (which buffers are placed, the floors of
+//!   the others) whose subtree held no plan is recorded with the offset and
+//!   rank it was reached at; reaching it again at an offset and rank no
+//!   lower cannot succeed either. This catches the same stack of buffers
+//!   built in two orders.
+//!
+//! Backtracking restores exact state from undo logs, so the search does no
+//! allocation per node. Iterative, so deep parts (tens of thousands of
+//! buffers) cannot overflow the caller's stack.
+
+use std::collections::HashMap;
+
+use super::instance::Part;
+
+/// Offset of an unplaced buffer.
+const UNPLACED: u64 = u64::MAX;
+
+/// Failure states remembered per search; beyond this the memo stops growing
+/// (about 40 MiB).
+const MEMO_CAPACITY: usize = 1 << 20;
+
+/// How a search ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// A plan within the target: offsets per part-local buffer.
+    Found(Vec<u64>),
+    /// No plan within the target exists.
+    Infeasible,
+    /// The node budget ran out or the caller said stop.
+    Stopped,
+}
+
+/// The canonical constraint a node carries: later buffers go at offsets
+/// above `offset`, or at `offset` with a rank above `rank` (rank 0: none
+/// placed yet, so real ranks start at 1).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key {
+    offset: u64,
+    rank: u32,
+}
+
+const ROOT: Key = Key { offset: 0, rank: 0 };
+
+/// A *component*: a range of sections `[lo, hi)` that no unplaced buffer
+/// crosses into or out of, with `count` unplaced buffers inside. Components
+/// are independent subproblems, searched one after another; `batch` is the
+/// stack index of the first component root of the split that made it, where
+/// a failure of any of them unwinds to.
+#[derive(Copy, Clone, Debug)]
+struct Component {
+    lo: u32,
+    hi: u32,
+    count: u32,
+    batch: usize,
+}
+
+/// What popping a frame must do to the pending components.
+#[derive(Copy, Clone, Debug)]
+enum Restore {
+    Nothing,
+    Truncate(usize),
+    PushBack(Component),
+}
+
+/// One node on the depth-first stack.
+struct Frame {
+    /// The constraint of this node.
+    key: Key,
+    /// No buffer may start at or above this (the "no avoidable gap" rule).
+    ceiling: u64,
+    /// The last child tried (candidates are tried in key order).
+    cursor: Key,
+    /// Memo key: the state hash combined with the set searched here.
+    hash: u128,
+    /// Undo-log lengths before `placed` was placed.
+    floor_log: usize,
+    top_log: usize,
+    /// The buffer placed to reach this node (none at the root).
+    placed: Option<u32>,
+    /// The component this node searches.
+    scope: Component,
+    /// Whether this node roots a component (its constraint starts afresh).
+    root: bool,
+    restore: Restore,
+}
+
+/// A reusable search over one part. Failures recorded in the memo stay true
+/// for any smaller target, so the same `Search` may be run again with a
+/// target no higher than before ([`Search::run`] clears it otherwise).
+pub struct Search<'p> {
+    part: &'p Part,
+    /// Preorder rank of each buffer, 1-based.
+    rank: Vec<u32>,
+    /// Target of the memo's failures.
+    memo_target: u64,
+    memo: HashMap<u128, Key>,
+    // Per-run state.
+    offset: Vec<u64>,
+    floor: Vec<u64>,
+    /// Highest top placed in each section.
+    top: Vec<u64>,
+    /// Bytes still to place in each section.
+    pending: Vec<u64>,
+    /// Unplaced buffers crossing the boundary before each section.
+    crossing: Vec<u32>,
+    unplaced: Vec<u32>,
+    position: Vec<u32>,
+    floor_log: Vec<(u32, u64)>,
+    /// Old tops of the sections spanned by each placed buffer, in order.
+    top_log: Vec<u64>,
+    hash: u128,
+    /// Components waiting to be searched, the next on top.
+    waiting: Vec<Component>,
+    /// Per section, an unplaced buffer live there that last showed the
+    /// section bound holds (checked before use, so never restored).
+    witness: Vec<u32>,
+    /// Nodes visited over all runs.
+    pub nodes: u64,
+}
+
+/// Hash of "buffer `i` is unplaced with floor `floor`" (or placed, with
+/// `floor == UNPLACED`). Two independent 64-bit mixes make a 128-bit key,
+/// so a false memo hit is astronomically unlikely (and could only cost
+/// optimality, never validity: every plan returned is checked).
+fn item_hash(i: u32, floor: u64) -> u128 {
+    let a = mix(floor ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let b = mix(a ^ floor.rotate_left(29) ^ 0xD1B5_4A32_D192_ED03 ^ i as u64);
+    ((a as u128) << 64) | b as u128
+}
+
+/// splitmix64's finaliser.
+fn mix(mut z: u64) -> u64 {
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// Hash of "buffer `i` is in the set being searched".
+fn scope_hash(i: u32) -> u128 {
+    item_hash(i, 0x5C0_9E00_0000_0001) << 1
+}
+
+impl<'p> Search<'p> {
+    /// A search over `part` trying buffers in `order` (a permutation of the
+    /// part's local indices) when floors tie.
+    pub fn new(part: &'p Part, order: &[u32]) -> Self {
+        let n = part.len();
+        let mut rank = vec![0u32; n];
+        for (r, &i) in order.iter().enumerate() {
+            rank[i as usize] = r as u32 + 1;
+        }
+        Search {
+            part,
+            rank,
+            memo_target: u64::MAX,
+            memo: HashMap::new(),
+            offset: vec![UNPLACED; n],
+            floor: vec![0; n],
+            top: vec![0; part.sections],
+            pending: vec![0; part.sections],
+            crossing: vec![0; part.sections],
+            unplaced: Vec::with_capacity(n),
+            position: vec![0; n],
+            floor_log: Vec::new(),
+            top_log: Vec::new(),
+            hash: 0,
+            waiting: Vec::new(),
+            witness: vec![0; part.sections],
+            nodes: 0,
+        }
+    }
+
+    fn reset(&mut self) {
+        let part = self.part;
+        self.offset.fill(UNPLACED);
+        self.top.fill(0);
+        self.pending.copy_from_slice(&part.live);
+        self.crossing.fill(0);
+        self.unplaced.clear();
+        self.hash = 0;
+        for i in 0..part.len() {
+            self.floor[i] = part.lift(i, 0);
+            self.position[i] = i as u32;
+            self.unplaced.push(i as u32);
+            self.hash ^= item_hash(i as u32, self.floor[i]);
+            for b in part.first[i] + 1..part.last[i] {
+                self.crossing[b as usize] += 1;
+            }
+        }
+        self.floor_log.clear();
+        self.top_log.clear();
+        self.waiting.clear();
+    }
+
+    /// Searches for a plan with peak at most `target`, visiting at most
+    /// `budget` nodes and polling `stop` every 1024 nodes.
+    pub fn run(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
+        let verdict = self.search(target, budget, stop);
+        // The undo logs grow with the depth times the sections spanned
+        // (hundreds of MiB on 18k-buffer traces); several searches take
+        // turns, so only the running one holds them.
+        self.floor_log = Vec::new();
+        self.top_log = Vec::new();
+        verdict
+    }
+
+    fn search(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
+        if target > self.memo_target {
+            self.memo.clear();
+        }
+        self.memo_target = target;
+        self.reset();
+        let part = self.part;
+        if part.len() == 0 {
+            return Verdict::Found(Vec::new());
+        }
+        if (0..part.len()).any(|i| self.floor[i].saturating_add(part.size[i]) > target)
+            || part.live.iter().any(|&b| b > target)
+        {
+            return Verdict::Infeasible;
+        }
+        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
+        let (ceiling, hash) = self.survey(whole);
+        let mut stack = vec![Frame {
+            key: ROOT,
+            ceiling,
+            cursor: ROOT,
+            hash,
+            floor_log: 0,
+            top_log: 0,
+            placed: None,
+            scope: whole,
+            root: true,
+            restore: Restore::Nothing,
+        }];
+        let mut spent = 0u64;
+        loop {
+            let frame = stack.last_mut().expect("the root stays until the end");
+            let Some(next) = self.next_candidate(frame.cursor, frame.ceiling, frame.scope) else {
+                // Every child failed: remember, then undo the move that led here.
+                let frame = stack.pop().expect("non-empty");
+                if self.memo.len() < MEMO_CAPACITY {
+                    self.memo.entry(frame.hash).and_modify(|k| *k = (*k).min(frame.key)).or_insert(frame.key);
+                }
+                self.pop(&frame);
+                if stack.is_empty() {
+                    return Verdict::Infeasible;
+                }
+                if frame.root && frame.scope.batch < stack.len() {
+                    // A component failed, so the split that made it fails
+                    // whatever its siblings did: unwind to the split.
+                    while stack.len() > frame.scope.batch {
+                        let abandoned = stack.pop().expect("above the batch");
+                        self.pop(&abandoned);
+                    }
+                    if stack.is_empty() {
+                        return Verdict::Infeasible;
+                    }
+                }
+                continue;
+            };
+            frame.cursor = self.key_of(next);
+            let scope = frame.scope;
+            spent += 1;
+            self.nodes += 1;
+            if spent > budget || (spent & 0x3FF == 0 && stop()) {
+                return Verdict::Stopped;
+            }
+            let key = self.key_of(next);
+            let (floor_log, top_log) = (self.floor_log.len(), self.top_log.len());
+            if !self.place(next, key.offset, target, scope) {
+                self.unplace(next, floor_log, top_log);
+                continue;
+            }
+            let depth = stack.len();
+            let child = if scope.count > 1 {
+                match self.split(next, scope, depth) {
+                    Some((first, restore)) => {
+                        let (ceiling, hash) = self.survey(first);
+                        Frame { key: ROOT, ceiling, cursor: ROOT, hash, floor_log, top_log, placed: Some(next), scope: first, root: true, restore }
+                    }
+                    None => {
+                        let scope = Component { count: scope.count - 1, ..scope };
+                        let (ceiling, hash) = self.survey(scope);
+                        Frame { key, ceiling, cursor: key, hash, floor_log, top_log, placed: Some(next), scope, root: false, restore: Restore::Nothing }
+                    }
+                }
+            } else {
+                // The component is done: on to the next one, if any.
+                let Some(following) = self.waiting.pop() else {
+                    return Verdict::Found(self.offset.clone());
+                };
+                let (ceiling, hash) = self.survey(following);
+                Frame {
+                    key: ROOT,
+                    ceiling,
+                    cursor: ROOT,
+                    hash,
+                    floor_log,
+                    top_log,
+                    placed: Some(next),
+                    scope: following,
+                    root: true,
+                    restore: Restore::PushBack(following),
+                }
+            };
+            if self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
+                self.pop(&child);
+                if let Restore::PushBack(c) = child.restore {
+                    // A later component is known to fail: so does its split.
+                    while stack.len() > c.batch {
+                        let abandoned = stack.pop().expect("above the batch");
+                        self.pop(&abandoned);
+                    }
+                    if stack.is_empty() {
+                        return Verdict::Infeasible;
+                    }
+                }
+                continue;
+            }
+            stack.push(child);
+        }
+    }
+
+    /// Undoes what a frame did on the way in.
+    fn pop(&mut self, frame: &Frame) {
+        match frame.restore {
+            Restore::Nothing => {}
+            Restore::Truncate(len) => self.waiting.truncate(len),
+            Restore::PushBack(c) => self.waiting.push(c),
+        }
+        if let Some(i) = frame.placed {
+            self.unplace(i, frame.floor_log, frame.top_log);
+        }
+    }
+
+    /// After placing `i` in `scope`: if no unplaced buffer now crosses some
+    /// boundary inside `i`'s span, the scope falls apart. Returns the first
+    /// piece (the others wait, with `batch` = the new frame's stack index)
+    /// and how to undo that, or `None` when it stays in one piece.
+    fn split(&mut self, i: u32, scope: Component, depth: usize) -> Option<(Component, Restore)> {
+        let part = self.part;
+        let iu = i as usize;
+        let lo = (part.first[iu] + 1).max(scope.lo + 1);
+        let hi = part.last[iu].min(scope.hi);
+        let mut cuts: Vec<u32> = (lo..hi).filter(|&b| self.crossing[b as usize] == 0).collect();
+        if cuts.is_empty() {
+            return None;
+        }
+        cuts.insert(0, scope.lo);
+        cuts.push(scope.hi);
+        let mut counts = vec![0u32; cuts.len() - 1];
+        for &j in &self.unplaced {
+            let ju = j as usize;
+            if part.first[ju] >= scope.lo && part.last[ju] <= scope.hi {
+                let piece = cuts.partition_point(|&c| c <= part.first[ju]) - 1;
+                counts[piece] += 1;
+            }
+        }
+        let mut pieces: Vec<Component> = cuts
+            .windows(2)
+            .zip(&counts)
+            .filter(|(_, &count)| count > 0)
+            .map(|(w, &count)| Component { lo: w[0], hi: w[1], count, batch: depth })
+            .collect();
+        if pieces.len() == 1 {
+            // Only the scope's edge emptied: keep searching one piece, but
+            // keep the constraint (not a new root).
+            return None;
+        }
+        let restore = Restore::Truncate(self.waiting.len());
+        let first = pieces.remove(0);
+        // Searched in order: the next piece on top.
+        self.waiting.extend(pieces.into_iter().rev());
+        Some((first, restore))
+    }
+
+    fn key_of(&self, i: u32) -> Key {
+        Key { offset: self.floor[i as usize], rank: self.rank[i as usize] }
+    }
+
+    fn in_scope(&self, i: usize, scope: Component) -> bool {
+        self.part.first[i] >= scope.lo && self.part.last[i] <= scope.hi
+    }
+
+    /// For the unplaced buffers of `scope`: the lowest floor + size (nothing
+    /// may be placed at or above it), and the memo key of the state with
+    /// this scope.
+    fn survey(&self, scope: Component) -> (u64, u128) {
+        let size = &self.part.size;
+        let mut ceiling = u64::MAX;
+        let mut hash = self.hash;
+        for &i in &self.unplaced {
+            let iu = i as usize;
+            if self.in_scope(iu, scope) {
+                ceiling = ceiling.min(self.floor[iu] + size[iu]);
+                hash ^= scope_hash(i);
+            }
+        }
+        (ceiling, hash)
+    }
+
+    /// The unplaced buffer of `scope` with the smallest key above `after`
+    /// whose floor is below `ceiling`.
+    fn next_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<u32> {
+        let mut best: Option<(Key, u32)> = None;
+        for &i in &self.unplaced {
+            let k = self.key_of(i);
+            if k > after && k.offset < ceiling && best.is_none_or(|(b, _)| k < b) && self.in_scope(i as usize, scope) {
+                best = Some((k, i));
+            }
+        }
+        best.map(|(_, i)| i)
+    }
+
+    /// Places buffer `i` at `offset` and updates floors and section data.
+    /// Returns false when a bound shows the target cannot be met; the caller
+    /// then undoes with [`Search::unplace`] either way.
+    fn place(&mut self, i: u32, offset: u64, target: u64, scope: Component) -> bool {
+        let part = self.part;
+        let iu = i as usize;
+        let size = part.size[iu];
+        let top = offset + size;
+        self.offset[iu] = offset;
+        self.hash ^= item_hash(i, self.floor[iu]) ^ item_hash(i, UNPLACED);
+        let p = self.position[iu] as usize;
+        let last = *self.unplaced.last().expect("i is unplaced");
+        self.unplaced.swap_remove(p);
+        if last != i {
+            self.position[last as usize] = p as u32;
+        }
+        for b in part.first[iu] + 1..part.last[iu] {
+            self.crossing[b as usize] -= 1;
+        }
+        let mut ok = top <= target;
+        for s in part.first[iu]..part.last[iu] {
+            let s = s as usize;
+            self.top_log.push(self.top[s]);
+            self.top[s] = top;
+            self.pending[s] -= size;
+            ok &= top + self.pending[s] <= target;
+        }
+        for &j in part.conflicts(iu) {
+            let ju = j as usize;
+            if self.offset[ju] != UNPLACED || self.floor[ju] >= top {
+                continue;
+            }
+            let lifted = part.lift(ju, top);
+            self.floor_log.push((j, self.floor[ju]));
+            self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, lifted);
+            self.floor[ju] = lifted;
+            ok &= lifted.saturating_add(part.size[ju]) <= target;
+        }
+        ok && self.sections_fit(offset, target, scope)
+    }
+
+    /// The section bound over the scope's sections: everything still to
+    /// place in a section goes above the current offset and above the
+    /// lowest floor among them, and must fit under the target. The lowest
+    /// floor is not computed: one *witness* buffer with a floor low enough
+    /// suffices, and the last one usually still is (O(sections) per node).
+    fn sections_fit(&mut self, offset: u64, target: u64, scope: Component) -> bool {
+        let part = self.part;
+        for s in scope.lo as usize..scope.hi as usize {
+            let pending = self.pending[s];
+            if pending == 0 {
+                continue;
+            }
+            let Some(room) = target.checked_sub(pending) else { return false };
+            if offset > room {
+                return false;
+            }
+            let w = self.witness[s] as usize;
+            if self.offset[w] == UNPLACED && self.floor[w] <= room && part.first[w] as usize <= s && (s as u32) < part.last[w] {
+                continue;
+            }
+            match part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
+                Some(&j) => self.witness[s] = j,
+                None => return false,
+            }
+        }
+        true
+    }
+
+    /// Undoes [`Search::place`] of buffer `i`, given the log lengths before.
+    fn unplace(&mut self, i: u32, floor_log: usize, top_log: usize) {
+        let part = self.part;
+        let iu = i as usize;
+        let size = part.size[iu];
+        while self.floor_log.len() > floor_log {
+            let (j, old) = self.floor_log.pop().expect("longer than mark");
+            let ju = j as usize;
+            self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, old);
+            self.floor[ju] = old;
+        }
+        if self.top_log.len() > top_log {
+            // `place` logged every section of the span, in order.
+            let (first, last) = (part.first[iu] as usize, part.last[iu] as usize);
+            debug_assert_eq!(self.top_log.len() - top_log, last - first);
+            for (s, &old) in (first..last).zip(&self.top_log[top_log..]) {
+                self.top[s] = old;
+                self.pending[s] += size;
+            }
+            self.top_log.truncate(top_log);
+        }
+        for b in part.first[iu] + 1..part.last[iu] {
+            self.crossing[b as usize] += 1;
+        }
+        self.offset[iu] = UNPLACED;
+        self.hash ^= item_hash(i, self.floor[iu]) ^ item_hash(i, UNPLACED);
+        self.position[iu] = self.unplaced.len() as u32;
+        self.unplaced.push(i);
+    }
+}
