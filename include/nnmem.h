@@ -16,6 +16,9 @@
  * - nnm_planner: not thread-safe. Calls on one planner must not overlap;
  *   different planners may be used from different threads at once. Functions
  *   taking `const nnm_planner *` may run concurrently with each other.
+ * - nnm_cancel_token: thread-safe. nnm_cancel_token_cancel() may be called
+ *   from any thread while another thread runs nnm_planner_plan() with the
+ *   token; the search stops within about a millisecond with its best plan.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
  *   nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
  *   are safe from any thread.
@@ -39,13 +42,6 @@
  * Micro's convention). Equals `crate::plan::UNUSED_STEP`.
  */
 #define NNM_UNUSED_STEP -1
-
-/**
- * Conflict lists are the search's largest structure (one entry per pair of
- * buffers live at one step, twice). Above this many entries the search is
- * not attempted and the heuristics' plan stands; 32 Mi entries is 128 MiB.
- */
-#define MAX_CONFLICT_ENTRIES (32 << 20)
 
 /**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
@@ -164,6 +160,15 @@ typedef enum nnm_algorithm {
 } nnm_algorithm;
 
 /**
+ * A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
+ * `nnm_cancel_token_reset` and `nnm_cancel_token_is_cancelled` may be
+ * called from any thread at any time, also while a planner that holds the
+ * token is planning. A planner keeps its own reference, so the token may be
+ * freed before the planner (but not while another thread still calls it).
+ */
+typedef struct nnm_cancel_token nnm_cancel_token;
+
+/**
  * A static memory planner: collects buffers, plans them once, answers
  * queries. Not thread-safe: calls on one planner must not overlap; distinct
  * planners may be used from different threads. `const` queries may run
@@ -188,15 +193,26 @@ typedef struct nnm_plan_result {
    */
   uint64_t buffer_count;
   /**
+   * The best lower bound known: `lower_bound_bytes`, or higher where the
+   * exact search proved that no smaller peak exists.
+   */
+  uint64_t best_lower_bound_bytes;
+  /**
    * Wall time spent planning, in nanoseconds.
    */
   uint64_t plan_time_ns;
+  /**
+   * Search nodes explored by EXACT (or AUTO's search stage); 0 when only
+   * heuristics ran.
+   */
+  uint64_t search_nodes;
   /**
    * The `nnm_algorithm` that produced the offsets (for AUTO, the winner).
    */
   uint32_t algorithm;
   /**
-   * 1 when `peak_bytes == lower_bound_bytes` (no smaller plan exists).
+   * 1 when no smaller plan exists: the peak meets the lower bound, or the
+   * exact search proved it.
    */
   uint8_t proven_optimal;
   /**
@@ -260,6 +276,43 @@ extern "C" {
 #endif // __cplusplus
 
 /**
+ * Creates a token, not cancelled. Free it with `nnm_cancel_token_free`.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_cancel_token_new(struct nnm_cancel_token **out_token);
+
+/**
+ * Frees a token. NULL is a no-op; a double free is detected and reported
+ * through `nnm_last_error()`.
+ */
+void nnm_cancel_token_free(struct nnm_cancel_token *token);
+
+/**
+ * Sets the flag: a search holding this token stops within about a
+ * millisecond and keeps its best plan so far (`nnm_planner_plan` then
+ * returns NNM_OK with that plan).
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_cancel_token_cancel(const struct nnm_cancel_token *token);
+
+/**
+ * Clears the flag so the token can be used for another plan.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_cancel_token_reset(const struct nnm_cancel_token *token);
+
+/**
+ * Writes 1 to `out_cancelled` when the flag is set, else 0.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *token,
+                                              uint8_t *out_cancelled);
+
+/**
  * The text of the last failure on the calling thread: what was wrong,
  * precisely enough to act on. Returns "" when nothing has failed yet on
  * this thread. Never NULL.
@@ -284,7 +337,7 @@ const char *nnm_version(void);
 /**
  * Looks an algorithm up by name ("auto", "tflm", "linear",
  * "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
- * "conflict") and writes its `nnm_algorithm` value.
+ * "conflict", "exact") and writes its `nnm_algorithm` value.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
  * lists the known ones).
@@ -299,7 +352,7 @@ const char *nnm_algorithm_name(uint32_t algorithm);
 
 /**
  * Creates a planner: algorithm AUTO, alignment 1, no capacity, time limit
- * 10 s. Free it with `nnm_planner_free`.
+ * 1 s, no node limit, no cancellation token. Free it with `nnm_planner_free`.
  *
  * Errors: NULL_ARGUMENT.
  */
@@ -343,11 +396,32 @@ enum nnm_status nnm_planner_set_alignment(struct nnm_planner *planner, uint64_t 
 enum nnm_status nnm_planner_set_capacity(struct nnm_planner *planner, uint64_t capacity_bytes);
 
 /**
- * Sets the time budget of searching algorithms, in seconds (> 0, finite).
+ * Sets the time budget of searching algorithms, in seconds (> 0, finite;
+ * default 1): EXACT, and AUTO's search stage (which runs only when no
+ * heuristic reaches the lower bound). At the limit the best plan so far is
+ * kept.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT.
  */
 enum nnm_status nnm_planner_set_time_limit(struct nnm_planner *planner, double seconds);
+
+/**
+ * Caps the nodes a search explores (0: no cap, the default). Unlike the
+ * time limit, a node limit gives the same plan on any machine.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t max_nodes);
+
+/**
+ * Lets `token` stop this planner's searches (NULL: none). The planner keeps
+ * its own reference; `nnm_cancel_token_cancel` from any thread then stops
+ * a running `nnm_planner_plan`, which returns its best plan so far.
+ *
+ * Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a token).
+ */
+enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
+                                             const struct nnm_cancel_token *token);
 
 /**
  * Adds a buffer of `size` bytes live from step `first_use` to `last_use`

@@ -257,7 +257,9 @@ fn rust_structs() -> Vec<RustStruct> {
             peak_bytes,
             lower_bound_bytes,
             buffer_count,
+            best_lower_bound_bytes,
             plan_time_ns,
+            search_nodes,
             algorithm,
             proven_optimal,
             fits

@@ -8,6 +8,7 @@
 
 #![allow(non_camel_case_types)] // C names: nnm_planner, nnm_plan_result, ...
 
+pub mod cancel;
 pub mod error;
 pub mod handle;
 pub mod plan;

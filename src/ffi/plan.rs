@@ -6,6 +6,7 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::error::{guard, guard_void, non_null, read_str, write_out};
+use super::cancel::{nnm_cancel_token, token_ref};
 use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
 use crate::plan::{validate, Algorithm, Buffer, Invalid, Lifetime, Planner};
 use super::status::nnm_status;
@@ -43,11 +44,18 @@ pub struct nnm_plan_result {
     pub lower_bound_bytes: u64,
     /// Number of buffers planned.
     pub buffer_count: u64,
+    /// The best lower bound known: `lower_bound_bytes`, or higher where the
+    /// exact search proved that no smaller peak exists.
+    pub best_lower_bound_bytes: u64,
     /// Wall time spent planning, in nanoseconds.
     pub plan_time_ns: u64,
+    /// Search nodes explored by EXACT (or AUTO's search stage); 0 when only
+    /// heuristics ran.
+    pub search_nodes: u64,
     /// The `nnm_algorithm` that produced the offsets (for AUTO, the winner).
     pub algorithm: u32,
-    /// 1 when `peak_bytes == lower_bound_bytes` (no smaller plan exists).
+    /// 1 when no smaller plan exists: the peak meets the lower bound, or the
+    /// exact search proved it.
     pub proven_optimal: u8,
     /// 1 when the plan fits the capacity (always 1 without one).
     pub fits: u8,
@@ -93,7 +101,7 @@ unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a Planner> {
 
 /// Looks an algorithm up by name ("auto", "tflm", "linear",
 /// "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
-/// "conflict") and writes its `nnm_algorithm` value.
+/// "conflict", "exact") and writes its `nnm_algorithm` value.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
 /// lists the known ones).
@@ -111,8 +119,17 @@ pub unsafe extern "C" fn nnm_algorithm_from_name(name: *const c_char, out_algori
 /// Static; never freed.
 #[no_mangle]
 pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
-    const NAMES: [&str; 8] =
-        ["auto\0", "tflm\0", "linear\0", "size-first-fit\0", "size-best-fit\0", "lifetime-first-fit\0", "live-step\0", "conflict\0"];
+    const NAMES: [&str; 9] = [
+        "auto\0",
+        "tflm\0",
+        "linear\0",
+        "size-first-fit\0",
+        "size-best-fit\0",
+        "lifetime-first-fit\0",
+        "live-step\0",
+        "conflict\0",
+        "exact\0",
+    ];
     match NAMES.get(algorithm as usize) {
         Some(n) => n.as_ptr().cast(),
         None => std::ptr::null(),
@@ -120,7 +137,7 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
 }
 
 /// Creates a planner: algorithm AUTO, alignment 1, no capacity, time limit
-/// 10 s. Free it with `nnm_planner_free`.
+/// 1 s, no node limit, no cancellation token. Free it with `nnm_planner_free`.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
@@ -186,7 +203,10 @@ pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, cap
     })
 }
 
-/// Sets the time budget of searching algorithms, in seconds (> 0, finite).
+/// Sets the time budget of searching algorithms, in seconds (> 0, finite;
+/// default 1): EXACT, and AUTO's search stage (which runs only when no
+/// heuristic reaches the lower bound). At the limit the best plan so far is
+/// kept.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT.
 #[no_mangle]
@@ -198,6 +218,33 @@ pub unsafe extern "C" fn nnm_planner_set_time_limit(planner: *mut nnm_planner, s
             .filter(|d| !d.is_zero())
             .ok_or_else(|| Error::invalid(format!("time limit {seconds} s is not a positive finite number of seconds")))?;
         p.set_time_limit(limit)
+    })
+}
+
+/// Caps the nodes a search explores (0: no cap, the default). Unlike the
+/// time limit, a node limit gives the same plan on any machine.
+///
+/// Errors: NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, max_nodes: u64) -> nnm_status {
+    guard(|| {
+        planner_mut(planner)?.set_node_limit((max_nodes != 0).then_some(max_nodes));
+        Ok(())
+    })
+}
+
+/// Lets `token` stop this planner's searches (NULL: none). The planner keeps
+/// its own reference; `nnm_cancel_token_cancel` from any thread then stops
+/// a running `nnm_planner_plan`, which returns its best plan so far.
+///
+/// Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a token).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_planner_set_cancel_token(planner: *mut nnm_planner, token: *const nnm_cancel_token) -> nnm_status {
+    guard(|| {
+        let p = planner_mut(planner)?;
+        let flag = if token.is_null() { None } else { Some(token_ref(token)?.flag.clone()) };
+        p.set_cancel_flag(flag);
+        Ok(())
     })
 }
 
@@ -317,7 +364,9 @@ pub unsafe extern "C" fn nnm_planner_get_result(planner: *const nnm_planner, out
                 peak_bytes: o.peak,
                 lower_bound_bytes: o.lower_bound,
                 buffer_count: o.offsets.len() as u64,
+                best_lower_bound_bytes: o.best_bound,
                 plan_time_ns: u64::try_from(o.elapsed.as_nanos()).unwrap_or(u64::MAX),
+                search_nodes: o.nodes,
                 algorithm: o.algorithm as u32,
                 proven_optimal: o.proven_optimal as u8,
                 fits: o.fits as u8,

@@ -39,7 +39,9 @@ impl PlacementAlgorithm for Exact {
 
     fn place(&self, problem: &Problem, limits: &SearchLimits) -> Placement {
         let incumbent = auto::best_heuristic(problem, limits);
-        improve(problem, incumbent, limits)
+        // The plan is exact's answer even when its first step (the
+        // heuristics) already settled it.
+        Placement { algorithm: Algorithm::Exact, ..improve(problem, incumbent, limits) }
     }
 }
 
