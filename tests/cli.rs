@@ -112,3 +112,33 @@ fn usage_errors_exit_2() {
     assert_eq!(nnmem(&["bogus"], None).status.code(), Some(2));
     assert!(nnmem(&["--help"], None).status.success());
 }
+
+#[test]
+fn exact_with_a_capacity_fits_a_minimalloc_instance() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/data/minimalloc/challenging/H.1048576.csv");
+    let out = nnmem(&["plan", path, "--algorithm", "exact", "--capacity", "1048576", "--time-limit", "30"], None);
+    let report = text(&out.stderr);
+    assert!(out.status.success(), "{report}");
+    assert!(report.contains("capacity        1048576 B: fits"), "{report}");
+    assert!(report.contains("proven optimal  yes"), "{report}");
+    assert!(report.contains("search          "), "the report gives the nodes: {report}");
+    // The plan on stdout is valid.
+    let check = nnmem(&["validate", "-"], Some(&text(&out.stdout)));
+    assert!(check.status.success(), "{}", text(&check.stderr));
+    assert!(text(&check.stdout).contains("peak 1048576 B"), "{}", text(&check.stdout));
+}
+
+#[test]
+fn exact_reports_a_capacity_it_cannot_meet() {
+    // The lower bound is 12: nothing fits 11, and the search proves it.
+    let out = nnmem(&["plan", "-", "--algorithm", "exact", "--capacity", "11"], Some(EXAMPLE));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("missing 1 B"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn node_limit_is_validated() {
+    let out = nnmem(&["plan", "-", "--node-limit", "many"], Some(EXAMPLE));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).contains("--node-limit"), "{}", text(&out.stderr));
+}
