@@ -51,6 +51,11 @@ impl Part {
         self.members.len()
     }
 
+    /// Highest `offset + size` of a plan of this part (local offsets).
+    pub fn peak_of(&self, offsets: &[u64]) -> u64 {
+        offsets.iter().zip(&self.size).map(|(o, s)| o + s).max().unwrap_or(0)
+    }
+
     /// Buffers live in section `s`.
     pub fn residents(&self, s: usize) -> &[u32] {
         &self.residents[self.resident_start[s]..self.resident_start[s + 1]]

@@ -78,7 +78,7 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
         .iter()
         .map(|part| {
             let offsets: Vec<u64> = part.members.iter().map(|&i| best[i]).collect();
-            let peak = offsets.iter().zip(&part.size).map(|(o, s)| o + s).max().unwrap_or(0);
+            let peak = part.peak_of(&offsets);
             (peak, offsets)
         })
         .collect();
@@ -126,7 +126,7 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
             spent += search.nodes - before;
             match outcome {
                 Verdict::Found(offsets) => {
-                    let peak = offsets.iter().zip(&part.size).map(|(o, s)| o + s).max().unwrap_or(0);
+                    let peak = part.peak_of(&offsets);
                     part_best[p] = (peak, offsets);
                 }
                 other => {

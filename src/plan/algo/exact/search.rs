@@ -278,14 +278,14 @@ impl<'p> Search<'p> {
                 }
                 continue;
             };
-            frame.cursor = self.key_of(next);
+            let key = self.key_of(next);
+            frame.cursor = key;
             let scope = frame.scope;
             spent += 1;
             self.nodes += 1;
             if spent > budget || (spent & 0x3FF == 0 && stop()) {
                 return Verdict::Stopped;
             }
-            let key = self.key_of(next);
             let (floor_log, top_log) = (self.floor_log.len(), self.top_log.len());
             if !self.place(next, key.offset, target, scope) {
                 self.unplace(next, floor_log, top_log);
