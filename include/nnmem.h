@@ -19,6 +19,10 @@
  * - nnm_cancel_token: thread-safe. nnm_cancel_token_cancel() may be called
  *   from any thread while another thread runs nnm_planner_plan() with the
  *   token; the search stops within about a millisecond with its best plan.
+ * - nnm_arena: not thread-safe, like nnm_planner: calls on one arena must
+ *   not overlap; functions taking `const nnm_arena *` (sizes, report,
+ *   check, categories) may run concurrently with each other. Different
+ *   arenas may be used from different threads at once.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
  *   nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
  *   are safe from any thread.
@@ -36,6 +40,35 @@
 #define NNM_VERSION_PATCH 0
 #define NNM_VERSION_STRING "0.1.0"
 
+
+/**
+ * Flag of `nnm_arena_new*`: keep per-category statistics from the start
+ * (`nnm_arena_set_recording` switches it later).
+ */
+#define NNM_ARENA_RECORDING 1
+
+/**
+ * Flag of `nnm_arena_new*`: canaries around every allocation and poison in
+ * released temp memory, checked by `nnm_arena_check` and every reset.
+ */
+#define NNM_ARENA_GUARD 2
+
+/**
+ * The alignment used when 0 is passed (`crate::arena::DEFAULT_ALIGNMENT`;
+ * a literal so that cbindgen can write it).
+ */
+#define NNM_ARENA_DEFAULT_ALIGNMENT 16
+
+/**
+ * Bytes of each guard canary (guard mode puts one before and one after
+ * every allocation, and one after the head).
+ */
+#define NNM_ARENA_GUARD_BYTES 16
+
+/**
+ * Longest category name, in bytes.
+ */
+#define NNM_ARENA_MAX_CATEGORY_NAME 64
 
 /**
  * `first_use` and `last_use` of a buffer that is never used (TFLite
@@ -106,6 +139,11 @@ typedef enum nnm_status {
    * in an unspecified (but memory-safe) state.
    */
   NNM_PANIC = 12,
+  /**
+   * A guard check found a damaged canary or a write to released memory;
+   * the message names the allocation and its category.
+   */
+  NNM_CORRUPTED = 13,
 } nnm_status;
 
 /**
@@ -160,6 +198,96 @@ typedef enum nnm_algorithm {
 } nnm_algorithm;
 
 /**
+ * The predefined categories, in id order (`nnm_arena_category`).
+ */
+enum nnm_arena_category
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Anything not covered below.
+   */
+  NNM_ARENA_CATEGORY_OTHER = 0,
+  /**
+   * TFLite Micro: `TfLiteEvalTensor` structs.
+   */
+  NNM_ARENA_CATEGORY_EVAL_TENSOR_DATA = 1,
+  /**
+   * TFLite Micro: persistent `TfLiteTensor` structs.
+   */
+  NNM_ARENA_CATEGORY_PERSISTENT_TENSOR_DATA = 2,
+  /**
+   * TFLite Micro: quantization parameters of persistent tensors.
+   */
+  NNM_ARENA_CATEGORY_PERSISTENT_QUANTIZATION_DATA = 3,
+  /**
+   * TFLite Micro: buffers from `AllocatePersistentBuffer`.
+   */
+  NNM_ARENA_CATEGORY_PERSISTENT_BUFFER_DATA = 4,
+  /**
+   * TFLite Micro: variable tensors' buffers.
+   */
+  NNM_ARENA_CATEGORY_VARIABLE_BUFFER_DATA = 5,
+  /**
+   * TFLite Micro: the node and registration array.
+   */
+  NNM_ARENA_CATEGORY_NODE_AND_REGISTRATION = 6,
+  /**
+   * TFLite Micro: operators' runtime data (`OpData`).
+   */
+  NNM_ARENA_CATEGORY_OP_DATA = 7,
+  /**
+   * Buffers placed in the head by a committed plan.
+   */
+  NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA = 8,
+  /**
+   * Temp scratch allocations.
+   */
+  NNM_ARENA_CATEGORY_TEMP_SCRATCH = 9,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nnm_arena_category nnm_arena_category;
+#else
+typedef uint32_t nnm_arena_category;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * The report formats.
+ */
+enum nnm_report_format
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * Lines like TFLite Micro's `RecordingMicroAllocator::PrintAllocations`.
+   */
+  NNM_REPORT_FORMAT_TEXT = 0,
+  /**
+   * One JSON object (pretty-printed, one field per line).
+   */
+  NNM_REPORT_FORMAT_JSON = 1,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nnm_report_format nnm_report_format;
+#else
+typedef uint32_t nnm_report_format;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
+ * A tensor arena over caller memory, memory nnmem allocates, or no memory
+ * (dry run). Not thread-safe: calls on one arena must not overlap;
+ * functions taking `const nnm_arena *` may run concurrently with each
+ * other.
+ */
+typedef struct nnm_arena nnm_arena;
+
+/**
  * A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
  * `nnm_cancel_token_reset` and `nnm_cancel_token_is_cancelled` may be
  * called from any thread at any time, also while a planner that holds the
@@ -175,6 +303,104 @@ typedef struct nnm_cancel_token nnm_cancel_token;
  * concurrently with each other.
  */
 typedef struct nnm_planner nnm_planner;
+
+/**
+ * What recording counted for one category (`nnm_arena_get_category`).
+ */
+typedef struct nnm_arena_category_stats {
+  /**
+   * Bytes asked for.
+   */
+  uint64_t requested_bytes;
+  /**
+   * Bytes taken, alignment padding and guard bytes included. For head
+   * commits: the bytes the head grew by.
+   */
+  uint64_t used_bytes;
+  /**
+   * Allocations (for a committed plan: its buffers).
+   */
+  uint64_t count;
+} nnm_arena_category_stats;
+
+/**
+ * Sizes of an arena's sections and the size it needs
+ * (`nnm_arena_get_sizes`).
+ */
+typedef struct nnm_arena_sizes {
+  /**
+   * Bytes of the caller's buffer(s); 0 for a dry run.
+   */
+  uint64_t capacity_bytes;
+  /**
+   * Bytes lost aligning the start up to the arena's alignment.
+   */
+  uint64_t alignment_lost_bytes;
+  /**
+   * The head: the largest plan or reservation committed.
+   */
+  uint64_t head_bytes;
+  /**
+   * Temp bytes in use now.
+   */
+  uint64_t temp_bytes;
+  /**
+   * The most temp bytes ever in use at once.
+   */
+  uint64_t temp_peak_bytes;
+  /**
+   * The tail (persistent allocations), alignment padding included.
+   */
+  uint64_t tail_bytes;
+  /**
+   * head + temp + tail: TFLite Micro's "used bytes", which leaves out
+   * the temp peak and the alignment loss.
+   */
+  uint64_t used_bytes;
+  /**
+   * The largest temp allocation (default alignment) that fits now.
+   */
+  uint64_t available_bytes;
+  /**
+   * The largest persistent allocation (default alignment) that fits now.
+   */
+  uint64_t available_persistent_bytes;
+  /**
+   * The exact size that would have sufficed for every call so far: an
+   * arena of this size at the same start succeeds, one byte less fails.
+   * For a dry run: for a buffer aligned to the largest alignment used.
+   * Split arenas: the sum of the two below.
+   */
+  uint64_t required_bytes;
+  /**
+   * The non-persistent side alone (alignment loss, head, temp peak): the
+   * non-persistent buffer of a split arena.
+   */
+  uint64_t required_nonpersistent_bytes;
+  /**
+   * The persistent side alone: the persistent buffer of a split arena.
+   */
+  uint64_t required_persistent_bytes;
+  /**
+   * Temp allocations held.
+   */
+  uint64_t temp_count;
+  /**
+   * Persistent allocations made.
+   */
+  uint64_t persistent_count;
+  /**
+   * Plans and head reservations committed since the last head reset.
+   */
+  uint64_t plan_count;
+} nnm_arena_sizes;
+
+/**
+ * A callback receiving text: `text` points to `len` bytes followed by a
+ * NUL (so it can go straight to `printf("%s")`), valid only during the
+ * call. `user` is the pointer given with the callback.
+ */
+typedef void (*nnm_write_fn)(void *user, const char *text, size_t len);
 
 /**
  * Summary of the last plan.
@@ -274,6 +500,243 @@ typedef struct nnm_validation {
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
+
+/**
+ * Creates an arena over `buffer` (`len` bytes, any address): its start is
+ * aligned up to `alignment` (0: 16; a power of two) and the bytes lost are
+ * reported in `nnm_arena_sizes`. `flags`: NNM_ARENA_RECORDING,
+ * NNM_ARENA_GUARD. The buffer must stay valid until `nnm_arena_free`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags),
+ * OVERFLOW (the buffer wraps around the address space), DOES_NOT_FIT (too
+ * small to align its start).
+ */
+enum nnm_status nnm_arena_new(void *buffer,
+                              size_t len,
+                              size_t alignment,
+                              uint32_t flags,
+                              struct nnm_arena **out_arena);
+
+/**
+ * Creates a two-buffer arena: the tail (persistent allocations) in
+ * `persistent`, head and temp (non-persistent) in `nonpersistent`, for
+ * example tail in DRAM and head in SRAM. The buffers must not overlap.
+ * Other arguments as `nnm_arena_new`.
+ *
+ * Errors: as `nnm_arena_new`, and INVALID_ARGUMENT when the buffers overlap.
+ */
+enum nnm_status nnm_arena_new_split(void *persistent,
+                                    size_t persistent_len,
+                                    void *nonpersistent,
+                                    size_t nonpersistent_len,
+                                    size_t alignment,
+                                    uint32_t flags,
+                                    struct nnm_arena **out_arena);
+
+/**
+ * Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
+ * to at least 64) and frees with the arena. Other arguments as
+ * `nnm_arena_new`.
+ *
+ * Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
+ */
+enum nnm_status nnm_arena_new_owned(size_t len,
+                                    size_t alignment,
+                                    uint32_t flags,
+                                    struct nnm_arena **out_arena);
+
+/**
+ * Creates a dry-run arena: no memory. Every call is checked and accounted
+ * as on an arena large enough; the addresses it returns are distinct but
+ * must never be dereferenced. `required_bytes` of `nnm_arena_get_sizes`
+ * then gives the exact size needed by a buffer aligned to the largest
+ * alignment used (and `required_persistent_bytes` /
+ * `required_nonpersistent_bytes` those of a split arena).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags).
+ */
+enum nnm_status nnm_arena_new_dry_run(size_t alignment,
+                                      uint32_t flags,
+                                      struct nnm_arena **out_arena);
+
+/**
+ * Frees an arena (and the memory of `nnm_arena_new_owned`; a caller's
+ * buffers stay the caller's). NULL is a no-op; a double free is detected
+ * and reported through `nnm_last_error()`.
+ */
+void nnm_arena_free(struct nnm_arena *arena);
+
+/**
+ * Switches per-category recording on (`enabled` non-zero) or off.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_arena_set_recording(struct nnm_arena *arena, int enabled);
+
+/**
+ * Registers a named category for allocations (ids after the predefined
+ * `nnm_arena_category` values) and writes its id.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (empty, longer than
+ * NNM_ARENA_MAX_CATEGORY_NAME bytes, control characters, not UTF-8),
+ * ALREADY_EXISTS.
+ */
+enum nnm_status nnm_arena_register_category(struct nnm_arena *arena,
+                                            const char *name,
+                                            uint32_t *out_id);
+
+/**
+ * Writes the number of categories, predefined ones included (valid ids
+ * are 0 to count - 1).
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_arena_category_count(const struct nnm_arena *arena, uint32_t *out_count);
+
+/**
+ * The name of category `id`, or NULL (with a last error) for an unknown id
+ * or a NULL arena. Valid until the arena is freed.
+ */
+const char *nnm_arena_category_name(const struct nnm_arena *arena, uint32_t id);
+
+/**
+ * Writes what recording counted for category `id`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
+ */
+enum nnm_status nnm_arena_get_category(const struct nnm_arena *arena,
+                                       uint32_t id,
+                                       struct nnm_arena_category_stats *out_stats);
+
+/**
+ * Allocates `size` bytes from the tail (persistent: never freed on its
+ * own), aligned to `alignment` (0: the arena's; a power of two), counted
+ * under `category`, and writes the address.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, unknown
+ * category), OVERFLOW (size), DOES_NOT_FIT ("requested X B, available Y B,
+ * missing Z B", Z being what the arena lacks; nothing changes).
+ */
+enum nnm_status nnm_arena_alloc_persistent(struct nnm_arena *arena,
+                                           size_t size,
+                                           size_t alignment,
+                                           uint32_t category,
+                                           void **out_ptr);
+
+/**
+ * Allocates `size` temp bytes above the head, aligned to `alignment` (0:
+ * the arena's), counted under `category`, and writes the address. Release
+ * it with `nnm_arena_release_temp`; `nnm_arena_reset_temp` ends the scope.
+ *
+ * Errors: as `nnm_arena_alloc_persistent`.
+ */
+enum nnm_status nnm_arena_alloc_temp(struct nnm_arena *arena,
+                                     size_t size,
+                                     size_t alignment,
+                                     uint32_t category,
+                                     void **out_ptr);
+
+/**
+ * Releases a temp allocation. Its bytes are reused once every temp
+ * allocation above it is released too; in guard mode they are poisoned
+ * at once, and a later write to them is reported by the next check.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
+ * arena, or already released).
+ */
+enum nnm_status nnm_arena_release_temp(struct nnm_arena *arena, const void *ptr);
+
+/**
+ * Ends the temp scope. In guard mode it first checks every guard.
+ *
+ * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations still held; the
+ * message says how many), CORRUPTED (a damaged guard; the message names
+ * the allocation and its category). Nothing changes on error.
+ */
+enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
+
+/**
+ * Makes the head at least `size` bytes (for a caller's own plan) and
+ * writes its start. Growing it while temp allocations are held is an
+ * error. Counted under `category` (used bytes: what the head grew by).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), WRONG_STATE
+ * (temp held), DOES_NOT_FIT (nothing changes).
+ */
+enum nnm_status nnm_arena_reserve_head(struct nnm_arena *arena,
+                                       size_t size,
+                                       uint32_t category,
+                                       void **out_head);
+
+/**
+ * Commits a planned `planner`'s plan to the head (the head becomes the
+ * largest committed plan) and writes each buffer's address, in the order
+ * the buffers were added, to `out_addresses` (`count` entries, at least
+ * the planner's buffer count). `out_addresses` may be NULL with `count` 0:
+ * the plan is committed and the addresses are the head's start (see
+ * `nnm_arena_reserve_head`) plus `nnm_planner_get_offsets`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category, the plan's
+ * alignment exceeds the arena's), WRONG_STATE (planner not planned, or the
+ * head must grow while temp allocations are held), BUFFER_TOO_SMALL
+ * (`count`), DOES_NOT_FIT (nothing changes).
+ */
+enum nnm_status nnm_arena_commit_plan(struct nnm_arena *arena,
+                                      const struct nnm_planner *planner,
+                                      uint32_t category,
+                                      void **out_addresses,
+                                      size_t count);
+
+/**
+ * Empties the head: every committed plan is dropped (their addresses must
+ * no longer be used). In guard mode it first checks every guard.
+ *
+ * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations held), CORRUPTED.
+ */
+enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
+
+/**
+ * Guard mode: checks every canary and the poison of released temp memory.
+ * Returns OK without guard mode or for a dry run.
+ *
+ * Errors: NULL_ARGUMENT, CORRUPTED (the message names the first damaged
+ * allocation, its category and offset, and counts the others).
+ */
+enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
+
+/**
+ * Writes the sizes of the sections and the exact size needed.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_arena_get_sizes(const struct nnm_arena *arena,
+                                    struct nnm_arena_sizes *out_sizes);
+
+/**
+ * Writes the report (`format`: an `nnm_report_format`), NUL-terminated,
+ * into `buf` (`len` bytes) and the bytes written (NUL included) to
+ * `out_written`. With `buf` NULL and `len` 0 it writes only the size
+ * needed.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (format), BUFFER_TOO_SMALL
+ * (nothing is written; the message gives the size).
+ */
+enum nnm_status nnm_arena_report(const struct nnm_arena *arena,
+                                 uint32_t format,
+                                 char *buf,
+                                 size_t len,
+                                 size_t *out_written);
+
+/**
+ * Sends the report (`format`: an `nnm_report_format`) to `write`, one
+ * line per call (see `nnm_write_fn`), with `user` passed through.
+ *
+ * Errors: NULL_ARGUMENT (arena or write), INVALID_ARGUMENT (format).
+ */
+enum nnm_status nnm_arena_report_write(const struct nnm_arena *arena,
+                                       uint32_t format,
+                                       nnm_write_fn write,
+                                       void *user);
 
 /**
  * Creates a token, not cancelled. Free it with `nnm_cancel_token_free`.

@@ -8,6 +8,8 @@
 //!
 //! - [`plan`]: the planner (algorithms, lower bound, validator, picture,
 //!   CSV format).
+//! - [`arena`]: the tensor arena (head, temp and tail sections, exact size
+//!   needed, recording, guard mode).
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
@@ -18,6 +20,7 @@
 
 #![deny(missing_docs)]
 
+pub mod arena;
 pub mod ffi;
 pub mod plan;
 pub mod status;

@@ -44,6 +44,10 @@ pub enum Status {
     /// A Rust panic was caught at the C boundary. The library is still usable
     /// but the object involved may be in an unspecified (memory-safe) state.
     Panic = 12,
+    /// A guard check found memory written where it must not be: a canary
+    /// around an allocation, or released memory written after release. The
+    /// message names the allocation and its category.
+    Corrupted = 13,
 }
 
 impl Status {
@@ -63,11 +67,12 @@ impl Status {
             Status::Cancelled => "cancelled",
             Status::BufferTooSmall => "buffer too small",
             Status::Panic => "panic caught at the C boundary",
+            Status::Corrupted => "memory corruption detected",
         }
     }
 
     /// All statuses, in numeric order (used by tests and the C status table).
-    pub const ALL: [Status; 13] = [
+    pub const ALL: [Status; 14] = [
         Status::Ok,
         Status::NullArgument,
         Status::InvalidArgument,
@@ -81,6 +86,7 @@ impl Status {
         Status::Cancelled,
         Status::BufferTooSmall,
         Status::Panic,
+        Status::Corrupted,
     ];
 }
 

@@ -20,6 +20,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
+use nnmem::arena::{Category, ReportFormat};
+use nnmem::ffi::arena::{nnm_arena_category_stats, nnm_arena_sizes};
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP};
 use nnmem::ffi::status::nnm_status;
 use nnmem::plan::Algorithm;
@@ -114,15 +116,22 @@ fn parse_bindgen(text: String) -> Bindgen {
             }
             continue;
         }
-        if let Some(rest) = line.strip_prefix("pub const ") {
-            // pub const NAME: TYPE = VALUE;
-            if let (Some((name, rest)), true) = (rest.split_once(':'), rest.ends_with(';')) {
-                if let Some((ty, value)) = rest.split_once('=') {
-                    b.consts.insert(
-                        name.trim().to_string(),
-                        (ty.trim().to_string(), value.trim().trim_end_matches(';').trim().to_string()),
-                    );
-                }
+    }
+    // pub const NAME: TYPE = VALUE; (rustfmt wraps long ones: join lines
+    // up to the one ending in ';', as a type like [u8; 6] has one inside).
+    let mut lines = text.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        let Some(first) = line.strip_prefix("pub const ") else { continue };
+        let mut statement = first.to_string();
+        while !statement.ends_with(';') {
+            match lines.next() {
+                Some(more) => statement = format!("{statement} {more}"),
+                None => break,
+            }
+        }
+        if let Some((name, rest)) = statement.split_once(':') {
+            if let Some((ty, value)) = rest.split_once('=') {
+                b.consts.insert(name.trim().to_string(), (ty.trim().to_string(), value.trim().trim_end_matches(';').trim().to_string()));
             }
         }
     }
@@ -166,7 +175,7 @@ fn c_view() -> &'static BTreeMap<String, u64> {
                 line(&format!("fieldsize {name}.{f} %zu"), &format!("sizeof(((struct {name} *)0)->{f})"));
             }
         }
-        for e in ["nnm_status", "nnm_algorithm"] {
+        for e in ["nnm_status", "nnm_algorithm", "nnm_arena_category", "nnm_report_format"] {
             if b.consts.values().any(|(ty, _)| ty == e) {
                 line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
                 line(&format!("align {e} %zu"), &format!("_Alignof(enum {e})"));
@@ -266,6 +275,24 @@ fn rust_structs() -> Vec<RustStruct> {
         }),
         rust_struct!(nnm_plan_buffer { size, first_use, last_use, offset }),
         rust_struct!(nnm_validation { peak_bytes, first, second, step, valid }),
+        rust_struct!(nnm_arena_sizes {
+            capacity_bytes,
+            alignment_lost_bytes,
+            head_bytes,
+            temp_bytes,
+            temp_peak_bytes,
+            tail_bytes,
+            used_bytes,
+            available_bytes,
+            available_persistent_bytes,
+            required_bytes,
+            required_nonpersistent_bytes,
+            required_persistent_bytes,
+            temp_count,
+            persistent_count,
+            plan_count
+        }),
+        rust_struct!(nnm_arena_category_stats { requested_bytes, used_bytes, count }),
     ]
 }
 
@@ -364,6 +391,34 @@ fn nnm_algorithm_matches_in_c_and_rust() {
         (size_of::<Algorithm>(), align_of::<Algorithm>()),
         "enum nnm_algorithm: size/align in C (left) and Rust (right)"
     );
+}
+
+#[test]
+fn arena_enums_match_in_c_and_rust() {
+    let b = bindgen();
+    let c = c_view();
+    let categories = b.enum_values("nnm_arena_category");
+    assert_eq!(categories.len(), 10, "nnm_arena_category in include/nnmem.h: {categories:?}");
+    for (name, value) in [
+        ("NNM_ARENA_CATEGORY_OTHER", Category::Other),
+        ("NNM_ARENA_CATEGORY_EVAL_TENSOR_DATA", Category::EvalTensorData),
+        ("NNM_ARENA_CATEGORY_PERSISTENT_TENSOR_DATA", Category::PersistentTensorData),
+        ("NNM_ARENA_CATEGORY_PERSISTENT_QUANTIZATION_DATA", Category::PersistentQuantizationData),
+        ("NNM_ARENA_CATEGORY_PERSISTENT_BUFFER_DATA", Category::PersistentBufferData),
+        ("NNM_ARENA_CATEGORY_VARIABLE_BUFFER_DATA", Category::VariableBufferData),
+        ("NNM_ARENA_CATEGORY_NODE_AND_REGISTRATION", Category::NodeAndRegistration),
+        ("NNM_ARENA_CATEGORY_OP_DATA", Category::OpData),
+        ("NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA", Category::PlannedTensorData),
+        ("NNM_ARENA_CATEGORY_TEMP_SCRATCH", Category::TempScratch),
+    ] {
+        assert_eq!(categories.get(name), Some(&(value as i64)), "{name}");
+    }
+    let formats = b.enum_values("nnm_report_format");
+    assert_eq!(formats.get("NNM_REPORT_FORMAT_TEXT"), Some(&(ReportFormat::Text as i64)));
+    assert_eq!(formats.get("NNM_REPORT_FORMAT_JSON"), Some(&(ReportFormat::Json as i64)));
+    for (e, size) in [("nnm_arena_category", size_of::<Category>()), ("nnm_report_format", size_of::<ReportFormat>())] {
+        assert_eq!(c[&format!("size {e}")] as usize, size, "enum {e}: size in C and Rust");
+    }
 }
 
 #[test]

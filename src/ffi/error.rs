@@ -83,7 +83,7 @@ pub extern "C" fn nnm_last_error() -> *const c_char {
     LAST_ERROR.with(|e| e.borrow().as_ptr())
 }
 
-static STATUS_STRINGS: [&str; 13] = [
+static STATUS_STRINGS: [&str; 14] = [
     "ok\0",
     "null argument\0",
     "invalid argument\0",
@@ -97,6 +97,7 @@ static STATUS_STRINGS: [&str; 13] = [
     "cancelled\0",
     "buffer too small\0",
     "panic caught at the C boundary\0",
+    "memory corruption detected\0",
 ];
 
 /// A static, human-readable description of a status code; "unknown status"

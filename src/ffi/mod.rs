@@ -8,10 +8,12 @@
 
 #![allow(non_camel_case_types)] // C names: nnm_planner, nnm_plan_result, ...
 
+pub mod arena;
 pub mod cancel;
 pub mod error;
 pub mod handle;
 pub mod plan;
 pub mod status;
+pub mod text;
 
 pub use error::{nnm_last_error, nnm_status_str, nnm_version};

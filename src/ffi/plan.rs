@@ -6,11 +6,12 @@ use std::ffi::c_char;
 use std::time::Duration;
 
 use super::error::{guard, guard_void, non_null, read_str, write_out};
+use super::text::copy_text;
 use super::cancel::{nnm_cancel_token, token_ref};
 use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
 use crate::plan::{validate, Algorithm, Buffer, Invalid, Lifetime, Planner};
 use super::status::nnm_status;
-use crate::status::{Error, Status};
+use crate::status::Error;
 
 /// `first_use` and `last_use` of a buffer that is never used (TFLite
 /// Micro's convention). Equals `crate::plan::UNUSED_STEP`.
@@ -95,7 +96,7 @@ unsafe fn planner_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut Planner>
     value_mut(p, "planner").map(|h| &mut h.planner)
 }
 
-unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a Planner> {
+pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a Planner> {
     value_ref(p, "planner").map(|h| &h.planner)
 }
 
@@ -444,26 +445,8 @@ pub unsafe extern "C" fn nnm_planner_draw(
     out_written: *mut usize,
 ) -> nnm_status {
     guard(|| {
-        let p = planner_ref(planner)?;
-        non_null(out_written, "out_written")?;
-        let text = p.draw()?;
-        let needed = text.len() + 1;
-        if buf.is_null() && len == 0 {
-            write_out(out_written, needed);
-            return Ok(());
-        }
-        non_null(buf, "buf")?;
-        if len < needed {
-            return Err(Error::new(
-                Status::BufferTooSmall,
-                format!("picture needs {needed} B (NUL included), buffer has {len} B"),
-            ));
-        }
-        let dst = std::slice::from_raw_parts_mut(buf.cast::<u8>(), needed);
-        dst[..text.len()].copy_from_slice(text.as_bytes());
-        dst[text.len()] = 0;
-        write_out(out_written, needed);
-        Ok(())
+        let text = planner_ref(planner)?.draw()?;
+        copy_text(&text, buf, len, out_written, "picture")
     })
 }
 

@@ -41,6 +41,9 @@ pub enum nnm_status {
     /// A Rust panic was caught at the C boundary; the object involved may be
     /// in an unspecified (but memory-safe) state.
     NNM_PANIC = 12,
+    /// A guard check found a damaged canary or a write to released memory;
+    /// the message names the allocation and its category.
+    NNM_CORRUPTED = 13,
 }
 
 impl From<Status> for nnm_status {
@@ -59,6 +62,7 @@ impl From<Status> for nnm_status {
             Status::Cancelled => nnm_status::NNM_CANCELLED,
             Status::BufferTooSmall => nnm_status::NNM_BUFFER_TOO_SMALL,
             Status::Panic => nnm_status::NNM_PANIC,
+            Status::Corrupted => nnm_status::NNM_CORRUPTED,
         }
     }
 }

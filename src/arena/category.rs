@@ -1,0 +1,233 @@
+//! Allocation categories and their statistics: what the recording API
+//! reports per kind of allocation.
+//!
+//! The first categories are predefined: TFLite Micro's seven
+//! (`RecordingMicroAllocator` names them the same way, so reports read
+//! alike), plus nnmem's own for uncategorised data, committed plans and temp
+//! scratch. Users register further named categories; ids are dense, so a
+//! statistic update is one bounds-checked index.
+
+use crate::status::{Error, Result, Status};
+
+/// The predefined categories, in id order (`nnm_arena_category`).
+#[repr(u32)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Category {
+    /// Anything not covered below.
+    Other = 0,
+    /// TFLite Micro: `TfLiteEvalTensor` structs.
+    EvalTensorData = 1,
+    /// TFLite Micro: persistent `TfLiteTensor` structs.
+    PersistentTensorData = 2,
+    /// TFLite Micro: quantization parameters of persistent tensors.
+    PersistentQuantizationData = 3,
+    /// TFLite Micro: buffers from `AllocatePersistentBuffer`.
+    PersistentBufferData = 4,
+    /// TFLite Micro: variable tensors' buffers.
+    VariableBufferData = 5,
+    /// TFLite Micro: the node and registration array.
+    NodeAndRegistration = 6,
+    /// TFLite Micro: operators' runtime data (`OpData`).
+    OpData = 7,
+    /// Buffers placed in the head by a committed plan.
+    PlannedTensorData = 8,
+    /// Temp scratch allocations.
+    TempScratch = 9,
+}
+
+impl Category {
+    /// The predefined categories, in id order.
+    pub(crate) const ALL: [Category; 10] = [
+        Category::Other,
+        Category::EvalTensorData,
+        Category::PersistentTensorData,
+        Category::PersistentQuantizationData,
+        Category::PersistentBufferData,
+        Category::VariableBufferData,
+        Category::NodeAndRegistration,
+        Category::OpData,
+        Category::PlannedTensorData,
+        Category::TempScratch,
+    ];
+
+    /// The name used in reports (TFLite Micro's wording for its seven).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Category::Other => "Other data",
+            Category::EvalTensorData => "TfLiteEvalTensor data",
+            Category::PersistentTensorData => "Persistent TfLiteTensor data",
+            Category::PersistentQuantizationData => "Persistent TfLiteTensor quantization data",
+            Category::PersistentBufferData => "Persistent buffer data",
+            Category::VariableBufferData => "TfLiteTensor variable buffer data",
+            Category::NodeAndRegistration => "NodeAndRegistration struct",
+            Category::OpData => "Operator runtime data",
+            Category::PlannedTensorData => "Planned tensor data",
+            Category::TempScratch => "Temp scratch data",
+        }
+    }
+
+    /// Its id.
+    pub const fn id(self) -> u32 {
+        self as u32
+    }
+}
+
+/// Longest category name accepted, in bytes.
+pub const MAX_CATEGORY_NAME: usize = 64;
+
+/// What the arena recorded for one category.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct CategoryStats {
+    /// Bytes asked for.
+    pub requested: u64,
+    /// Bytes taken, alignment padding and guard canaries included.
+    pub used: u64,
+    /// Allocations made.
+    pub count: u64,
+}
+
+/// The categories of one arena: names and statistics, indexed by id.
+#[derive(Clone, Debug)]
+pub struct Categories {
+    names: Vec<String>,
+    stats: Vec<CategoryStats>,
+}
+
+impl Default for Categories {
+    fn default() -> Self {
+        Categories::new()
+    }
+}
+
+impl Categories {
+    /// The predefined categories, all at zero.
+    pub fn new() -> Self {
+        Categories {
+            names: Category::ALL.iter().map(|c| c.name().to_string()).collect(),
+            stats: vec![CategoryStats::default(); Category::ALL.len()],
+        }
+    }
+
+    /// Registers a named category and returns its id. Names are unique,
+    /// non-empty, at most [`MAX_CATEGORY_NAME`] bytes and free of control
+    /// characters (they appear in the text and JSON reports).
+    pub fn register(&mut self, name: &str) -> Result<u32> {
+        if name.is_empty() {
+            return Err(Error::invalid("category name is empty"));
+        }
+        if name.len() > MAX_CATEGORY_NAME {
+            return Err(Error::invalid(format!(
+                "category name is {} bytes long, the limit is {MAX_CATEGORY_NAME}",
+                name.len()
+            )));
+        }
+        if name.chars().any(char::is_control) {
+            return Err(Error::invalid(format!("category name {name:?} contains a control character")));
+        }
+        if let Some(id) = self.names.iter().position(|n| n == name) {
+            return Err(Error::new(Status::AlreadyExists, format!("category {name:?} already exists with id {id}")));
+        }
+        let id = u32::try_from(self.names.len()).map_err(|_| Error::overflow("too many categories"))?;
+        self.names.push(name.to_string());
+        self.stats.push(CategoryStats::default());
+        Ok(id)
+    }
+
+    /// Fails unless `id` names a category.
+    #[inline]
+    pub fn check(&self, id: u32) -> Result<()> {
+        if (id as usize) < self.stats.len() {
+            Ok(())
+        } else {
+            Err(self.unknown(id))
+        }
+    }
+
+    #[cold]
+    fn unknown(&self, id: u32) -> Error {
+        Error::invalid(format!("unknown category {id} (known: 0 to {})", self.stats.len() - 1))
+    }
+
+    /// Adds one allocation to category `id` (already checked).
+    #[inline]
+    pub fn record(&mut self, id: u32, requested: usize, used: usize) {
+        let s = &mut self.stats[id as usize];
+        s.requested += requested as u64;
+        s.used += used as u64;
+        s.count += 1;
+    }
+
+    /// Adds `count` allocations at once (a committed plan).
+    pub fn record_many(&mut self, id: u32, count: u64, requested: u64, used: u64) {
+        let s = &mut self.stats[id as usize];
+        s.requested += requested;
+        s.used += used;
+        s.count += count;
+    }
+
+    /// The number of categories, predefined ones included.
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Always false: the predefined categories exist from the start.
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The name of category `id`.
+    pub fn name(&self, id: u32) -> Result<&str> {
+        self.check(id)?;
+        Ok(&self.names[id as usize])
+    }
+
+    /// The statistics of category `id`.
+    pub fn stats(&self, id: u32) -> Result<CategoryStats> {
+        self.check(id)?;
+        Ok(self.stats[id as usize])
+    }
+
+    /// Every category with its id, name and statistics, in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (u32, &str, CategoryStats)> {
+        self.names.iter().zip(&self.stats).enumerate().map(|(i, (n, s))| (i as u32, n.as_str(), *s))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn predefined_ids_are_dense_and_named() {
+        let c = Categories::new();
+        for (i, p) in Category::ALL.iter().enumerate() {
+            assert_eq!(p.id() as usize, i);
+            assert_eq!(c.name(p.id()).unwrap(), p.name());
+        }
+    }
+
+    #[test]
+    fn register_checks_names() {
+        let mut c = Categories::new();
+        let id = c.register("conv weights cache").unwrap();
+        assert_eq!(id as usize, Category::ALL.len());
+        assert_eq!(c.register("conv weights cache").unwrap_err().status(), Status::AlreadyExists);
+        assert_eq!(c.register("").unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(c.register("a\nb").unwrap_err().status(), Status::InvalidArgument);
+        let long = "x".repeat(MAX_CATEGORY_NAME + 1);
+        let e = c.register(&long).unwrap_err();
+        assert!(e.message().contains("65 bytes long, the limit is 64"), "{}", e.message());
+        assert!(c.register(&long[..MAX_CATEGORY_NAME]).is_ok());
+    }
+
+    #[test]
+    fn record_accumulates_and_unknown_ids_fail() {
+        let mut c = Categories::new();
+        c.check(Category::OpData.id()).unwrap();
+        c.record(Category::OpData.id(), 10, 16);
+        c.record(Category::OpData.id(), 3, 16);
+        assert_eq!(c.stats(Category::OpData.id()).unwrap(), CategoryStats { requested: 13, used: 32, count: 2 });
+        let e = c.check(99).unwrap_err();
+        assert_eq!(e.message(), "unknown category 99 (known: 0 to 9)");
+    }
+}

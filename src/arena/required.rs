@@ -1,0 +1,100 @@
+//! The exact arena size a sequence of calls needs.
+//!
+//! The non-persistent side (head, then temp) grows up from the aligned
+//! start and does not depend on where the buffer ends. The tail grows down
+//! from the end, and each persistent allocation is aligned *down*, so where
+//! it lands depends on the end address. Summing the bytes used therefore
+//! overestimates or underestimates by the alignment slack; TFLite Micro's
+//! "used bytes" also leaves out the temp peak.
+//!
+//! The exact answer: with `t_0` the end and `t_{k+1} = align_down(t_k -
+//! span_k, align_k) - lead_k` the tail bottom after `k + 1` persistent
+//! allocations, every call succeeds iff `t_k >= floor_k` for every `k`,
+//! where `floor_k` is the highest the non-persistent side reached while `k`
+//! persistent allocations existed. Because `align_down(x, a) >= y` iff
+//! `x >= align_up(y, a)`, the smallest end follows backwards in one pass:
+//! `need_n = floor_n`, `need_k = max(floor_k, align_up(need_{k+1} + lead_k,
+//! align_k) + span_k)`, and the smallest end is `need_0`. One byte less and
+//! some call fails: the bound is tight, not an estimate.
+//!
+//! Arithmetic is in `u128` so that no intermediate value can overflow.
+
+/// One persistent allocation as the tail cursor sees it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TailStep {
+    /// Bytes between the allocation's start and the cursor before it: its
+    /// size plus the guard canary after it.
+    pub span: u128,
+    /// Its alignment (a power of two).
+    pub align: u128,
+    /// Bytes below the allocation: the guard canary before it.
+    pub lead: u128,
+}
+
+fn align_up(x: u128, align: u128) -> u128 {
+    (x + align - 1) & !(align - 1)
+}
+
+/// The smallest end address from which every step succeeds.
+///
+/// `last_floor` is the floor after the last step; `steps_rev` yields each
+/// step with the floor that held *before* it, last step first.
+pub fn min_end(last_floor: u128, steps_rev: impl IntoIterator<Item = (TailStep, u128)>) -> u128 {
+    steps_rev.into_iter().fold(last_floor, |need, (step, floor)| {
+        floor.max(align_up(need + step.lead, step.align) + step.span)
+    })
+}
+
+/// Runs the tail forward from `end`: the bottom after each step, or `None`
+/// once a step falls below its floor. Used by the tests to check
+/// [`min_end`] against the definition.
+#[cfg(test)]
+pub fn replay(end: u128, steps: &[(TailStep, u128)], last_floor: u128) -> bool {
+    let mut t = end;
+    for &(step, floor) in steps {
+        if t < floor {
+            return false;
+        }
+        let Some(start) = t.checked_sub(step.span) else { return false };
+        let Some(bottom) = (start & !(step.align - 1)).checked_sub(step.lead) else { return false };
+        t = bottom;
+    }
+    t >= last_floor
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A small deterministic generator (no dependency needed for tests).
+    struct Lcg(u64);
+    impl Lcg {
+        fn next(&mut self, n: u64) -> u64 {
+            self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (self.0 >> 33) % n
+        }
+    }
+
+    #[test]
+    fn min_end_is_the_smallest_end_that_replays() {
+        let mut rng = Lcg(7);
+        for _ in 0..2000 {
+            let n = rng.next(6) as usize;
+            let lead = if rng.next(2) == 0 { 0 } else { 16 };
+            let steps: Vec<(TailStep, u128)> = (0..n)
+                .map(|_| {
+                    let step = TailStep {
+                        span: (rng.next(100) + 1) as u128 + lead,
+                        align: 1 << rng.next(7),
+                        lead,
+                    };
+                    (step, rng.next(300) as u128)
+                })
+                .collect();
+            let last_floor = rng.next(300) as u128;
+            let end = min_end(last_floor, steps.iter().rev().copied());
+            assert!(replay(end, &steps, last_floor), "{steps:?} {last_floor} {end}");
+            assert!(end == 0 || !replay(end - 1, &steps, last_floor), "{steps:?} {last_floor} {end}");
+        }
+    }
+}
