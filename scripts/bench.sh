@@ -3,6 +3,7 @@
 #
 #   1. cargo build --release            library, CLI, benches, bench_table
 #   2. cargo bench --bench ffi          cost of a C-ABI call (criterion)
+#      cargo bench --bench arena        arena allocations via the C ABI
 #      cargo bench --bench plan         plan time per instance (criterion)
 #   3. bench_table                      every instance in benches/data x every
 #                                       algorithm (peak / lower bound, ms), the
@@ -25,10 +26,13 @@ banner() { printf '\n==> %s\n' "$*" >&2; }
 
 banner "cargo build --release (library, CLI, benches, bench_table)"
 cargo build --release --locked --lib --bins --example bench_table
-cargo bench --locked --bench ffi --bench plan --no-run
+cargo bench --locked --bench ffi --bench arena --bench plan --no-run
 
 banner "cargo bench --bench ffi"
 cargo bench --locked --bench ffi "$@"
+
+banner "cargo bench --bench arena"
+cargo bench --locked --bench arena "$@"
 
 banner "cargo bench --bench plan"
 cargo bench --locked --bench plan "$@"

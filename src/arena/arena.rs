@@ -88,13 +88,23 @@ impl Default for ArenaOptions {
     }
 }
 
-/// A persistent allocation, kept for the exact size and the guard check.
+/// A persistent allocation, kept for the exact size and the guard check
+/// (32 bytes: one push per allocation is most of its cost).
 #[derive(Copy, Clone, Debug)]
 pub(super) struct TailRecord {
     pub(super) addr: usize,
     pub(super) size: usize,
-    pub(super) align: usize,
+    /// Single mode: the highest temp top while the allocations before this
+    /// one existed (`floor_k` in `required`).
+    pub(super) floor: usize,
     pub(super) category: u32,
+    pub(super) align_log2: u8,
+}
+
+impl TailRecord {
+    pub(super) fn align(&self) -> usize {
+        1 << self.align_log2
+    }
 }
 
 /// A temp allocation not yet reclaimed.
@@ -106,7 +116,7 @@ pub(super) struct TempRecord {
     pub(super) top_before: usize,
     pub(super) category: u32,
     /// Its number since the last temp reset, for messages.
-    pub(super) serial: u64,
+    pub(super) serial: u32,
     pub(super) released: bool,
 }
 
@@ -134,13 +144,13 @@ pub struct Arena<M: Memory = NoMemory> {
     pub(super) temp_top: usize,
     pub(super) temps: Vec<TempRecord>,
     pub(super) temps_held: usize,
-    pub(super) temp_serial: u64,
+    pub(super) temp_serial: u32,
     pub(super) temp_peak: usize,
     pub(super) tail_bottom: usize,
     pub(super) tails: Vec<TailRecord>,
-    /// Single mode: `floors[k]` is the highest temp top while `k`
-    /// persistent allocations existed (see `required`).
-    pub(super) floors: Vec<usize>,
+    /// The highest temp top since the last persistent allocation (the
+    /// floor of the next one; see `required`).
+    pub(super) last_floor: usize,
     /// The highest temp top ever.
     pub(super) np_peak: usize,
     pub(super) plans: u64,
@@ -214,13 +224,15 @@ impl<M: Memory> Arena<M> {
             head_category: Category::PlannedTensorData.id(),
             temp_base: head_start,
             temp_top: head_start,
-            temps: Vec::new(),
+            // Room for a typical kernel's scratch and a small model's
+            // persistent data, so the first calls do not reallocate.
+            temps: Vec::with_capacity(16),
             temps_held: 0,
             temp_serial: 0,
             temp_peak: 0,
             tail_bottom: p.end(),
-            tails: Vec::new(),
-            floors: if split { Vec::new() } else { vec![head_start] },
+            tails: Vec::with_capacity(64),
+            last_floor: head_start,
             np_peak: head_start,
             plans: 0,
             categories: Categories::new(),
@@ -315,10 +327,14 @@ impl<M: Memory> Arena<M> {
         if self.recording {
             self.categories.record(category, size, self.tail_bottom - bottom);
         }
-        self.tails.push(TailRecord { addr: data, size, align, category });
-        if !self.split {
-            self.floors.push(self.temp_top);
-        }
+        self.tails.push(TailRecord {
+            addr: data,
+            size,
+            floor: self.last_floor,
+            category,
+            align_log2: align.trailing_zeros() as u8,
+        });
+        self.last_floor = self.temp_top;
         self.tail_bottom = bottom;
         Ok(data)
     }
@@ -346,7 +362,7 @@ impl<M: Memory> Arena<M> {
         if self.recording {
             self.categories.record(category, size, top - self.temp_top);
         }
-        self.temp_serial += 1;
+        self.temp_serial = self.temp_serial.wrapping_add(1);
         self.temps.push(TempRecord {
             addr: data,
             size,
@@ -531,9 +547,7 @@ impl<M: Memory> Arena<M> {
 
     fn raise_floor(&mut self, top: usize) {
         self.np_peak = self.np_peak.max(top);
-        if let Some(last) = self.floors.last_mut() {
-            *last = (*last).max(top);
-        }
+        self.last_floor = self.last_floor.max(top);
     }
 
     fn call_alignment(&self, alignment: usize) -> Result<usize> {

@@ -48,7 +48,7 @@ pub struct ArenaSizes {
 impl<M: Memory> Arena<M> {
     fn step(&self, t: &TailRecord) -> TailStep {
         let c = self.canary as u128;
-        TailStep { span: t.size as u128 + c, align: t.align as u128, lead: c }
+        TailStep { span: t.size as u128 + c, align: t.align() as u128, lead: c }
     }
 
     /// Smallest end of the persistent side for the tail so far, with an
@@ -60,10 +60,8 @@ impl<M: Memory> Arena<M> {
             let steps = extra.into_iter().chain(self.tails.iter().rev().map(|t| self.step(t))).map(|s| (s, floor));
             return min_end(floor, steps);
         }
-        let n = self.tails.len();
-        let last = (self.floors[n] as u128).max(raise);
-        let floors_rev = self.floors[..n].iter().rev().map(|&f| f as u128);
-        let recorded = self.tails.iter().rev().map(|t| self.step(t)).zip(floors_rev);
+        let last = (self.last_floor as u128).max(raise);
+        let recorded = self.tails.iter().rev().map(|t| (self.step(t), t.floor as u128));
         match extra {
             Some(step) => min_end((self.temp_top as u128).max(raise), std::iter::once((step, last)).chain(recorded)),
             None => min_end(last, recorded),

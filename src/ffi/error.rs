@@ -20,23 +20,36 @@ pub(crate) fn set_last_error(message: &str) {
 
 /// Runs `body`, catching panics; records the error of a failure and returns
 /// its status, or `NNM_OK`.
+///
+/// Inlined into every export, with the failure paths out of line and cold:
+/// the success path of a cheap call (an arena allocation) stays a handful
+/// of instructions around the body.
+#[inline(always)]
 pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> nnm_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => nnm_status::NNM_OK,
-        Ok(Err(e)) => {
-            set_last_error(e.message());
-            e.status().into()
-        }
-        Err(payload) => {
-            let what = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".to_string());
-            set_last_error(&format!("internal panic caught at the C boundary: {what}"));
-            nnm_status::NNM_PANIC
-        }
+        Ok(Err(e)) => failed(e),
+        Err(payload) => panicked(payload),
     }
+}
+
+#[cold]
+#[inline(never)]
+fn failed(e: Error) -> nnm_status {
+    set_last_error(e.message());
+    e.status().into()
+}
+
+#[cold]
+#[inline(never)]
+fn panicked(payload: Box<dyn std::any::Any + Send>) -> nnm_status {
+    let what = payload
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "unknown panic".to_string());
+    set_last_error(&format!("internal panic caught at the C boundary: {what}"));
+    nnm_status::NNM_PANIC
 }
 
 /// Like [`guard`] for functions that return no status (frees): failures
