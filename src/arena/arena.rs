@@ -197,16 +197,17 @@ impl<M: Memory> Arena<M> {
             }
         };
         let head_start = np.start.checked_next_multiple_of(options.alignment).filter(|&h| h <= np.end()).ok_or_else(|| {
+            // Only an unaligned start can fail, so the loss is positive.
+            let loss = options.alignment - np.start % options.alignment;
             Error::new(
                 Status::DoesNotFit,
                 format!(
-                    "buffer of {} B at {:#x} is too small to align its start to {}: requested {} B, available {} B, missing {} B",
+                    "buffer of {} B at {:#x} is too small to align its start to {}: requested {loss} B, available {} B, missing {} B",
                     np.len,
                     np.start,
                     options.alignment,
-                    options.alignment - np.start % options.alignment,
                     np.len,
-                    options.alignment - np.start % options.alignment - np.len
+                    loss.saturating_sub(np.len)
                 ),
             )
         })?;
@@ -348,8 +349,10 @@ impl<M: Memory> Arena<M> {
         check_size(size)?;
         self.categories.check(category)?;
         let c = self.canary;
-        let placed = (self.temp_top + c)
-            .checked_next_multiple_of(align)
+        let placed = self
+            .temp_top
+            .checked_add(c)
+            .and_then(|x| align_up(x, align))
             .and_then(|data| data.checked_add(size + c).map(|top| (data, top)))
             .filter(|&(_, top)| top <= self.nonpersistent_limit());
         let Some((data, top)) = placed else {
@@ -573,6 +576,15 @@ fn check_alignment(alignment: usize) -> Result<()> {
         return Err(Error::invalid(format!("alignment {alignment} is larger than the {DRY_RUN_BASE} B supported")));
     }
     Ok(())
+}
+
+/// `x` rounded up to `align` (a power of two), or `None` on overflow. Bit
+/// arithmetic: `checked_next_multiple_of` divides, which costs more than the
+/// rest of an allocation.
+#[inline]
+pub(super) fn align_up(x: usize, align: usize) -> Option<usize> {
+    debug_assert!(align.is_power_of_two());
+    x.checked_add(align - 1).map(|y| y & !(align - 1))
 }
 
 #[inline]
