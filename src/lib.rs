@@ -8,6 +8,8 @@
 //!
 //! - [`plan`]: the planner (algorithms, lower bound, validator, picture,
 //!   CSV format).
+//! - [`net`]: list_head-compatible tracking of a legacy C net's params,
+//!   layer outputs, inputs and caches (names, ownership, byte report).
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
@@ -19,6 +21,7 @@
 #![deny(missing_docs)]
 
 pub mod ffi;
+pub mod net;
 pub mod plan;
 pub mod status;
 

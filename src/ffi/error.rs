@@ -39,6 +39,21 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> nnm_status {
     }
 }
 
+/// Like [`guard`] for lookups that return a pointer instead of a status:
+/// NULL on failure (error or panic), with the last error set.
+pub(crate) fn guard_ptr<T>(body: impl FnOnce() -> Result<*mut T>) -> *mut T {
+    let mut found = std::ptr::null_mut();
+    let status = guard(|| {
+        found = body()?;
+        Ok(())
+    });
+    if status == nnm_status::NNM_OK {
+        found
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
 /// Like [`guard`] for functions that return no status (frees): failures
 /// only set the last error.
 pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {

@@ -11,6 +11,7 @@
 pub mod cancel;
 pub mod error;
 pub mod handle;
+pub mod net;
 pub mod plan;
 pub mod status;
 
