@@ -19,7 +19,10 @@ pub(crate) fn set_last_error(message: &str) {
 }
 
 /// Runs `body`, catching panics; records the error of a failure and returns
-/// its status, or `NNM_OK`.
+/// its status, or `NNM_OK`. Inlined into each export, so the happy path of
+/// a small call is the body itself (the net API's push, pop and lookups
+/// have per-call budgets of 10 to 50 ns).
+#[inline]
 pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> nnm_status {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(())) => nnm_status::NNM_OK,
@@ -41,6 +44,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> nnm_status {
 
 /// Like [`guard`] for lookups that return a pointer instead of a status:
 /// NULL on failure (error or panic), with the last error set.
+#[inline]
 pub(crate) fn guard_ptr<T>(body: impl FnOnce() -> Result<*mut T>) -> *mut T {
     let mut found = std::ptr::null_mut();
     let status = guard(|| {

@@ -17,7 +17,7 @@
 //! walks them and must not modify them.
 
 use std::ffi::{c_char, c_void, CStr, CString};
-use std::ptr::{self, addr_of_mut};
+use std::ptr::{self, addr_of_mut, NonNull};
 
 use super::error::{guard, guard_ptr, guard_void, non_null, write_out};
 use super::handle::{check_live, free_handle, into_handle, Tagged};
@@ -35,8 +35,12 @@ pub const NNM_MAX_DIMS: u32 = 8;
 pub const NNM_NAME_MAX: u32 = 127;
 
 // The C constants are literals (cbindgen writes them as they are written);
-// these keep them equal to the core's.
+// these keep them equal to the core's, and nnm_cache_push's fast range check
+// equal to the enums.
 const _: () = assert!(NNM_MAX_DIMS as usize == MAX_DIMS && NNM_NAME_MAX as usize == NAME_MAX);
+const _: () = assert!(MemKind::Placeholder as u32 == 2 && Ownership::Borrowed as u32 == 2);
+// nnm_cache_push maps OWNED (0) to VIEW (1) as `o | (o == 0)`.
+const _: () = assert!(Ownership::Owned as u32 == 0 && Ownership::View as u32 == 1);
 
 /// A node of a kernel-style circular doubly linked list, and the anchor of
 /// one. Defined in nnmem.h and nnmem/list.h under the guard
@@ -323,7 +327,8 @@ struct CacheEntry {
 struct NetHandle {
     public: nnm_net,
     tag: u64,
-    core: Net,
+    /// Names, with each entry's address as the value: a lookup is one probe.
+    core: Net<NonNull<c_void>>,
     params: Vec<*mut ParamEntry>,
     outputs: Vec<*mut LayerEntry>,
     inputs: Vec<*mut LayerEntry>,
@@ -473,6 +478,21 @@ unsafe fn write_optional<T>(out: *mut T, value: T) {
     }
 }
 
+/// Adds a freshly boxed entry to the net's name index; on failure (out of
+/// memory: the name was checked before) the entry is freed again, so
+/// nothing changes.
+///
+/// # Safety
+/// `entry` must come from `Box::into_raw` and be in no list yet.
+unsafe fn index<E>(h: *mut NetHandle, kind: Kind, name: &[u8], bytes: Bytes, entry: *mut E) -> Result<()> {
+    let address = NonNull::new(entry.cast::<c_void>()).expect("a Box is never NULL");
+    if let Err(e) = (*h).core.add(kind, name, bytes, address) {
+        drop(Box::from_raw(entry));
+        return Err(e);
+    }
+    Ok(())
+}
+
 /// Tensors and bytes of a data/diff pair.
 fn pair_bytes(data: &nnm_tensor, diff: &nnm_tensor, owned: [bool; 2]) -> Bytes {
     let mut b = Bytes::default();
@@ -574,7 +594,6 @@ unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<HostBuffer>, n
     // Field by field: never a reference covering the C-visible anchors.
     let params = &mut (*h).params;
     params.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory for a param entry"))?;
-    (*h).core.add(Kind::Param, name, bytes)?;
     let cname = c_name(name);
     let entry = Box::into_raw(Box::new(ParamEntry {
         public: nnm_param { node: list_head::default(), name: cname.as_ptr(), data: data.1, diff: diff.1 },
@@ -582,6 +601,7 @@ unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<HostBuffer>, n
         _name: cname,
         _owned: [data.0, diff.0],
     }));
+    index(h, Kind::Param, name, bytes, entry)?;
     (*h).params.push(entry);
     link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.params));
     Ok(entry.cast())
@@ -675,7 +695,7 @@ pub unsafe extern "C" fn nnm_net_param_get(net: *const nnm_net, name: *const c_c
         let h = net_fast(net)?;
         let name = name_bytes(name)?;
         match (*h).core.get(Kind::Param, name) {
-            Some(i) => Ok((&(*h).params)[i].cast()),
+            Some(entry) => Ok(entry.as_ptr().cast()),
             None => Err(not_found("param", name)),
         }
     })
@@ -689,7 +709,6 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
     // Field by field: never a reference covering the C-visible anchors.
     let list = if kind == Kind::Output { &mut (*h).outputs } else { &mut (*h).inputs };
     list.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, format!("no memory for an {} entry", kind.what())))?;
-    (*h).core.add(kind, name, bytes)?;
     let cname = c_name(name);
     let entry = Box::into_raw(Box::new(LayerEntry {
         public: nnm_layer_data { node: list_head::default(), name: cname.as_ptr(), data: data.1, diff: diff.1 },
@@ -701,6 +720,7 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
         owned: [data.0, diff.0],
         _name: cname,
     }));
+    index(h, kind, name, bytes, entry)?;
     if kind == Kind::Output {
         (*h).outputs.push(entry);
         link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.outputs));
@@ -866,8 +886,8 @@ pub unsafe extern "C" fn nnm_net_output_get(net: *const nnm_net, name: *const c_
     guard_ptr(|| {
         let h = net_fast(net)?;
         let name = name_bytes(name)?;
-        let i = (*h).core.get(Kind::Output, name).ok_or_else(|| not_found("output", name))?;
-        Ok((&(*h).outputs)[i].cast())
+        let entry = (*h).core.get(Kind::Output, name).ok_or_else(|| not_found("output", name))?;
+        Ok(entry.as_ptr().cast())
     })
 }
 
@@ -878,8 +898,8 @@ pub unsafe extern "C" fn nnm_net_input_get(net: *const nnm_net, name: *const c_c
     guard_ptr(|| {
         let h = net_fast(net)?;
         let name = name_bytes(name)?;
-        let i = (*h).core.get(Kind::Input, name).ok_or_else(|| not_found("input", name))?;
-        Ok((&(*h).inputs)[i].cast())
+        let entry = (*h).core.get(Kind::Input, name).ok_or_else(|| not_found("input", name))?;
+        Ok(entry.as_ptr().cast())
     })
 }
 
@@ -898,7 +918,6 @@ pub unsafe extern "C" fn nnm_net_attach_cache(net: *mut nnm_net, name: *const c_
         let name = name_bytes(name)?;
         (*h).core.check_new(Kind::Cache, name)?;
         (*h).caches.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory for a cache entry"))?;
-        (*h).core.add(Kind::Cache, name, Bytes::default())?;
         let cname = c_name(name);
         let entry = Box::into_raw(Box::new(CacheEntry {
             public: nnm_cache { name: cname.as_ptr(), ..Default::default() },
@@ -906,6 +925,7 @@ pub unsafe extern "C" fn nnm_net_attach_cache(net: *mut nnm_net, name: *const c_
             stack: CacheStack::new(&String::from_utf8_lossy(name)),
             _name: cname,
         }));
+        index(h, Kind::Cache, name, Bytes::default(), entry)?;
         (*h).caches.push(entry);
         link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.caches));
         write_optional(out_cache, entry.cast::<nnm_cache>());
@@ -920,8 +940,8 @@ pub unsafe extern "C" fn nnm_net_cache_get(net: *const nnm_net, name: *const c_c
     guard_ptr(|| {
         let h = net_fast(net)?;
         let name = name_bytes(name)?;
-        let i = (*h).core.get(Kind::Cache, name).ok_or_else(|| not_found("cache", name))?;
-        Ok((&(*h).caches)[i].cast())
+        let entry = (*h).core.get(Kind::Cache, name).ok_or_else(|| not_found("cache", name))?;
+        Ok(entry.as_ptr().cast())
     })
 }
 
@@ -931,6 +951,20 @@ unsafe fn publish(c: *mut CacheEntry) {
     let items = (*c).stack.items();
     (*c).public.tensors = items.as_ptr();
     (*c).public.count = items.len();
+}
+
+/// What is wrong with a descriptor handed to `nnm_cache_push`.
+#[cold]
+fn bad_descriptor(t: &nnm_tensor) -> Error {
+    if t.ndims as usize > MAX_DIMS {
+        return Error::invalid(format!("tensor has ndims {}: at most {MAX_DIMS}", t.ndims));
+    }
+    let checks = [
+        Dtype::from_value(t.dtype).err(),
+        MemKind::from_value(t.mem_kind).err(),
+        Ownership::from_value(t.ownership).err(),
+    ];
+    checks.into_iter().flatten().next().unwrap_or_else(|| Error::invalid("tensor descriptor is malformed"))
 }
 
 /// Pushes a copy of `*tensor` (a shallow copy: the cache never frees its
@@ -944,14 +978,16 @@ pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nn
     guard(|| {
         let c = cache_entry(cache)?;
         non_null(tensor, "tensor")?;
-        let mut t = tensor.read();
-        if t.ndims as usize > MAX_DIMS {
-            return Err(Error::invalid(format!("tensor has ndims {}: at most {MAX_DIMS}", t.ndims)));
+        let t = tensor.read();
+        // One branch on the hot path; the precise message only on failure.
+        if t.ndims as usize > MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
+            return Err(bad_descriptor(&t));
         }
-        Dtype::from_value(t.dtype)?;
-        MemKind::from_value(t.mem_kind)?;
-        t.ownership = Ownership::from_value(t.ownership)?.of_copy() as u32;
-        (*c).stack.push(t);
+        // The copy never owns (Ownership::of_copy), computed in a register:
+        // patching the field of `t` in memory would make the copy into the
+        // stack reload it across a partial store (a store-forwarding stall).
+        let ownership = t.ownership | u32::from(t.ownership == Ownership::Owned as u32);
+        (*c).stack.push(nnm_tensor { ownership, ..t });
         publish(c);
         Ok(())
     })

@@ -117,18 +117,19 @@ impl Report {
     }
 }
 
-/// The safe state of a net: its batch size, the names of each list and the
+/// The safe state of a net: its batch size, the names of each list (each
+/// with a value `V`: the C layer keeps the entry's address there) and the
 /// bytes of the entries whose size never changes (params, outputs, inputs).
 #[derive(Debug)]
-pub struct Net {
+pub struct Net<V: Copy = ()> {
     max_batch: u32,
-    names: [NameIndex; 4],
+    names: [NameIndex<V>; 4],
     fixed: [Bytes; 3],
 }
 
-impl Net {
+impl<V: Copy> Net<V> {
     /// A net whose batch-sized tensors have `max_batch` rows (at least 1).
-    pub fn new(max_batch: u32) -> Result<Net> {
+    pub fn new(max_batch: u32) -> Result<Net<V>> {
         if max_batch == 0 {
             return Err(Error::invalid("max_batch is 0: a net needs a batch size of at least 1"));
         }
@@ -146,11 +147,11 @@ impl Net {
         self.names[kind as usize].check_new(kind.what(), name)
     }
 
-    /// Adds an entry named `name` to `kind`'s list, with the bytes of its
-    /// tensors (ignored for caches, whose bytes change); returns its
-    /// position in insertion order.
-    pub fn add(&mut self, kind: Kind, name: &[u8], bytes: Bytes) -> Result<usize> {
-        let position = self.names[kind as usize].insert(kind.what(), name)?;
+    /// Adds an entry named `name` with `value` to `kind`'s list, with the
+    /// bytes of its tensors (ignored for caches, whose bytes change);
+    /// returns its position in insertion order.
+    pub fn add(&mut self, kind: Kind, name: &[u8], bytes: Bytes, value: V) -> Result<usize> {
+        let position = self.names[kind as usize].insert(kind.what(), name, value)?;
         if kind != Kind::Cache {
             let mut entry = bytes;
             entry.entries = 1;
@@ -159,9 +160,9 @@ impl Net {
         Ok(position)
     }
 
-    /// The position of the entry named `name`, if any. O(1).
+    /// The value of the entry named `name`, if any. O(1).
     #[inline]
-    pub fn get(&self, kind: Kind, name: &[u8]) -> Option<usize> {
+    pub fn get(&self, kind: Kind, name: &[u8]) -> Option<V> {
         self.names[kind as usize].get(name)
     }
 
@@ -218,8 +219,8 @@ mod tests {
 
     #[test]
     fn max_batch_must_be_positive() {
-        assert_eq!(Net::new(0).unwrap_err().status(), Status::InvalidArgument);
-        let n = Net::new(32).unwrap();
+        assert_eq!(Net::<()>::new(0).unwrap_err().status(), Status::InvalidArgument);
+        let n: Net = Net::new(32).unwrap();
         assert_eq!(n.max_batch(), 32);
         assert!(n.check_batch(32).is_ok() && n.check_batch(1).is_ok());
         assert!(n.check_batch(33).unwrap_err().message().contains("1..=32"));
@@ -229,27 +230,29 @@ mod tests {
     #[test]
     fn each_list_has_its_own_names() {
         let mut n = Net::new(4).unwrap();
-        assert_eq!(n.add(Kind::Param, b"fc1.W", two(40, Ownership::Owned)).unwrap(), 0);
-        assert_eq!(n.add(Kind::Output, b"fc1.W", two(8, Ownership::Owned)).unwrap(), 0);
-        assert_eq!(n.add(Kind::Param, b"fc1.b", two(4, Ownership::Owned)).unwrap(), 1);
+        assert_eq!(n.add(Kind::Param, b"fc1.W", two(40, Ownership::Owned), 'W').unwrap(), 0);
+        assert_eq!(n.add(Kind::Output, b"fc1.W", two(8, Ownership::Owned), 'o').unwrap(), 0);
+        assert_eq!(n.add(Kind::Param, b"fc1.b", two(4, Ownership::Owned), 'b').unwrap(), 1);
         assert_eq!(n.check_new(Kind::Param, b"fc1.b").unwrap_err().status(), Status::AlreadyExists);
         assert!(n.check_new(Kind::Cache, b"fc1.b").is_ok());
-        assert_eq!(n.get(Kind::Param, b"fc1.b"), Some(1));
+        assert_eq!(n.get(Kind::Param, b"fc1.b"), Some('b'));
+        assert_eq!(n.get(Kind::Output, b"fc1.W"), Some('o'));
         assert_eq!(n.get(Kind::Input, b"fc1.b"), None);
+        assert_eq!(n.find(Kind::Param, b"fc1.b").unwrap(), 1);
         assert_eq!(n.find(Kind::Cache, b"x").unwrap_err().message(), "no cache is named \"x\"");
         assert_eq!((n.count(Kind::Param), n.count(Kind::Output), n.count(Kind::Cache)), (2, 1, 0));
     }
 
     #[test]
     fn report_counts_owned_and_referenced_per_list() {
-        let mut n = Net::new(16).unwrap();
+        let mut n: Net = Net::new(16).unwrap();
         let out = n.batch_shape(Dtype::F32, &[10]).unwrap();
         assert_eq!(out.dims(), &[16, 10]);
-        n.add(Kind::Param, b"W", two(400, Ownership::Owned)).unwrap();
-        n.add(Kind::Output, b"fc", two(out.bytes(), Ownership::Owned)).unwrap();
-        n.add(Kind::Input, b"relu", two(out.bytes(), Ownership::View)).unwrap();
-        n.add(Kind::Input, b"x", two(16 * 4 * 3, Ownership::Borrowed)).unwrap();
-        n.add(Kind::Cache, b"fc", Bytes::default()).unwrap();
+        n.add(Kind::Param, b"W", two(400, Ownership::Owned), ()).unwrap();
+        n.add(Kind::Output, b"fc", two(out.bytes(), Ownership::Owned), ()).unwrap();
+        n.add(Kind::Input, b"relu", two(out.bytes(), Ownership::View), ()).unwrap();
+        n.add(Kind::Input, b"x", two(16 * 4 * 3, Ownership::Borrowed), ()).unwrap();
+        n.add(Kind::Cache, b"fc", Bytes::default(), ()).unwrap();
         let cache = Bytes { entries: 0, tensors: 3, owned: 64, referenced: 640 };
         let r = n.report([cache]);
         assert_eq!(r.max_batch, 16);
@@ -263,10 +266,10 @@ mod tests {
 
     #[test]
     fn failed_additions_change_nothing() {
-        let mut n = Net::new(1).unwrap();
-        n.add(Kind::Param, b"W", two(4, Ownership::Owned)).unwrap();
-        assert!(n.add(Kind::Param, b"W", two(4, Ownership::Owned)).is_err());
-        assert!(n.add(Kind::Param, &[b'a'; NAME_MAX + 1], two(4, Ownership::Owned)).is_err());
+        let mut n: Net = Net::new(1).unwrap();
+        n.add(Kind::Param, b"W", two(4, Ownership::Owned), ()).unwrap();
+        assert!(n.add(Kind::Param, b"W", two(4, Ownership::Owned), ()).is_err());
+        assert!(n.add(Kind::Param, &[b'a'; NAME_MAX + 1], two(4, Ownership::Owned), ()).is_err());
         let r = n.report([]);
         assert_eq!(r.params.entries, 1);
         assert_eq!(r.params.owned, 8);
