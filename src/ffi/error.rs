@@ -64,12 +64,20 @@ pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
     let _ = guard(body);
 }
 
-/// Fails with `NullArgument` naming `what` when `ptr` is NULL.
+/// Fails with `NullArgument` naming `what` when `ptr` is NULL. The message
+/// is built out of line, so the check costs a compare on the happy path.
+#[inline]
 pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<()> {
     if ptr.is_null() {
-        return Err(Error::new(Status::NullArgument, format!("{what} is NULL")));
+        return Err(null_argument(what));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn null_argument(what: &str) -> Error {
+    Error::new(Status::NullArgument, format!("{what} is NULL"))
 }
 
 /// Writes `value` to the out-parameter `out` (already checked non-NULL).

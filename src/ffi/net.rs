@@ -277,6 +277,25 @@ fn descriptor(shape: &Shape, data: *mut c_void, kind: MemKind, ownership: Owners
     }
 }
 
+/// The kind of caller memory: host or device (a placeholder has none).
+fn memory_kind(mem_kind: u32) -> Result<MemKind> {
+    match MemKind::from_value(mem_kind)? {
+        MemKind::Placeholder => Err(Error::invalid("mem_kind NNM_MEM_KIND_PLACEHOLDER: caller memory is host or device")),
+        k => Ok(k),
+    }
+}
+
+/// Data and diff descriptors of caller memory of kind `kind`; a NULL diff
+/// is a placeholder (no gradient).
+fn borrowed_pair(shape: &Shape, kind: MemKind, data: *mut c_void, diff: *mut c_void) -> [nnm_tensor; 2] {
+    let diff = if diff.is_null() {
+        descriptor(shape, ptr::null_mut(), MemKind::Placeholder, Ownership::Borrowed)
+    } else {
+        descriptor(shape, diff, kind, Ownership::Borrowed)
+    };
+    [descriptor(shape, data, kind, Ownership::Borrowed), diff]
+}
+
 /// A tensor nnmem allocates: the buffer and its descriptor.
 fn owned_tensor(shape: &Shape, what: &dyn Fn() -> String) -> Result<(HostBuffer, nnm_tensor)> {
     let mut buffer = HostBuffer::zeroed(shape.bytes(), what)?;
@@ -374,6 +393,14 @@ impl Drop for NetHandle {
 
 // ---- pointer checks ---------------------------------------------------------------
 
+/// INVALID_ARGUMENT: `what` is not a valid `type_name` (out of line: the
+/// hot paths only pay for the tag compare).
+#[cold]
+#[inline(never)]
+fn not_a(what: &str, type_name: &str) -> Error {
+    Error::invalid(format!("{what} is not a valid {type_name}"))
+}
+
 /// The handle behind `net` after NULL and tag checks (fast: hot paths).
 ///
 /// # Safety
@@ -383,7 +410,7 @@ unsafe fn net_fast(net: *const nnm_net) -> Result<*mut NetHandle> {
     non_null(net, "net")?;
     let h = net.cast::<NetHandle>().cast_mut();
     if ptr::addr_of!((*h).tag).read() != NET_TAG {
-        return Err(Error::invalid("net is not a valid nnm_net"));
+        return Err(not_a("net", "nnm_net"));
     }
     Ok(h)
 }
@@ -407,7 +434,7 @@ unsafe fn cache_entry(cache: *const nnm_cache) -> Result<*mut CacheEntry> {
     non_null(cache, "cache")?;
     let c = cache.cast::<CacheEntry>().cast_mut();
     if ptr::addr_of!((*c).tag).read() != CACHE_TAG {
-        return Err(Error::invalid("cache is not a valid nnm_cache"));
+        return Err(not_a("cache", "nnm_cache"));
     }
     Ok(c)
 }
@@ -663,20 +690,10 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
         let h = net_live(net)?;
         let name = name_bytes(name)?;
         let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
-        let kind = match MemKind::from_value(mem_kind)? {
-            MemKind::Placeholder => {
-                return Err(Error::invalid("mem_kind NNM_MEM_KIND_PLACEHOLDER: borrowed memory is host or device"))
-            }
-            k => k,
-        };
+        let kind = memory_kind(mem_kind)?;
         non_null(data, "data")?;
         (*h).core.check_new(Kind::Param, name)?;
-        let data = descriptor(&shape, data, kind, Ownership::Borrowed);
-        let diff = if diff.is_null() {
-            descriptor(&shape, ptr::null_mut(), MemKind::Placeholder, Ownership::Borrowed)
-        } else {
-            descriptor(&shape, diff, kind, Ownership::Borrowed)
-        };
+        let [data, diff] = borrowed_pair(&shape, kind, data, diff);
         let p = add_param(h, name, (None, data), (None, diff))?;
         write_optional(out_param, p);
         Ok(())
@@ -691,14 +708,23 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
 /// here, to stay fast).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_param_get(net: *const nnm_net, name: *const c_char) -> *mut nnm_param {
-    guard_ptr(|| {
-        let h = net_fast(net)?;
-        let name = name_bytes(name)?;
-        match (*h).core.get(Kind::Param, name) {
-            Some(entry) => Ok(entry.as_ptr().cast()),
-            None => Err(not_found("param", name)),
-        }
-    })
+    guard_ptr(|| lookup(net, Kind::Param, name))
+}
+
+/// The entry of `kind` named `name`: one probe of the name index, whose
+/// values are the entries' addresses.
+///
+/// # Safety
+/// `net` must be NULL or readable as an `nnm_net`; `name` NULL or a C
+/// string; `T` the entry type of `kind`.
+#[inline]
+unsafe fn lookup<T>(net: *const nnm_net, kind: Kind, name: *const c_char) -> Result<*mut T> {
+    let h = net_fast(net)?;
+    let name = name_bytes(name)?;
+    match (*h).core.get(kind, name) {
+        Some(entry) => Ok(entry.as_ptr().cast()),
+        None => Err(not_found(kind.what(), name)),
+    }
 }
 
 // ---- outputs and inputs -------------------------------------------------------------------
@@ -861,20 +887,13 @@ pub unsafe extern "C" fn nnm_net_input_bind(
             (*l).public.diff = empty;
             return Ok(());
         }
-        let kind = match MemKind::from_value(mem_kind)? {
-            MemKind::Placeholder => return Err(Error::invalid("mem_kind NNM_MEM_KIND_PLACEHOLDER: bound memory is host or device")),
-            k => k,
-        };
+        let kind = memory_kind(mem_kind)?;
         if batch == 0 || batch > full.dims()[0] {
             return Err(Error::invalid(format!("batch {batch} is outside 1..={}, the net's maximum batch", full.dims()[0])));
         }
-        let shape = full.with_batch(batch)?;
-        (*l).public.data = descriptor(&shape, data, kind, Ownership::Borrowed);
-        (*l).public.diff = if diff.is_null() {
-            descriptor(&shape, ptr::null_mut(), MemKind::Placeholder, Ownership::Borrowed)
-        } else {
-            descriptor(&shape, diff, kind, Ownership::Borrowed)
-        };
+        let [data, diff] = borrowed_pair(&full.with_batch(batch)?, kind, data, diff);
+        (*l).public.data = data;
+        (*l).public.diff = diff;
         Ok(())
     })
 }
@@ -883,24 +902,14 @@ pub unsafe extern "C" fn nnm_net_input_bind(
 /// is none. Undefined on a freed net.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_output_get(net: *const nnm_net, name: *const c_char) -> *mut nnm_layer_data {
-    guard_ptr(|| {
-        let h = net_fast(net)?;
-        let name = name_bytes(name)?;
-        let entry = (*h).core.get(Kind::Output, name).ok_or_else(|| not_found("output", name))?;
-        Ok(entry.as_ptr().cast())
-    })
+    guard_ptr(|| lookup(net, Kind::Output, name))
 }
 
 /// The input named `name` (O(1)); NULL with `nnm_last_error()` when there
 /// is none. Undefined on a freed net.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_input_get(net: *const nnm_net, name: *const c_char) -> *mut nnm_layer_data {
-    guard_ptr(|| {
-        let h = net_fast(net)?;
-        let name = name_bytes(name)?;
-        let entry = (*h).core.get(Kind::Input, name).ok_or_else(|| not_found("input", name))?;
-        Ok(entry.as_ptr().cast())
-    })
+    guard_ptr(|| lookup(net, Kind::Input, name))
 }
 
 // ---- caches ------------------------------------------------------------------------------
@@ -937,12 +946,7 @@ pub unsafe extern "C" fn nnm_net_attach_cache(net: *mut nnm_net, name: *const c_
 /// is none. Undefined on a freed net.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_cache_get(net: *const nnm_net, name: *const c_char) -> *mut nnm_cache {
-    guard_ptr(|| {
-        let h = net_fast(net)?;
-        let name = name_bytes(name)?;
-        let entry = (*h).core.get(Kind::Cache, name).ok_or_else(|| not_found("cache", name))?;
-        Ok(entry.as_ptr().cast())
-    })
+    guard_ptr(|| lookup(net, Kind::Cache, name))
 }
 
 /// Mirrors the stack into the C-visible `tensors` and `count`.
