@@ -23,10 +23,12 @@ fn main() {
     let patch = env::var("CARGO_PKG_VERSION_PATCH").unwrap();
     let version = env::var("CARGO_PKG_VERSION").unwrap();
     let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    // cbindgen.toml's own after_includes (struct list_head) follows the version.
+    let from_toml = config.after_includes.take().unwrap_or_default();
     config.after_includes = Some(format!(
         "\n/* Version of this header, from Cargo.toml; nnm_version() gives the library's. */\n\
          #define NNM_VERSION_MAJOR {major}\n#define NNM_VERSION_MINOR {minor}\n#define NNM_VERSION_PATCH {patch}\n\
-         #define NNM_VERSION_STRING \"{version}\"\n"
+         #define NNM_VERSION_STRING \"{version}\"\n{from_toml}"
     ));
     let bindings = cbindgen::Builder::new()
         .with_crate(&crate_dir)

@@ -3,14 +3,25 @@
 //! maps the result to an `nnm_status`. The calls are made from Rust through
 //! the same `extern "C"` functions a C program links against.
 //!
-//! Run: `cargo bench --bench ffi` (about 20 s). `scripts/bench.sh` copies
+//! The net API's hot calls are here too: get-by-name among 10,000 params,
+//! cache push and pop; `cargo bench --bench ffi -- net` runs only those
+//! (every id of theirs contains "net").
+//!
+//! Run: `cargo bench --bench ffi` (about 30 s). `scripts/bench.sh` copies
 //! the medians (ns per call) into BENCHMARKS.md.
 
 use std::hint::black_box;
 use std::ptr;
 use std::time::Duration;
 
+use std::ffi::{c_char, CString};
+use std::time::Instant;
+
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion};
+use nnmem::ffi::net::{
+    nnm_cache, nnm_cache_clear, nnm_cache_pop, nnm_cache_push, nnm_net, nnm_net_attach_cache, nnm_net_attach_param,
+    nnm_net_free, nnm_net_new, nnm_net_param_get, nnm_tensor,
+};
 use nnmem::ffi::nnm_status_str;
 use nnmem::ffi::plan::{
     nnm_planner, nnm_planner_add_buffer, nnm_planner_buffer_count, nnm_planner_free, nnm_planner_lower_bound,
@@ -127,5 +138,115 @@ fn bench_ffi(c: &mut Criterion) {
     drop((live, five, growing));
 }
 
-criterion_group!(benches, bench_ffi);
+/// Params in the net of the get-by-name bench.
+const NET_PARAMS: usize = 10_000;
+/// Tensors pushed (then popped) per timed batch of the cache benches, so
+/// the stack stays small and its memory bounded.
+const CACHE_DEPTH: u64 = 64;
+
+/// A net handle freed on drop.
+struct Net(*mut nnm_net);
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        unsafe { nnm_net_free(self.0) }
+    }
+}
+
+/// The net API's hot calls through the C ABI: get-by-name among 10,000
+/// params (the target: at most 50 ns), cache push and pop (at most
+/// 10 ns each).
+fn bench_net(c: &mut Criterion) {
+    let mut group = c.benchmark_group("ffi");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+
+    let mut raw = ptr::null_mut();
+    assert_eq!(unsafe { nnm_net_new(32, &mut raw) }, nnm_status::NNM_OK);
+    let net = Net(raw);
+    // awnn-style names: "layer<i>.W", "layer<i>.b", one small tensor each.
+    let names: Vec<CString> = (0..NET_PARAMS)
+        .map(|i| CString::new(format!("layer{}.{}", i / 2, if i % 2 == 0 { "W" } else { "b" })).unwrap())
+        .collect();
+    let dims = [4u32, 4];
+    for n in &names {
+        let s = unsafe { nnm_net_attach_param(net.0, n.as_ptr(), 0, dims.as_ptr(), 2, ptr::null_mut()) };
+        assert_eq!(s, nnm_status::NNM_OK);
+    }
+    // The queries: every name once, in a scattered order, as pointers into
+    // one block of NUL-terminated copies (as a C program's names would be:
+    // literals or one buffer), so the bench measures the lookup, not the
+    // allocator's placement of 10,000 separate strings.
+    let mut arena = Vec::new();
+    let mut starts = Vec::new();
+    for n in &names {
+        starts.push(arena.len());
+        arena.extend_from_slice(n.as_bytes_with_nul());
+    }
+    let queries: Vec<*const c_char> =
+        (0..NET_PARAMS).map(|i| arena[starts[(i * 7919) % NET_PARAMS]..].as_ptr().cast()).collect();
+    let mut next = 0usize;
+    group.bench_function("nnm_net_param_get (10k params)", |b| {
+        b.iter(|| {
+            next = if next + 1 == NET_PARAMS { 0 } else { next + 1 };
+            let p = unsafe { nnm_net_param_get(black_box(net.0), queries[next]) };
+            debug_assert!(!p.is_null());
+            black_box(p)
+        })
+    });
+    assert!(queries.iter().all(|&q| !unsafe { nnm_net_param_get(net.0, q) }.is_null()));
+
+    let mut cache: *mut nnm_cache = ptr::null_mut();
+    let name = CString::new("fc1").unwrap();
+    assert_eq!(unsafe { nnm_net_attach_cache(net.0, name.as_ptr(), &mut cache) }, nnm_status::NNM_OK);
+    let param = unsafe { nnm_net_param_get(net.0, names[0].as_ptr()) };
+    let tensor: nnm_tensor = unsafe { (*param).data };
+    // Push: CACHE_DEPTH pushes timed, the pops that empty the stack not.
+    group.bench_function("nnm_cache_push (net cache)", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut out = nnm_tensor::default();
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(CACHE_DEPTH);
+                let started = Instant::now();
+                for _ in 0..n {
+                    black_box(unsafe { nnm_cache_push(black_box(cache), &tensor) });
+                }
+                total += started.elapsed();
+                for _ in 0..n {
+                    unsafe { nnm_cache_pop(cache, &mut out) };
+                }
+                left -= n;
+            }
+            total
+        })
+    });
+    // Pop: the pushes that fill the stack untimed, CACHE_DEPTH pops timed.
+    group.bench_function("nnm_cache_pop (net cache)", |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            let mut out = nnm_tensor::default();
+            let mut left = iters;
+            while left > 0 {
+                let n = left.min(CACHE_DEPTH);
+                for _ in 0..n {
+                    unsafe { nnm_cache_push(cache, &tensor) };
+                }
+                let started = Instant::now();
+                for _ in 0..n {
+                    black_box(unsafe { nnm_cache_pop(black_box(cache), &mut out) });
+                }
+                total += started.elapsed();
+                left -= n;
+            }
+            black_box(out.data);
+            total
+        })
+    });
+    assert_eq!(unsafe { nnm_cache_clear(cache) }, nnm_status::NNM_OK);
+    group.finish();
+    drop(net);
+}
+
+criterion_group!(benches, bench_ffi, bench_net);
 criterion_main!(benches);

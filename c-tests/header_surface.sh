@@ -4,7 +4,8 @@
 #   - the functions declared in nnmem.h are exactly the symbols libnnmem.so
 #     exports, both ways;
 #   - every macro the header defines is NNM_* (or the guard NNMEM_H);
-#   - every struct/enum tag, typedef and enum constant is nnm_* / NNM_*.
+#   - every struct/enum tag, typedef and enum constant is nnm_* / NNM_*,
+#     except `struct list_head` (the kernel's list node; see below).
 # Usage: header_surface.sh HEADER SHARED_LIBRARY CC
 set -euo pipefail
 header=$1 lib=$2 cc=$3
@@ -35,7 +36,13 @@ comm -13 "$tmp/base" "$tmp/all" | grep -vE '^(NNM_[A-Z0-9_]+|NNMEM_H)$' \
     grep -oE '\b(struct|enum)[[:space:]]+[A-Za-z_][A-Za-z0-9_]*' "$tmp/code" | awk '{print $2}'
     grep -oE '\}[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*;' "$tmp/code" | tr -d '}; \t'
     grep -oE '^typedef[^;(]*[[:space:]][A-Za-z_][A-Za-z0-9_]*;' "$tmp/code" | sed 's/.*[[:space:]]//; s/;//'
-} | sort -u | grep -vE '^nnm_' | sed 's/^/unprefixed type name: /' | grep . >&2 && status=1
+} | sort -u | grep -vE '^nnm_' \
+    | grep -vx 'list_head' \
+    | sed 's/^/unprefixed type name: /' | grep . >&2 && status=1
+# The one exception above: `struct list_head`, the Linux kernel's list node
+# that nnm_net's lists are made of, so that legacy C code walks them with its
+# own (or nnmem/list.h's) list_for_each_entry. It is defined under the guard
+# NNM_LIST_HEAD_DEFINED and has no typedef.
 grep -oE '^[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=' "$tmp/code" | tr -d ' \t=' \
     | grep -vE '^NNM_' | sed 's/^/unprefixed enum constant: /' | grep . >&2 && status=1
 

@@ -70,12 +70,11 @@ install)
              "$libdir/cmake/nnmem/nnmemConfigVersion.cmake" "$libdir/pkgconfig/nnmem.pc"; do
         [ -f "$p/$f" ] || fail "not installed: $f"
     done
-    # include/nnmem/ (hand-written headers) is installed when the source has
-    # it; git keeps no empty folder, so a fresh clone may have none yet.
+    # include/nnmem/: the hand-written headers, every one of them.
     src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-    if [ -d "$src_dir/include/nnmem" ]; then
-        [ -d "$p/include/nnmem" ] || fail "not installed: include/nnmem/"
-    fi
+    for h in "$src_dir"/include/nnmem/*.h; do
+        [ -f "$p/include/nnmem/$(basename "$h")" ] || fail "not installed: include/nnmem/$(basename "$h")"
+    done
     # libnnmem.so -> libnnmem.so.<soversion> -> libnnmem.so.<version> (the file)
     [ -L "$p/$libdir/libnnmem.so" ] || fail "$libdir/libnnmem.so is not a symlink"
     soname=$(soname_of "$p/$libdir/libnnmem.so")

@@ -36,6 +36,8 @@ const IDEALLOC_RATIO_TARGET: f64 = 1.01;
 const CHALLENGING_RATIO_TARGET: f64 = 1.25;
 const Y1_TIME_TARGET: Duration = Duration::from_secs(1);
 const RESNET50_TIME_TARGET: Duration = Duration::from_millis(10);
+const NET_GET_TARGET_NS: f64 = 50.0;
+const CACHE_OP_TARGET_NS: f64 = 10.0;
 
 struct Instance {
     /// "minimalloc", "idealloc" or "glow": the first folder under the data
@@ -736,6 +738,13 @@ fn targets(measured: &[Measured], criterion: &Medians) -> Vec<Target> {
         }),
     }
     out.extend(arena_targets(criterion));
+    for (key, limit, what) in [
+        ("ffi/nnm_net_param_get (10k params)", NET_GET_TARGET_NS, "(m) net: get a param by name among 10,000, median ≤ 50 ns"),
+        ("ffi/nnm_cache_push (net cache)", CACHE_OP_TARGET_NS, "(n) net: cache push, median ≤ 10 ns"),
+        ("ffi/nnm_cache_pop (net cache)", CACHE_OP_TARGET_NS, "(o) net: cache pop, median ≤ 10 ns"),
+    ] {
+        out.push(ns_target(criterion.get(key).copied(), key, limit, what));
+    }
     out
 }
 
@@ -771,6 +780,27 @@ fn arena_targets(criterion: &Medians) -> Vec<Target> {
         out.push(target);
     }
     out
+}
+
+/// A per-call target in ns against a criterion median of `benches/ffi.rs`.
+fn ns_target(median: Option<f64>, key: &str, limit: f64, what: &str) -> Target {
+    match median {
+        None => Target {
+            what: what.into(),
+            result: format!("criterion result `{key}` missing: run `scripts/bench.sh` (or `cargo bench --bench ffi -- net`)"),
+            status: "not measured",
+        },
+        Some(ns) if ns <= limit => Target {
+            what: what.into(),
+            result: format!("{} (criterion median through the C ABI), {:.0}% of the limit", fmt_ns(ns), ns / limit * 100.0),
+            status: "met",
+        },
+        Some(ns) => Target {
+            what: what.into(),
+            result: format!("{} (criterion median through the C ABI): {:.1}x the limit", fmt_ns(ns), ns / limit),
+            status: "missed",
+        },
+    }
 }
 
 fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, generated_in: Duration) -> String {
@@ -977,13 +1007,16 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
         let _ = writeln!(w);
     }
     // In the order of benches/ffi.rs: each C call next to its safe-Rust twin.
-    const FFI_ORDER: [&str; 6] = [
+    const FFI_ORDER: [&str; 9] = [
         "nnm_status_str",
         "nnm_planner_buffer_count",
         "Planner::buffer_count (safe Rust, no FFI)",
         "nnm_planner_lower_bound (5 buffers)",
         "nnm_planner_add_buffer",
         "Planner::add_buffer (safe Rust, no FFI)",
+        "nnm_net_param_get (10k params)",
+        "nnm_cache_push (net cache)",
+        "nnm_cache_pop (net cache)",
     ];
     let mut ffi: Vec<(&str, f64)> = criterion.iter().filter_map(|(k, &v)| Some((k.strip_prefix("ffi/")?, v))).collect();
     ffi.sort_by_key(|(name, _)| FFI_ORDER.iter().position(|x| x == name).unwrap_or(FFI_ORDER.len()));

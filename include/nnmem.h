@@ -23,6 +23,10 @@
  *   not overlap; functions taking `const nnm_arena *` (sizes, report,
  *   check, categories) may run concurrently with each other. Different
  *   arenas may be used from different threads at once.
+ * - nnm_net: not thread-safe. One net, its entries and its caches are used
+ *   by one thread at a time (calls, and C code walking or reading the lists,
+ *   must not overlap); different nets may be used from different threads.
+ *   nnm_net_*_get and nnm_net_report may run concurrently with each other.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
  *   nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
  *   are safe from any thread.
@@ -39,6 +43,18 @@
 #define NNM_VERSION_MINOR 1
 #define NNM_VERSION_PATCH 0
 #define NNM_VERSION_STRING "0.1.0"
+/*
+ * The kernel-style list node of nnm_net's lists (walk them with the macros of
+ * <nnmem/list.h>). An application with its own layout-compatible
+ * `struct list_head` includes its list.h first and defines
+ * NNM_LIST_HEAD_DEFINED before including this header.
+ */
+#ifndef NNM_LIST_HEAD_DEFINED
+#define NNM_LIST_HEAD_DEFINED 1
+struct list_head {
+  struct list_head *next, *prev;
+};
+#endif
 
 
 /**
@@ -69,6 +85,17 @@
  * Longest category name, in bytes.
  */
 #define NNM_ARENA_MAX_CATEGORY_NAME 64
+
+/**
+ * Most dimensions of a tensor.
+ */
+#define NNM_MAX_DIMS 8
+
+/**
+ * Longest entry name in bytes, NUL excluded. Longer names are refused
+ * (INVALID_ARGUMENT), never truncated.
+ */
+#define NNM_NAME_MAX 127
 
 /**
  * `first_use` and `last_use` of a buffer that is never used (TFLite
@@ -280,6 +307,86 @@ typedef uint32_t nnm_report_format;
 #endif // __cplusplus
 
 /**
+ * Element types (C: `nnm_dtype`).
+ */
+typedef enum nnm_dtype {
+  /**
+   * 32-bit IEEE float.
+   */
+  NNM_DTYPE_F32 = 0,
+  /**
+   * 64-bit IEEE float.
+   */
+  NNM_DTYPE_F64 = 1,
+  /**
+   * 16-bit IEEE float.
+   */
+  NNM_DTYPE_F16 = 2,
+  /**
+   * bfloat16.
+   */
+  NNM_DTYPE_BF16 = 3,
+  /**
+   * Signed 8-bit integer.
+   */
+  NNM_DTYPE_I8 = 4,
+  /**
+   * Unsigned 8-bit integer.
+   */
+  NNM_DTYPE_U8 = 5,
+  /**
+   * Signed 16-bit integer.
+   */
+  NNM_DTYPE_I16 = 6,
+  /**
+   * Signed 32-bit integer.
+   */
+  NNM_DTYPE_I32 = 7,
+  /**
+   * Signed 64-bit integer.
+   */
+  NNM_DTYPE_I64 = 8,
+} nnm_dtype;
+
+/**
+ * Where a tensor's memory is (C: `nnm_mem_kind`).
+ */
+typedef enum nnm_mem_kind {
+  /**
+   * Host memory.
+   */
+  NNM_MEM_KIND_HOST = 0,
+  /**
+   * Device memory (an accelerator's address); nnmem never reads it.
+   */
+  NNM_MEM_KIND_DEVICE = 1,
+  /**
+   * No buffer yet: a shape only (the data pointer is NULL).
+   */
+  NNM_MEM_KIND_PLACEHOLDER = 2,
+} nnm_mem_kind;
+
+/**
+ * Who owns a tensor's buffer (C: `nnm_ownership`). Only `Owned` buffers
+ * are ever freed by nnmem, exactly once, when the net is freed.
+ */
+typedef enum nnm_ownership {
+  /**
+   * Allocated by nnmem, freed by nnmem.
+   */
+  NNM_OWNERSHIP_OWNED = 0,
+  /**
+   * A shallow copy of another tensor's descriptor: shares its buffer.
+   */
+  NNM_OWNERSHIP_VIEW = 1,
+  /**
+   * The caller's memory (or, for a placeholder, memory the caller binds
+   * later): never freed by nnmem.
+   */
+  NNM_OWNERSHIP_BORROWED = 2,
+} nnm_ownership;
+
+/**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
@@ -401,6 +508,206 @@ typedef struct nnm_arena_sizes {
  * call. `user` is the pointer given with the callback.
  */
 typedef void (*nnm_write_fn)(void *user, const char *text, size_t len);
+
+/**
+ * A net: the anchors of its four lists, walked with nnmem/list.h, e.g.
+ * `list_for_each_entry(p, &net->params, node)`. Made only by nnm_net_new
+ * (nnmem keeps more state after these fields); never declare one. The
+ * lists are read-only for C: walk them, never add, move or delete nodes.
+ */
+typedef struct nnm_net {
+  /**
+   * `nnm_param` entries, in order of attachment.
+   */
+  struct list_head params;
+  /**
+   * `nnm_layer_data` entries (layer outputs), in order of attachment.
+   */
+  struct list_head outputs;
+  /**
+   * `nnm_layer_data` entries (layer inputs), in order of attachment.
+   */
+  struct list_head inputs;
+  /**
+   * `nnm_cache` entries, in order of attachment.
+   */
+  struct list_head caches;
+  /**
+   * The maximum batch size outputs and input placeholders are sized for.
+   */
+  uint32_t max_batch;
+} nnm_net;
+
+/**
+ * Entries, tensors and bytes of one list.
+ */
+typedef struct nnm_net_bytes {
+  /**
+   * Entries in the list.
+   */
+  uint64_t entries;
+  /**
+   * Tensors (params, outputs and inputs have two each: data and diff;
+   * caches count what is on their stacks).
+   */
+  uint64_t tensors;
+  /**
+   * Bytes of buffers nnmem allocated (and frees); for caches including
+   * popped buffers kept for reuse.
+   */
+  uint64_t owned_bytes;
+  /**
+   * Bytes of tensors that only refer to memory: views, borrowed caller
+   * memory, placeholders (at the size the caller binds).
+   */
+  uint64_t referenced_bytes;
+} nnm_net_bytes;
+
+/**
+ * What a net holds, per list, at its maximum batch size.
+ */
+typedef struct nnm_net_report {
+  /**
+   * Learnable params.
+   */
+  struct nnm_net_bytes params;
+  /**
+   * Layer outputs.
+   */
+  struct nnm_net_bytes outputs;
+  /**
+   * Layer inputs (views own nothing).
+   */
+  struct nnm_net_bytes inputs;
+  /**
+   * Layer caches, as they are now.
+   */
+  struct nnm_net_bytes caches;
+  /**
+   * Sum of the four `owned_bytes`: what nnmem allocated for the net.
+   */
+  uint64_t total_owned_bytes;
+  /**
+   * Sum of the four `referenced_bytes`.
+   */
+  uint64_t total_referenced_bytes;
+  /**
+   * The net's maximum batch size.
+   */
+  uint32_t max_batch;
+} nnm_net_report;
+
+/**
+ * A tensor descriptor. Its `ownership` says who owns `data`; nnmem frees
+ * only what it allocated, whatever this field says.
+ */
+typedef struct nnm_tensor {
+  /**
+   * The buffer; NULL for a placeholder.
+   */
+  void *data;
+  /**
+   * `elem_size` times the product of the `ndims` dimensions.
+   */
+  uint64_t bytes;
+  /**
+   * The dimensions; slots past `ndims` are 0.
+   */
+  uint32_t dims[8];
+  /**
+   * Dimensions in use, 1 to NNM_MAX_DIMS.
+   */
+  uint32_t ndims;
+  /**
+   * An `nnm_dtype`.
+   */
+  uint32_t dtype;
+  /**
+   * Bytes per element.
+   */
+  uint32_t elem_size;
+  /**
+   * An `nnm_mem_kind`: host, device, or placeholder (no buffer).
+   */
+  uint32_t mem_kind;
+  /**
+   * An `nnm_ownership`: owned by nnmem, a view of another tensor, or
+   * borrowed caller memory.
+   */
+  uint32_t ownership;
+} nnm_tensor;
+
+/**
+ * A learnable parameter: an entry of `nnm_net.params`, linked by `node`.
+ * Made by nnm_net_attach_param*; freed with the net. Read-only for C
+ * except the contents of the buffers.
+ */
+typedef struct nnm_param {
+  /**
+   * Its node in `nnm_net.params` (insertion order).
+   */
+  struct list_head node;
+  /**
+   * Its name, NUL-terminated, unique among params.
+   */
+  const char *name;
+  /**
+   * The values.
+   */
+  struct nnm_tensor data;
+  /**
+   * The gradient.
+   */
+  struct nnm_tensor diff;
+} nnm_param;
+
+/**
+ * A layer output or input: an entry of `nnm_net.outputs` or
+ * `nnm_net.inputs`, linked by `node`. Outputs own their buffers, sized for
+ * the net's maximum batch; inputs are views of an output or placeholders.
+ */
+typedef struct nnm_layer_data {
+  /**
+   * Its node in `nnm_net.outputs` or `nnm_net.inputs` (insertion order).
+   */
+  struct list_head node;
+  /**
+   * Its name, NUL-terminated, unique in its list.
+   */
+  const char *name;
+  /**
+   * The values, `[max_batch, sample dims...]`.
+   */
+  struct nnm_tensor data;
+  /**
+   * The gradient, same shape.
+   */
+  struct nnm_tensor diff;
+} nnm_layer_data;
+
+/**
+ * A layer cache: an entry of `nnm_net.caches`, linked by `node`; a stack
+ * of tensors (data only) that forward pushes and backward pops.
+ */
+typedef struct nnm_cache {
+  /**
+   * Its node in `nnm_net.caches` (insertion order).
+   */
+  struct list_head node;
+  /**
+   * Its name, NUL-terminated, unique among caches.
+   */
+  const char *name;
+  /**
+   * The stack, bottom first, `count` descriptors; read-only, valid until
+   * the next push, pop or clear of this cache.
+   */
+  const struct nnm_tensor *tensors;
+  /**
+   * Tensors on the stack.
+   */
+  size_t count;
+} nnm_cache;
 
 /**
  * Summary of the last plan.
@@ -796,6 +1103,230 @@ const char *nnm_status_str(int32_t status);
  * `NNM_VERSION_STRING` of the header it was built with. Never NULL.
  */
 const char *nnm_version(void);
+
+/**
+ * Creates an empty net whose layer outputs and input placeholders have
+ * `max_batch` rows. Its four lists (`params`, `outputs`, `inputs`,
+ * `caches`) are empty, initialised `struct list_head` anchors. Free it
+ * with `nnm_net_free`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`max_batch` 0).
+ */
+enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
+
+/**
+ * Frees the net: every buffer nnmem allocated (params, outputs, cache
+ * buffers), exactly once, and every entry; never a view, a placeholder or
+ * borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+ * a no-op; freeing twice is detected and reported through
+ * `nnm_last_error()`.
+ */
+void nnm_net_free(struct nnm_net *net);
+
+/**
+ * Writes the report: per list, entries, tensors, bytes owned and bytes
+ * referred to, at the net's maximum batch size; and the totals.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live net).
+ */
+enum nnm_status nnm_net_get_report(const struct nnm_net *net, struct nnm_net_report *out_report);
+
+/**
+ * Attaches a learnable param named `name` with data and diff of
+ * `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
+ * `nnm_dtype`). nnmem allocates both, host memory, zeroed, 64-byte aligned,
+ * owned: freed with the net. The entry goes to the back of `net->params`
+ * and to `*out_param` when that is not NULL.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (unknown dtype, bad dims, empty
+ * name, name longer than NNM_NAME_MAX, not a live net); ALREADY_EXISTS (a
+ * param of that name); OVERFLOW (size); OUT_OF_MEMORY.
+ */
+enum nnm_status nnm_net_attach_param(struct nnm_net *net,
+                                     const char *name,
+                                     uint32_t dtype,
+                                     const uint32_t *dims,
+                                     uint32_t ndims,
+                                     struct nnm_param **out_param);
+
+/**
+ * Attaches a param whose buffers are the caller's (borrowed: never freed
+ * by nnmem; they must outlive the net's use of them). `mem_kind` is
+ * NNM_MEM_KIND_HOST or NNM_MEM_KIND_DEVICE; `data` must not be NULL;
+ * `diff` NULL makes the diff a placeholder (a frozen param). Otherwise as
+ * `nnm_net_attach_param`.
+ *
+ * Errors: as `nnm_net_attach_param`, and INVALID_ARGUMENT for a
+ * `mem_kind` other than host or device.
+ */
+enum nnm_status nnm_net_attach_param_borrowed(struct nnm_net *net,
+                                              const char *name,
+                                              uint32_t dtype,
+                                              const uint32_t *dims,
+                                              uint32_t ndims,
+                                              uint32_t mem_kind,
+                                              void *data,
+                                              void *diff,
+                                              struct nnm_param **out_param);
+
+/**
+ * The param named `name`, found in O(1); NULL when there is none (or on
+ * bad arguments), with the reason in `nnm_last_error()`. Like awnn's
+ * net_get_param, without walking the list.
+ *
+ * Calling it on a freed net is undefined (the net is only type-checked
+ * here, to stay fast).
+ */
+struct nnm_param *nnm_net_param_get(const struct nnm_net *net, const char *name);
+
+/**
+ * Attaches a layer output named `name`: data and diff of
+ * `[max_batch, sample_dims[0..ndims]]` (`ndims` 0 to NNM_MAX_DIMS - 1)
+ * elements of `dtype`, allocated by nnmem (host, zeroed, owned: freed with
+ * the net). The entry goes to the back of `net->outputs` and to
+ * `*out_output` when that is not NULL.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims, name, not a live
+ * net); ALREADY_EXISTS; OVERFLOW; OUT_OF_MEMORY.
+ */
+enum nnm_status nnm_net_attach_output(struct nnm_net *net,
+                                      const char *name,
+                                      uint32_t dtype,
+                                      const uint32_t *sample_dims,
+                                      uint32_t ndims,
+                                      struct nnm_layer_data **out_output);
+
+/**
+ * Attaches a layer input named `name` that is a view of `output` (an
+ * output of this net): its data and diff share the output's buffers and
+ * own nothing (ownership NNM_OWNERSHIP_VIEW), so freeing the net frees
+ * those buffers once, through the output. The entry goes to the back of
+ * `net->inputs` and to `*out_input` when that is not NULL.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`output` is not an output of
+ * this net, name, not a live net); ALREADY_EXISTS.
+ */
+enum nnm_status nnm_net_attach_input_view(struct nnm_net *net,
+                                          const char *name,
+                                          const struct nnm_layer_data *output,
+                                          struct nnm_layer_data **out_input);
+
+/**
+ * Attaches a layer input named `name` that is a placeholder for the net's
+ * input: data and diff of `[max_batch, sample_dims[0..ndims]]` elements of
+ * `dtype` with no buffer (NULL data, NNM_MEM_KIND_PLACEHOLDER,
+ * NNM_OWNERSHIP_BORROWED). Give it the caller's memory per batch with
+ * `nnm_net_input_bind`; nnmem never frees it.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims, name, not a live
+ * net); ALREADY_EXISTS; OVERFLOW.
+ */
+enum nnm_status nnm_net_attach_input_placeholder(struct nnm_net *net,
+                                                 const char *name,
+                                                 uint32_t dtype,
+                                                 const uint32_t *sample_dims,
+                                                 uint32_t ndims,
+                                                 struct nnm_layer_data **out_input);
+
+/**
+ * Binds the caller's memory to a placeholder input for a batch of `batch`
+ * rows (1 to max_batch): `data` (and `diff` unless NULL) become borrowed
+ * tensors of kind `mem_kind` (host or device) with `dims[0] = batch`.
+ * `data` NULL unbinds both (placeholders again, at max_batch). nnmem never
+ * frees bound memory.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not an input, batch out of
+ * range, mem_kind); WRONG_STATE (the input is a view, not a placeholder).
+ */
+enum nnm_status nnm_net_input_bind(struct nnm_layer_data *input,
+                                   uint32_t mem_kind,
+                                   void *data,
+                                   void *diff,
+                                   uint32_t batch);
+
+/**
+ * The output named `name` (O(1)); NULL with `nnm_last_error()` when there
+ * is none. Undefined on a freed net.
+ */
+struct nnm_layer_data *nnm_net_output_get(const struct nnm_net *net, const char *name);
+
+/**
+ * The input named `name` (O(1)); NULL with `nnm_last_error()` when there
+ * is none. Undefined on a freed net.
+ */
+struct nnm_layer_data *nnm_net_input_get(const struct nnm_net *net, const char *name);
+
+/**
+ * Attaches an empty cache named `name` (a stack of tensors with no fixed
+ * capacity) at the back of `net->caches`; the entry goes to `*out_cache`
+ * when that is not NULL.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name, not a live net);
+ * ALREADY_EXISTS.
+ */
+enum nnm_status nnm_net_attach_cache(struct nnm_net *net,
+                                     const char *name,
+                                     struct nnm_cache **out_cache);
+
+/**
+ * The cache named `name` (O(1)); NULL with `nnm_last_error()` when there
+ * is none. Undefined on a freed net.
+ */
+struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name);
+
+/**
+ * Pushes a copy of `*tensor` (a shallow copy: the cache never frees its
+ * buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
+ * Amortised O(1); the stack grows as needed.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims`, `dtype`,
+ * `mem_kind` or `ownership` out of range); OUT_OF_MEMORY.
+ */
+enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor *tensor);
+
+/**
+ * Pushes a tensor of `dims[0..ndims]` elements of `dtype` whose host
+ * buffer the cache owns, and writes its descriptor to `out_tensor` (when
+ * not NULL). The buffer is reused from one popped earlier when one is
+ * large enough (contents then unspecified), else newly allocated (zeroed).
+ * It stays valid after it is popped, until the next `nnm_cache_push_new`
+ * or `nnm_cache_clear` on this cache, and is freed by `nnm_cache_clear` or
+ * with the net.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims); OVERFLOW;
+ * OUT_OF_MEMORY.
+ */
+enum nnm_status nnm_cache_push_new(struct nnm_cache *cache,
+                                   uint32_t dtype,
+                                   const uint32_t *dims,
+                                   uint32_t ndims,
+                                   struct nnm_tensor *out_tensor);
+
+/**
+ * Pops the tensor on top of the stack into `out_tensor`. A tensor pushed
+ * with `nnm_cache_push_new` keeps its buffer until the next
+ * `nnm_cache_push_new` or `nnm_cache_clear` on this cache.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); WRONG_STATE (the
+ * cache is empty: a pop without a matching push).
+ */
+enum nnm_status nnm_cache_pop(struct nnm_cache *cache, struct nnm_tensor *out_tensor);
+
+/**
+ * Writes the number of tensors on the stack (also `cache->count`).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+ */
+enum nnm_status nnm_cache_count(const struct nnm_cache *cache, size_t *out_count);
+
+/**
+ * Empties the stack and frees every buffer the cache owns (pushed with
+ * `nnm_cache_push_new`, on the stack or popped); never the buffers of
+ * tensors pushed with `nnm_cache_push`.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+ */
+enum nnm_status nnm_cache_clear(struct nnm_cache *cache);
 
 /**
  * Looks an algorithm up by name ("auto", "tflm", "linear",

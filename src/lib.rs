@@ -10,6 +10,8 @@
 //!   CSV format).
 //! - [`arena`]: the tensor arena (head, temp and tail sections, exact size
 //!   needed, recording, guard mode).
+//! - [`net`]: list_head-compatible tracking of a legacy C net's params,
+//!   layer outputs, inputs and caches (names, ownership, byte report).
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
@@ -22,6 +24,7 @@
 
 pub mod arena;
 pub mod ffi;
+pub mod net;
 pub mod plan;
 pub mod status;
 

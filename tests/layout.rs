@@ -22,7 +22,12 @@ use std::sync::OnceLock;
 
 use nnmem::arena::{Category, ReportFormat};
 use nnmem::ffi::arena::{nnm_arena_category_stats, nnm_arena_sizes};
+use nnmem::ffi::net::{
+    list_head, nnm_cache, nnm_layer_data, nnm_net, nnm_net_bytes, nnm_net_report, nnm_param, nnm_tensor, NNM_MAX_DIMS,
+    NNM_NAME_MAX,
+};
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP};
+use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::ffi::status::nnm_status;
 use nnmem::plan::Algorithm;
 use nnmem::status::Status;
@@ -175,7 +180,7 @@ fn c_view() -> &'static BTreeMap<String, u64> {
                 line(&format!("fieldsize {name}.{f} %zu"), &format!("sizeof(((struct {name} *)0)->{f})"));
             }
         }
-        for e in ["nnm_status", "nnm_algorithm", "nnm_arena_category", "nnm_report_format"] {
+        for e in ["nnm_status", "nnm_algorithm", "nnm_arena_category", "nnm_report_format", "nnm_dtype", "nnm_mem_kind", "nnm_ownership"] {
             if b.consts.values().any(|(ty, _)| ty == e) {
                 line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
                 line(&format!("align {e} %zu"), &format!("_Alignof(enum {e})"));
@@ -185,6 +190,8 @@ fn c_view() -> &'static BTreeMap<String, u64> {
             line(&format!("macro {m} %lld"), &format!("(long long)({m})"));
         }
         line("macro NNM_UNUSED_STEP %lld", "(long long)(NNM_UNUSED_STEP)");
+        line("macro NNM_MAX_DIMS %lld", "(long long)(NNM_MAX_DIMS)");
+        line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
         src.push_str("    return 0;\n}\n");
 
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}", std::process::id()));
@@ -241,11 +248,27 @@ fn size_of_field<T, F>(_: fn(&T) -> &F) -> usize {
     size_of::<F>()
 }
 
-/// The field names of a `#[derive(Debug)]` struct, in declaration order.
+/// The field names of a `#[derive(Debug)]` struct, in declaration order
+/// (fields that are structs or arrays themselves are skipped over whole).
 fn debug_fields<T: std::fmt::Debug + Default>() -> Vec<String> {
     let text = format!("{:?}", T::default());
-    let inner = text.split_once('{').map(|x| x.1).unwrap_or("").trim_end_matches('}');
-    inner.split(',').filter_map(|kv| Some(kv.split_once(':')?.0.trim().to_string())).collect()
+    let inner = text.split_once('{').map(|x| x.1).unwrap_or("").trim_end().trim_end_matches('}');
+    let mut fields = Vec::new();
+    let (mut depth, mut start) = (0i32, 0usize);
+    for (i, ch) in inner.char_indices().chain([(inner.len(), ',')]) {
+        match ch {
+            '{' | '[' | '(' => depth += 1,
+            '}' | ']' | ')' => depth -= 1,
+            ',' if depth == 0 => {
+                if let Some((name, _)) = inner[start..i].split_once(':') {
+                    fields.push(name.trim().to_string());
+                }
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    fields
 }
 
 macro_rules! rust_struct {
@@ -293,6 +316,22 @@ fn rust_structs() -> Vec<RustStruct> {
             plan_count
         }),
         rust_struct!(nnm_arena_category_stats { requested_bytes, used_bytes, count }),
+        rust_struct!(list_head { next, prev }),
+        rust_struct!(nnm_tensor { data, bytes, dims, ndims, dtype, elem_size, mem_kind, ownership }),
+        rust_struct!(nnm_param { node, name, data, diff }),
+        rust_struct!(nnm_layer_data { node, name, data, diff }),
+        rust_struct!(nnm_cache { node, name, tensors, count }),
+        rust_struct!(nnm_net { params, outputs, inputs, caches, max_batch }),
+        rust_struct!(nnm_net_bytes { entries, tensors, owned_bytes, referenced_bytes }),
+        rust_struct!(nnm_net_report {
+            params,
+            outputs,
+            inputs,
+            caches,
+            total_owned_bytes,
+            total_referenced_bytes,
+            max_batch
+        }),
     ]
 }
 
@@ -442,4 +481,32 @@ fn version_macros_match_cargo_and_nnm_version() {
     assert_eq!(runtime, env!("CARGO_PKG_VERSION"), "nnm_version() vs Cargo.toml");
     assert_eq!(runtime, nnmem::VERSION);
     assert_eq!(c["macro NNM_UNUSED_STEP"] as i64, NNM_UNUSED_STEP, "NNM_UNUSED_STEP in C and Rust");
+}
+
+#[test]
+fn net_enums_and_constants_match_in_c_and_rust() {
+    let b = bindgen();
+    let c = c_view();
+    let dtypes: BTreeMap<String, i64> =
+        Dtype::all().iter().map(|&d| (format!("NNM_DTYPE_{}", format!("{d:?}").to_ascii_uppercase()), d as i64)).collect();
+    assert_eq!(b.enum_values("nnm_dtype"), dtypes, "enum nnm_dtype: C (left) and Rust (right)");
+    let kinds: BTreeMap<String, i64> = [MemKind::Host, MemKind::Device, MemKind::Placeholder]
+        .iter()
+        .map(|&k| (format!("NNM_MEM_KIND_{}", format!("{k:?}").to_ascii_uppercase()), k as i64))
+        .collect();
+    assert_eq!(b.enum_values("nnm_mem_kind"), kinds, "enum nnm_mem_kind");
+    let owners: BTreeMap<String, i64> = [Ownership::Owned, Ownership::View, Ownership::Borrowed]
+        .iter()
+        .map(|&o| (format!("NNM_OWNERSHIP_{}", format!("{o:?}").to_ascii_uppercase()), o as i64))
+        .collect();
+    assert_eq!(b.enum_values("nnm_ownership"), owners, "enum nnm_ownership");
+    for (e, size, align) in [
+        ("nnm_dtype", size_of::<Dtype>(), align_of::<Dtype>()),
+        ("nnm_mem_kind", size_of::<MemKind>(), align_of::<MemKind>()),
+        ("nnm_ownership", size_of::<Ownership>(), align_of::<Ownership>()),
+    ] {
+        assert_eq!((c[&format!("size {e}")] as usize, c[&format!("align {e}")] as usize), (size, align), "enum {e}");
+    }
+    assert_eq!(c["macro NNM_MAX_DIMS"], u64::from(NNM_MAX_DIMS));
+    assert_eq!(c["macro NNM_NAME_MAX"], u64::from(NNM_NAME_MAX));
 }

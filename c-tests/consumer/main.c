@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <nnmem.h>
+#include <nnmem/list.h>
 
 #define TRY(call)                                                                      \
     do {                                                                               \
@@ -41,5 +42,22 @@ int main(void) {
            (unsigned long long)offsets[0], (unsigned long long)offsets[1],
            (unsigned long long)offsets[2]);
     nnm_planner_free(planner);
-    return result.peak_bytes == 96 ? 0 : 1;
+    if (result.peak_bytes != 96) return 1;
+
+    /* The net API and the installed <nnmem/list.h>: attach, walk, free. */
+    nnm_net *net = NULL;
+    uint32_t dims[2] = {4, 3};
+    if (nnm_net_new(8, &net) != NNM_OK ||
+        nnm_net_attach_param(net, "fc.W", NNM_DTYPE_F32, dims, 2, NULL) != NNM_OK ||
+        nnm_net_attach_param(net, "fc.b", NNM_DTYPE_F32, &dims[1], 1, NULL) != NNM_OK) {
+        fprintf(stderr, "net: %s\n", nnm_last_error());
+        nnm_net_free(net);
+        return 1;
+    }
+    nnm_param *p;
+    uint64_t bytes = 0;
+    list_for_each_entry(p, &net->params, node) bytes += p->data.bytes;
+    printf("net: %zu params, %llu B of data\n", list_count(&net->params), (unsigned long long)bytes);
+    nnm_net_free(net);
+    return bytes == 60 ? 0 : 1;
 }

@@ -52,18 +52,42 @@ fn panicked(payload: Box<dyn std::any::Any + Send>) -> nnm_status {
     nnm_status::NNM_PANIC
 }
 
+/// Like [`guard`] for lookups that return a pointer instead of a status:
+/// NULL on failure (error or panic), with the last error set.
+#[inline]
+pub(crate) fn guard_ptr<T>(body: impl FnOnce() -> Result<*mut T>) -> *mut T {
+    let mut found = std::ptr::null_mut();
+    let status = guard(|| {
+        found = body()?;
+        Ok(())
+    });
+    if status == nnm_status::NNM_OK {
+        found
+    } else {
+        std::ptr::null_mut()
+    }
+}
+
 /// Like [`guard`] for functions that return no status (frees): failures
 /// only set the last error.
 pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
     let _ = guard(body);
 }
 
-/// Fails with `NullArgument` naming `what` when `ptr` is NULL.
+/// Fails with `NullArgument` naming `what` when `ptr` is NULL. The message
+/// is built out of line, so the check costs a compare on the happy path.
+#[inline]
 pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<()> {
     if ptr.is_null() {
-        return Err(Error::new(Status::NullArgument, format!("{what} is NULL")));
+        return Err(null_argument(what));
     }
     Ok(())
+}
+
+#[cold]
+#[inline(never)]
+fn null_argument(what: &str) -> Error {
+    Error::new(Status::NullArgument, format!("{what} is NULL"))
 }
 
 /// Writes `value` to the out-parameter `out` (already checked non-NULL).

@@ -62,6 +62,22 @@ pub unsafe fn free_handle<T: Tagged>(ptr: *mut T) -> Result<()> {
     Ok(())
 }
 
+/// Fails unless `ptr` is a live handle made by [`into_handle`] (looked up in
+/// the registry; `ptr` is never dereferenced). Catches calls on a freed
+/// handle as long as its address has not been reused by a new handle.
+pub fn check_live<T: Tagged>(ptr: *const T, what: &str) -> Result<()> {
+    if ptr.is_null() {
+        return Err(Error::new(Status::NullArgument, format!("{what} is NULL")));
+    }
+    if !registry(|set| set.contains(&(ptr as usize))) {
+        return Err(Error::invalid(format!(
+            "{what} ({ptr:p}) is not a live {} (already freed, or not made by nnmem)",
+            T::NAME
+        )));
+    }
+    Ok(())
+}
+
 /// Borrows the value behind a handle after NULL and tag checks.
 ///
 /// # Safety

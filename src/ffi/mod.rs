@@ -12,6 +12,7 @@ pub mod arena;
 pub mod cancel;
 pub mod error;
 pub mod handle;
+pub mod net;
 pub mod plan;
 pub mod status;
 pub mod text;

@@ -1,0 +1,394 @@
+//! The net's C API called from Rust the way C calls it, lists walked
+//! through their `list_head` nodes.
+
+use super::*;
+use crate::ffi::nnm_last_error;
+use std::ffi::CStr;
+use std::mem::offset_of;
+
+fn last_error() -> String {
+    unsafe { CStr::from_ptr(nnm_last_error()) }.to_string_lossy().into_owned()
+}
+
+fn c(s: &str) -> CString {
+    CString::new(s).unwrap()
+}
+
+/// A net freed on drop.
+struct TestNet(*mut nnm_net);
+
+impl TestNet {
+    fn new(max_batch: u32) -> Self {
+        let mut n = ptr::null_mut();
+        assert_eq!(unsafe { nnm_net_new(max_batch, &mut n) }, nnm_status::NNM_OK);
+        TestNet(n)
+    }
+
+    fn param(&self, name: &str, dims: &[u32]) -> *mut nnm_param {
+        let mut p = ptr::null_mut();
+        let s = unsafe { nnm_net_attach_param(self.0, c(name).as_ptr(), Dtype::F32 as u32, dims.as_ptr(), dims.len() as u32, &mut p) };
+        assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
+        p
+    }
+
+    fn output(&self, name: &str, sample: &[u32]) -> *mut nnm_layer_data {
+        let mut o = ptr::null_mut();
+        let s = unsafe {
+            nnm_net_attach_output(self.0, c(name).as_ptr(), Dtype::F64 as u32, sample.as_ptr(), sample.len() as u32, &mut o)
+        };
+        assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
+        o
+    }
+
+    fn cache(&self, name: &str) -> *mut nnm_cache {
+        let mut k = ptr::null_mut();
+        assert_eq!(unsafe { nnm_net_attach_cache(self.0, c(name).as_ptr(), &mut k) }, nnm_status::NNM_OK);
+        k
+    }
+
+    fn report(&self) -> nnm_net_report {
+        let mut r = nnm_net_report::default();
+        assert_eq!(unsafe { nnm_net_get_report(self.0, &mut r) }, nnm_status::NNM_OK);
+        r
+    }
+}
+
+impl Drop for TestNet {
+    fn drop(&mut self) {
+        unsafe { nnm_net_free(self.0) }
+    }
+}
+
+/// The names along a list, walking `node` pointers as list_for_each_entry
+/// does, forwards; and checks the backward links agree.
+unsafe fn walk(head: *const list_head, node_offset: usize) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut pos = (*head).next;
+    while !ptr::eq(pos, head) {
+        let entry = pos.cast::<u8>().sub(node_offset);
+        // `name` follows `node` in every entry type.
+        let name = *entry.add(offset_of!(nnm_param, name)).cast::<*const c_char>();
+        names.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+        assert!(ptr::eq((*(*pos).next).prev, pos), "broken back link");
+        pos = (*pos).next;
+    }
+    names
+}
+
+#[test]
+fn new_net_has_four_empty_lists() {
+    let net = TestNet::new(8);
+    unsafe {
+        let n = &*net.0;
+        assert_eq!(n.max_batch, 8);
+        for anchor in [&n.params, &n.outputs, &n.inputs, &n.caches] {
+            assert!(ptr::eq(anchor.next, anchor) && ptr::eq(anchor.prev, anchor));
+        }
+        let mut out = ptr::null_mut();
+        assert_eq!(nnm_net_new(0, &mut out), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(out.is_null(), "out-parameter written on failure");
+        assert!(last_error().contains("max_batch is 0"));
+        assert_eq!(nnm_net_new(1, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+    }
+}
+
+#[test]
+fn params_keep_insertion_order_and_are_found_by_name() {
+    let net = TestNet::new(4);
+    let names: Vec<String> = (0..50).map(|i| format!("layer{i}.W")).collect();
+    let entries: Vec<*mut nnm_param> = names.iter().map(|n| net.param(n, &[3, 5])).collect();
+    unsafe {
+        assert_eq!(walk(&(*net.0).params, offset_of!(nnm_param, node)), names);
+        for (n, &e) in names.iter().zip(&entries) {
+            assert_eq!(nnm_net_param_get(net.0, c(n).as_ptr()), e);
+        }
+        let p = &*entries[7];
+        assert_eq!(CStr::from_ptr(p.name).to_str().unwrap(), "layer7.W");
+        for t in [&p.data, &p.diff] {
+            assert_eq!((t.bytes, t.ndims, &t.dims[..2], t.elem_size), (60, 2, &[3u32, 5][..], 4));
+            assert_eq!((t.mem_kind, t.ownership), (MemKind::Host as u32, Ownership::Owned as u32));
+            assert_eq!(t.data as usize % 64, 0, "64-byte aligned");
+            let values = std::slice::from_raw_parts_mut(t.data.cast::<f32>(), 15);
+            assert!(values.iter().all(|&v| v == 0.0), "zeroed");
+            values.fill(1.5); // writable
+        }
+        assert_ne!(p.data.data, p.diff.data);
+    }
+}
+
+#[test]
+fn bad_names_and_arguments_fail_with_messages() {
+    let net = TestNet::new(2);
+    net.param("w", &[2]);
+    let dims = [2u32];
+    unsafe {
+        let attach = |name: *const c_char, dtype: u32, dims: *const u32, ndims: u32| {
+            let mut out = 0x1 as *mut nnm_param;
+            let s = nnm_net_attach_param(net.0, name, dtype, dims, ndims, &mut out);
+            if s != nnm_status::NNM_OK {
+                assert_eq!(out, 0x1 as *mut nnm_param, "out written on failure");
+            }
+            (s, last_error())
+        };
+        let (s, e) = attach(c("w").as_ptr(), 0, dims.as_ptr(), 1);
+        assert_eq!((s, e.as_str()), (nnm_status::NNM_ALREADY_EXISTS, "param \"w\" already exists"));
+        let long = "x".repeat(NAME_MAX + 1);
+        let (s, e) = attach(c(&long).as_ptr(), 0, dims.as_ptr(), 1);
+        assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(e.contains("128 bytes long") && e.contains("never truncated"), "{e}");
+        let exact = "y".repeat(NAME_MAX);
+        assert_eq!(attach(c(&exact).as_ptr(), 0, dims.as_ptr(), 1).0, nnm_status::NNM_OK);
+        assert_eq!(attach(c("").as_ptr(), 0, dims.as_ptr(), 1).0, nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(attach(ptr::null(), 0, dims.as_ptr(), 1), (nnm_status::NNM_NULL_ARGUMENT, "name is NULL".into()));
+        assert_eq!(attach(c("v").as_ptr(), 0, ptr::null(), 1).0, nnm_status::NNM_NULL_ARGUMENT);
+        assert!(attach(c("v").as_ptr(), 42, dims.as_ptr(), 1).1.contains("dtype 42"));
+        assert!(attach(c("v").as_ptr(), 0, dims.as_ptr(), 9).1.contains("ndims 9"));
+        assert!(attach(c("v").as_ptr(), 0, dims.as_ptr(), 0).1.contains("0 dimensions"));
+        let huge = [u32::MAX, u32::MAX, u32::MAX];
+        assert_eq!(attach(c("v").as_ptr(), Dtype::F64 as u32, huge.as_ptr(), 3).0, nnm_status::NNM_OVERFLOW);
+        assert_eq!(net.report().params.entries, 2, "failures changed nothing");
+
+        assert!(nnm_net_param_get(net.0, c("nope").as_ptr()).is_null());
+        assert_eq!(last_error(), "no param is named \"nope\"");
+        assert!(nnm_net_param_get(net.0, ptr::null()).is_null());
+        assert_eq!(last_error(), "name is NULL");
+        assert!(nnm_net_param_get(ptr::null(), c("w").as_ptr()).is_null());
+        assert_eq!(last_error(), "net is NULL");
+        assert!(nnm_net_output_get(net.0, c("w").as_ptr()).is_null(), "each list has its own names");
+        assert_eq!(last_error(), "no output is named \"w\"");
+    }
+}
+
+#[test]
+fn out_of_memory_is_reported() {
+    let net = TestNet::new(1);
+    // 2^44 B: fits the address space, not the machine.
+    let dims = [1u32 << 20, 1 << 21];
+    unsafe {
+        let s = nnm_net_attach_param(net.0, c("big").as_ptr(), Dtype::F64 as u32, dims.as_ptr(), 2, ptr::null_mut());
+        assert_eq!(s, nnm_status::NNM_OUT_OF_MEMORY);
+        assert!(last_error().contains("data of param \"big\""), "{}", last_error());
+        assert!(nnm_net_param_get(net.0, c("big").as_ptr()).is_null(), "nothing attached");
+    }
+}
+
+#[test]
+fn borrowed_params_are_never_freed() {
+    let mut data = vec![1.0f32; 6];
+    let mut diff = vec![0.0f32; 6];
+    let dims = [2u32, 3];
+    {
+        let net = TestNet::new(1);
+        unsafe {
+            let mut p = ptr::null_mut();
+            let s = nnm_net_attach_param_borrowed(
+                net.0,
+                c("emb").as_ptr(),
+                0,
+                dims.as_ptr(),
+                2,
+                MemKind::Host as u32,
+                data.as_mut_ptr().cast(),
+                diff.as_mut_ptr().cast(),
+                &mut p,
+            );
+            assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
+            assert_eq!((*p).data.ownership, Ownership::Borrowed as u32);
+            assert_eq!((*p).data.data, data.as_mut_ptr().cast());
+            let mut frozen = ptr::null_mut();
+            let s = nnm_net_attach_param_borrowed(
+                net.0,
+                c("frozen").as_ptr(),
+                0,
+                dims.as_ptr(),
+                2,
+                MemKind::Device as u32,
+                0x1000 as *mut c_void, // a device address: never read, never freed
+                ptr::null_mut(),
+                &mut frozen,
+            );
+            assert_eq!(s, nnm_status::NNM_OK);
+            assert_eq!(((*frozen).data.mem_kind, (*frozen).diff.mem_kind), (1, 2));
+            assert!((*frozen).diff.data.is_null());
+            let s = nnm_net_attach_param_borrowed(net.0, c("x").as_ptr(), 0, dims.as_ptr(), 2, 2, data.as_mut_ptr().cast(), ptr::null_mut(), ptr::null_mut());
+            assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
+            let s = nnm_net_attach_param_borrowed(net.0, c("x").as_ptr(), 0, dims.as_ptr(), 2, 0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            assert_eq!((s, last_error().as_str()), (nnm_status::NNM_NULL_ARGUMENT, "data is NULL"));
+            let r = net.report();
+            assert_eq!((r.params.owned_bytes, r.params.referenced_bytes, r.params.tensors), (0, 4 * 24, 4));
+        }
+    }
+    // The net is gone; the caller's vectors are intact (a free would have
+    // been a double free at the end of this test).
+    data[5] = 2.0;
+    diff[5] = 3.0;
+    assert_eq!(data[5] + diff[5], 5.0);
+}
+
+#[test]
+fn inputs_view_outputs_or_are_placeholders() {
+    let net = TestNet::new(16);
+    let fc1 = net.output("fc1", &[10]);
+    let other = TestNet::new(16);
+    let foreign = other.output("fc1", &[10]);
+    unsafe {
+        assert_eq!([(*fc1).data.dims[0], (*fc1).data.dims[1]], [16, 10]);
+        assert_eq!((*fc1).data.bytes, 16 * 10 * 8);
+        let mut relu_in = ptr::null_mut();
+        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), fc1, &mut relu_in), nnm_status::NNM_OK);
+        let v = &*relu_in;
+        assert_eq!((v.data.data, v.diff.data), ((*fc1).data.data, (*fc1).diff.data));
+        assert_eq!((v.data.ownership, v.data.bytes), (Ownership::View as u32, (*fc1).data.bytes));
+        assert_eq!(nnm_net_input_get(net.0, c("relu1").as_ptr()), relu_in);
+        assert_eq!(nnm_net_output_get(net.0, c("fc1").as_ptr()), fc1);
+
+        // Not an output of this net; not an output at all.
+        assert_eq!(nnm_net_attach_input_view(net.0, c("x").as_ptr(), foreign, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "output \"fc1\" is not an output of this net");
+        assert_eq!(nnm_net_attach_input_view(net.0, c("x").as_ptr(), relu_in, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        let p = net.param("w", &[1]);
+        let s = nnm_net_attach_input_view(net.0, c("x").as_ptr(), p.cast(), ptr::null_mut());
+        assert_eq!((s, last_error().as_str()), (nnm_status::NNM_INVALID_ARGUMENT, "output is not a valid nnm_layer_data"));
+
+        let mut x = ptr::null_mut();
+        let sample = [3u32, 4];
+        let s = nnm_net_attach_input_placeholder(net.0, c("x").as_ptr(), 0, sample.as_ptr(), 2, &mut x);
+        assert_eq!(s, nnm_status::NNM_OK);
+        assert_eq!(walk(&(*net.0).inputs, offset_of!(nnm_layer_data, node)), ["relu1", "x"]);
+        let t = (*x).data;
+        assert!(t.data.is_null());
+        assert_eq!((t.mem_kind, t.ownership, t.dims[..3].to_vec(), t.bytes), (2, 2, vec![16, 3, 4], 16 * 12 * 4));
+
+        let mut batch = vec![0f32; 5 * 12];
+        assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 5), nnm_status::NNM_OK);
+        let t = (*x).data;
+        assert_eq!((t.data, t.mem_kind, t.ownership, t.dims[0], t.bytes), (batch.as_mut_ptr().cast(), 0, 2, 5, 5 * 48));
+        assert_eq!((*x).diff.mem_kind, MemKind::Placeholder as u32);
+        assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 17), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().contains("batch 17 is outside 1..=16"));
+        assert_eq!(nnm_net_input_bind(relu_in, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(nnm_net_input_bind(fc1, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_net_input_bind(x, 0, ptr::null_mut(), ptr::null_mut(), 0), nnm_status::NNM_OK, "unbind");
+        assert!((*x).data.data.is_null() && (*x).data.dims[0] == 16);
+
+        let r = net.report();
+        assert_eq!((r.outputs.entries, r.outputs.owned_bytes), (1, 2 * 1280));
+        assert_eq!((r.inputs.entries, r.inputs.owned_bytes), (2, 0));
+        assert_eq!(r.inputs.referenced_bytes, 2 * 1280 + 2 * 768);
+        assert_eq!(r.max_batch, 16);
+        drop(batch);
+    }
+}
+
+#[test]
+fn caches_push_pop_count_clear() {
+    let net = TestNet::new(2);
+    let k = net.cache("fc1");
+    let p = net.param("W", &[4, 4]);
+    unsafe {
+        assert_eq!(nnm_net_cache_get(net.0, c("fc1").as_ptr()), k);
+        let mut out = nnm_tensor::default();
+        assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(last_error(), "cache \"fc1\" is empty: pop without a matching push");
+        for _ in 0..1000 {
+            assert_eq!(nnm_cache_push(k, &(*p).data), nnm_status::NNM_OK);
+        }
+        assert_eq!(((*k).count, *(*k).tensors.add(999)).1.data, (*p).data.data);
+        assert_eq!((*(*k).tensors).ownership, Ownership::View as u32, "a copy of an owned tensor is a view");
+        let mut n = 0usize;
+        assert_eq!(nnm_cache_count(k, &mut n), nnm_status::NNM_OK);
+        assert_eq!(n, 1000);
+        for _ in 0..1000 {
+            assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
+        }
+        assert_eq!((out.data, out.ownership), ((*p).data.data, Ownership::View as u32));
+        assert_eq!((*k).count, 0);
+
+        // Owned buffers: reused after a pop, freed by clear.
+        let dims = [2u32, 8];
+        let mut a = nnm_tensor::default();
+        assert_eq!(nnm_cache_push_new(k, Dtype::U8 as u32, dims.as_ptr(), 2, &mut a), nnm_status::NNM_OK);
+        assert_eq!((a.ownership, a.bytes), (Ownership::Owned as u32, 16));
+        assert_eq!(nnm_cache_push(k, &(*p).diff), nnm_status::NNM_OK);
+        let r = net.report();
+        assert_eq!((r.caches.entries, r.caches.tensors, r.caches.owned_bytes, r.caches.referenced_bytes), (1, 2, 16, 64));
+        assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
+        assert_eq!(out.data, a.data);
+        *out.data.cast::<u8>() = 7; // still valid after the pop
+        let mut b = nnm_tensor::default();
+        let smaller = [4u32];
+        assert_eq!(nnm_cache_push_new(k, Dtype::U8 as u32, smaller.as_ptr(), 1, &mut b), nnm_status::NNM_OK);
+        assert_eq!(b.data, a.data, "the spare buffer is reused");
+        assert_eq!(net.report().caches.owned_bytes, 16);
+        assert_eq!(nnm_cache_clear(k), nnm_status::NNM_OK);
+        assert_eq!(((*k).count, net.report().caches.owned_bytes), (0, 0));
+
+        // Bad descriptors and handles.
+        let mut bad = (*p).data;
+        bad.ndims = 9;
+        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        bad.ndims = 1;
+        bad.ownership = 5;
+        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().contains("ownership 5"));
+        assert_eq!(nnm_cache_push(k, ptr::null()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_cache_push(ptr::null_mut(), &(*p).data), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_cache_push(p.cast(), &(*p).data), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "cache is not a valid nnm_cache");
+        assert_eq!(nnm_cache_pop(k, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_net_attach_cache(net.0, c("fc1").as_ptr(), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        // Left on the stack at the end: freed with the net.
+        assert_eq!(nnm_cache_push_new(k, Dtype::F32 as u32, dims.as_ptr(), 2, ptr::null_mut()), nnm_status::NNM_OK);
+    }
+}
+
+#[test]
+fn freed_nets_are_detected_where_possible() {
+    unsafe {
+        let mut n = ptr::null_mut();
+        assert_eq!(nnm_net_new(1, &mut n), nnm_status::NNM_OK);
+        nnm_net_free(n);
+        // Attach, report and free look the handle up without reading it.
+        let dims = [1u32];
+        let s = nnm_net_attach_param(n, c("w").as_ptr(), 0, dims.as_ptr(), 1, ptr::null_mut());
+        assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().contains("is not a live nnm_net (already freed"), "{}", last_error());
+        let mut r = nnm_net_report::default();
+        assert_eq!(nnm_net_get_report(n, &mut r), nnm_status::NNM_INVALID_ARGUMENT);
+        nnm_net_free(n);
+        assert!(last_error().contains("double free"), "{}", last_error());
+        nnm_net_free(ptr::null_mut()); // no-op
+        // A pointer nnmem never made.
+        let mut fake = nnm_net::default();
+        assert_eq!(nnm_net_attach_cache(&mut fake, c("c").as_ptr(), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+    }
+}
+
+#[test]
+fn every_list_walks_in_order_and_report_totals_add_up() {
+    let net = TestNet::new(4);
+    net.param("a", &[2]);
+    net.param("b", &[3]);
+    let o = net.output("o1", &[]);
+    net.output("o2", &[5]);
+    unsafe {
+        assert_eq!((*o).data.ndims, 1, "a scalar per sample: [max_batch]");
+        nnm_net_attach_input_view(net.0, c("i1").as_ptr(), o, ptr::null_mut());
+    }
+    net.cache("k1");
+    net.cache("k2");
+    unsafe {
+        let n = &*net.0;
+        assert_eq!(walk(&n.params, offset_of!(nnm_param, node)), ["a", "b"]);
+        assert_eq!(walk(&n.outputs, offset_of!(nnm_layer_data, node)), ["o1", "o2"]);
+        assert_eq!(walk(&n.inputs, offset_of!(nnm_layer_data, node)), ["i1"]);
+        assert_eq!(walk(&n.caches, offset_of!(nnm_cache, node)), ["k1", "k2"]);
+    }
+    let r = net.report();
+    assert_eq!(r.params.owned_bytes, 2 * (8 + 12));
+    assert_eq!(r.outputs.owned_bytes, 2 * (4 * 8 + 4 * 5 * 8));
+    assert_eq!(r.total_owned_bytes, r.params.owned_bytes + r.outputs.owned_bytes);
+    assert_eq!(r.total_referenced_bytes, 2 * 4 * 8);
+    assert_eq!(r.caches.entries, 2);
+}
