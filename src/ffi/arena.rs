@@ -5,7 +5,7 @@
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ffi::{c_char, c_int, c_void, CString};
 
-use super::error::{guard, guard_void, non_null, read_str, write_out};
+use super::error::{guard, guard_ptr, guard_void, non_null, read_str, write_out};
 use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
 use super::plan::{nnm_planner, planner_ref};
 use super::status::nnm_status;
@@ -418,14 +418,11 @@ pub unsafe extern "C" fn nnm_arena_category_count(arena: *const nnm_arena, out_c
 /// or a NULL arena. Valid until the arena is freed.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_category_name(arena: *const nnm_arena, id: u32) -> *const c_char {
-    let mut name = std::ptr::null();
-    guard(|| {
+    guard_ptr(|| {
         let a = arena_ref(arena)?;
         a.arena.categories().check(id)?;
-        name = a.names[id as usize].as_ptr();
-        Ok(())
-    });
-    name
+        Ok(a.names[id as usize].as_ptr().cast_mut())
+    })
 }
 
 /// Writes what recording counted for category `id`.
