@@ -30,9 +30,13 @@
 use std::collections::HashMap;
 
 use super::instance::Part;
+use super::order::Preorder;
 
 /// Offset of an unplaced buffer.
 const UNPLACED: u64 = u64::MAX;
+
+/// [`Frame::end`] of a node whose children are not listed yet.
+const UNLISTED: usize = usize::MAX;
 
 /// Failure states remembered per search; beyond this the memo stops growing
 /// (about 40 MiB).
@@ -87,10 +91,20 @@ struct Frame {
     key: Key,
     /// No buffer may start at or above this (the "no avoidable gap" rule).
     ceiling: u64,
-    /// The last child tried (candidates are tried in key order).
-    cursor: Key,
-    /// Memo key: the state hash combined with the set searched here.
+    /// This node's children still to try: `candidates[next..end]`, in key
+    /// order; listed on the first visit (`end == UNLISTED` before), since a
+    /// node the memo cuts off never needs them. The list begins at `start`.
+    start: usize,
+    next: usize,
+    end: usize,
+    /// Memo key: the state hash combined with the set searched here and
+    /// the state where the ranks in force were computed.
     hash: u128,
+    /// The memo context: the state hash of the component root whose
+    /// ranking is in force.
+    context: u128,
+    /// Rank-log length before this node re-ranked (component roots only).
+    rank_log: usize,
     /// Undo-log lengths before `placed` was placed.
     floor_log: usize,
     top_log: usize,
@@ -108,8 +122,19 @@ struct Frame {
 /// target no higher than before ([`Search::run`] clears it otherwise).
 pub struct Search<'p> {
     part: &'p Part,
-    /// Preorder rank of each buffer, 1-based.
+    preorder: Preorder,
+    /// Rank every component afresh (MiniMalloc's per-partition preorder)
+    /// rather than keep the whole part's ranking.
+    pub rerank: bool,
+    /// Preorder rank of each buffer among its component, 1-based.
     rank: Vec<u32>,
+    /// Old ranks, to restore on backtracking: (buffer, rank).
+    rank_log: Vec<(u32, u32)>,
+    /// Scratch space for ranking.
+    ranking: Vec<((u64, u64, u64), u32)>,
+    /// The children of the nodes on the stack, each node's in one run
+    /// (see [`Frame::next`]).
+    candidates: Vec<(Key, u32)>,
     /// Target of the memo's failures.
     memo_target: u64,
     memo: HashMap<u128, Key>,
@@ -147,6 +172,15 @@ fn item_hash(i: u32, floor: u64) -> u128 {
     ((a as u128) << 64) | b as u128
 }
 
+/// The memo key of a state searched under the ranking made at `context`
+/// (a component root's state): ranks, and so the constraint keys the memo
+/// compares, only mean the same under the same ranking.
+fn memo_key(state: u128, context: u128) -> u128 {
+    let lo = mix(context as u64 ^ 0x2545_F491_4F6C_DD1D);
+    let hi = mix((context >> 64) as u64 ^ lo);
+    state ^ (((hi as u128) << 64) | lo as u128)
+}
+
 /// splitmix64's finaliser.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -160,17 +194,18 @@ fn scope_hash(i: u32) -> u128 {
 }
 
 impl<'p> Search<'p> {
-    /// A search over `part` trying buffers in `order` (a permutation of the
-    /// part's local indices) when floors tie.
-    pub fn new(part: &'p Part, order: &[u32]) -> Self {
+    /// A search over `part` breaking ties between equal floors by
+    /// `preorder`.
+    pub fn new(part: &'p Part, preorder: Preorder) -> Self {
         let n = part.len();
-        let mut rank = vec![0u32; n];
-        for (r, &i) in order.iter().enumerate() {
-            rank[i as usize] = r as u32 + 1;
-        }
         Search {
             part,
-            rank,
+            preorder,
+            rerank: true,
+            rank: vec![0; n],
+            rank_log: Vec::new(),
+            ranking: Vec::new(),
+            candidates: Vec::new(),
             memo_target: u64::MAX,
             memo: HashMap::new(),
             offset: vec![UNPLACED; n],
@@ -208,7 +243,61 @@ impl<'p> Search<'p> {
         }
         self.floor_log.clear();
         self.top_log.clear();
+        self.rank_log.clear();
+        self.candidates.clear();
         self.waiting.clear();
+    }
+
+    /// Ranks the unplaced buffers of `scope` by the preorder, logging the
+    /// old ranks. `total` counts the bytes still to place, so a component
+    /// ranks by what is left of it. Without `rerank`, only the whole part
+    /// is ranked (once, at the start).
+    fn rank_scope(&mut self, scope: Component) {
+        let part = self.part;
+        if !self.rerank && !self.rank_log.is_empty() {
+            return;
+        }
+        let mut ranking = std::mem::take(&mut self.ranking);
+        ranking.clear();
+        for &i in &self.unplaced {
+            let iu = i as usize;
+            if self.in_scope(iu, scope) {
+                let (a, b) = (part.first[iu] as usize, part.last[iu] as usize);
+                let total = self.pending[a..b].iter().copied().max().unwrap_or(0);
+                ranking.push((self.preorder.key(part, iu, total), i));
+            }
+        }
+        ranking.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        for (r, &(_, i)) in ranking.iter().enumerate() {
+            self.rank_log.push((i, self.rank[i as usize]));
+            self.rank[i as usize] = r as u32 + 1;
+        }
+        self.ranking = ranking;
+    }
+
+    /// A component root's frame: ranks its buffers and starts afresh.
+    fn root_frame(&mut self, scope: Component, placed: Option<u32>, floor_log: usize, top_log: usize, restore: Restore) -> Frame {
+        let rank_log = self.rank_log.len();
+        self.rank_scope(scope);
+        let (ceiling, state) = self.survey(scope);
+        // Without re-ranking one ranking holds everywhere.
+        let context = if self.rerank { state } else { 0 };
+        Frame {
+            key: ROOT,
+            ceiling,
+            start: 0,
+            next: 0,
+            end: UNLISTED,
+            hash: memo_key(state, context),
+            context,
+            rank_log,
+            floor_log,
+            top_log,
+            placed,
+            scope,
+            root: true,
+            restore,
+        }
     }
 
     /// Searches for a plan with peak at most `target`, visiting at most
@@ -239,23 +328,19 @@ impl<'p> Search<'p> {
             return Verdict::Infeasible;
         }
         let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
-        let (ceiling, hash) = self.survey(whole);
-        let mut stack = vec![Frame {
-            key: ROOT,
-            ceiling,
-            cursor: ROOT,
-            hash,
-            floor_log: 0,
-            top_log: 0,
-            placed: None,
-            scope: whole,
-            root: true,
-            restore: Restore::Nothing,
-        }];
+        let mut stack = vec![self.root_frame(whole, None, 0, 0, Restore::Nothing)];
         let mut spent = 0u64;
         loop {
             let frame = stack.last_mut().expect("the root stays until the end");
-            let Some(next) = self.next_candidate(frame.cursor, frame.ceiling, frame.scope) else {
+            if frame.end == UNLISTED {
+                frame.start = self.candidates.len();
+                frame.next = frame.start;
+                self.list_candidates(frame.key, frame.ceiling, frame.scope);
+                frame.end = self.candidates.len();
+            }
+            let next = (frame.next < frame.end).then(|| self.candidates[frame.next]);
+            frame.next += 1;
+            let Some((key, next)) = next else {
                 // Every child failed: remember, then undo the move that led here.
                 let frame = stack.pop().expect("non-empty");
                 if self.memo.len() < MEMO_CAPACITY {
@@ -278,8 +363,6 @@ impl<'p> Search<'p> {
                 }
                 continue;
             };
-            let key = self.key_of(next);
-            frame.cursor = key;
             let scope = frame.scope;
             spent += 1;
             self.nodes += 1;
@@ -294,14 +377,27 @@ impl<'p> Search<'p> {
             let depth = stack.len();
             let child = if scope.count > 1 {
                 match self.split(next, scope, depth) {
-                    Some((first, restore)) => {
-                        let (ceiling, hash) = self.survey(first);
-                        Frame { key: ROOT, ceiling, cursor: ROOT, hash, floor_log, top_log, placed: Some(next), scope: first, root: true, restore }
-                    }
+                    Some((first, restore)) => self.root_frame(first, Some(next), floor_log, top_log, restore),
                     None => {
                         let scope = Component { count: scope.count - 1, ..scope };
-                        let (ceiling, hash) = self.survey(scope);
-                        Frame { key, ceiling, cursor: key, hash, floor_log, top_log, placed: Some(next), scope, root: false, restore: Restore::Nothing }
+                        let (ceiling, state) = self.survey(scope);
+                        let context = stack.last().expect("parent").context;
+                        Frame {
+                            key,
+                            ceiling,
+                            start: 0,
+                            next: 0,
+                            end: UNLISTED,
+                            hash: memo_key(state, context),
+                            context,
+                            rank_log: self.rank_log.len(),
+                            floor_log,
+                            top_log,
+                            placed: Some(next),
+                            scope,
+                            root: false,
+                            restore: Restore::Nothing,
+                        }
                     }
                 }
             } else {
@@ -309,19 +405,7 @@ impl<'p> Search<'p> {
                 let Some(following) = self.waiting.pop() else {
                     return Verdict::Found(self.offset.clone());
                 };
-                let (ceiling, hash) = self.survey(following);
-                Frame {
-                    key: ROOT,
-                    ceiling,
-                    cursor: ROOT,
-                    hash,
-                    floor_log,
-                    top_log,
-                    placed: Some(next),
-                    scope: following,
-                    root: true,
-                    restore: Restore::PushBack(following),
-                }
+                self.root_frame(following, Some(next), floor_log, top_log, Restore::PushBack(following))
             };
             if self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
                 self.pop(&child);
@@ -343,6 +427,13 @@ impl<'p> Search<'p> {
 
     /// Undoes what a frame did on the way in.
     fn pop(&mut self, frame: &Frame) {
+        if frame.end != UNLISTED {
+            self.candidates.truncate(frame.start);
+        }
+        while self.rank_log.len() > frame.rank_log {
+            let (i, old) = self.rank_log.pop().expect("longer than mark");
+            self.rank[i as usize] = old;
+        }
         match frame.restore {
             Restore::Nothing => {}
             Restore::Truncate(len) => self.waiting.truncate(len),
@@ -419,17 +510,20 @@ impl<'p> Search<'p> {
         (ceiling, hash)
     }
 
-    /// The unplaced buffer of `scope` with the smallest key above `after`
-    /// whose floor is below `ceiling`.
-    fn next_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<u32> {
-        let mut best: Option<(Key, u32)> = None;
+    /// Appends a node's children to `candidates`, in key order: the
+    /// unplaced buffers of `scope` with a key above `after` and a floor
+    /// below `ceiling`. A node's floors and ranks stay as they are while it
+    /// is on the stack (children undo what they change), so the list stays
+    /// right for the node's whole life.
+    fn list_candidates(&mut self, after: Key, ceiling: u64, scope: Component) {
+        let start = self.candidates.len();
         for &i in &self.unplaced {
             let k = self.key_of(i);
-            if k > after && k.offset < ceiling && best.is_none_or(|(b, _)| k < b) && self.in_scope(i as usize, scope) {
-                best = Some((k, i));
+            if k > after && k.offset < ceiling && self.in_scope(i as usize, scope) {
+                self.candidates.push((k, i));
             }
         }
-        best.map(|(_, i)| i)
+        self.candidates[start..].sort_unstable();
     }
 
     /// Places buffer `i` at `offset` and updates floors and section data.

@@ -188,3 +188,48 @@ fn fixed_buffers_are_obstacles() {
     assert_eq!(validate(p.buffers(), &placement.offsets).unwrap(), 8);
     assert_eq!(placement.offsets[0], 4);
 }
+
+/// Diagnostics, not a test: per preorder, the nodes each challenging
+/// instance takes at capacity 2^20 (`cargo test --release probe -- --ignored --nocapture`).
+#[test]
+#[ignore]
+fn probe_preorders() {
+    let budget: u64 = std::env::var("PROBE_BUDGET").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000_000);
+    let only = std::env::var("PROBE_ONLY").unwrap_or_default();
+    for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
+        if !only.is_empty() && !only.contains(name) {
+            continue;
+        }
+        let path = format!("{}/benches/data/minimalloc/challenging/{name}.1048576.csv", env!("CARGO_MANIFEST_DIR"));
+        let text = std::fs::read_to_string(path).unwrap();
+        let rows = crate::plan::csv::parse(&text).unwrap();
+        let p = crate::plan::csv::to_problem(&rows, 1).unwrap();
+        let parts = super::instance::split(&p).unwrap();
+        let mut line = format!("{name} parts {}:", parts.len());
+        for part in parts.iter().filter(|p| p.len() > 40) {
+            let orders: Vec<(super::order::Preorder, bool)> = match std::env::var("PROBE_ORDERS") {
+                Ok(list) => list
+                    .split(',')
+                    .map(|w| {
+                        let c: Vec<_> = w.chars().filter_map(super::order::Criterion::from_letter).collect();
+                        (super::order::Preorder([c[0], c[1], c[2]]), !w.ends_with('s'))
+                    })
+                    .collect(),
+                Err(_) => super::order::PREORDERS.iter().map(|&o| (o, std::env::var("PROBE_STATIC").is_err())).collect(),
+            };
+            for (order, rerank) in orders {
+                let mut s = super::search::Search::new(part, order);
+                s.rerank = rerank;
+                let started = Instant::now();
+                let v = s.run(1_048_576, budget, &mut || false);
+                let tag = match v {
+                    super::search::Verdict::Found(_) => "ok",
+                    super::search::Verdict::Infeasible => "INF",
+                    super::search::Verdict::Stopped => "--",
+                };
+                line += &format!(" {:>8}{tag} {:>5.0}ms |", s.nodes, started.elapsed().as_secs_f64() * 1e3);
+            }
+        }
+        println!("{line}");
+    }
+}
