@@ -70,6 +70,10 @@ impl Part {
     /// every fixed buffer live with it.
     pub fn lift(&self, i: usize, from: u64) -> u64 {
         let obstacles = &self.obstacles[self.obstacle_start[i]..self.obstacle_start[i + 1]];
+        if obstacles.is_empty() && self.alignment == 1 {
+            // The usual case, on the search's hottest path.
+            return from;
+        }
         let mut offset = from;
         for &(bottom, top) in obstacles {
             if offset.saturating_add(self.size[i]) <= bottom {
@@ -78,7 +82,8 @@ impl Part {
             offset = offset.max(top);
         }
         // Fixed offsets and sizes are aligned, so only `from` can be off.
-        offset.div_ceil(self.alignment).saturating_mul(self.alignment)
+        // The alignment is a power of two.
+        offset.checked_next_multiple_of(self.alignment).unwrap_or(u64::MAX & !(self.alignment - 1))
     }
 
 }

@@ -105,9 +105,9 @@ struct Frame {
     context: u128,
     /// Rank-log length before this node re-ranked (component roots only).
     rank_log: usize,
-    /// Undo-log lengths before `placed` was placed.
+    /// Undo-log length and state hash before `placed` was placed.
     floor_log: usize,
-    top_log: usize,
+    old_hash: u128,
     /// The buffer placed to reach this node (none at the root).
     placed: Option<u32>,
     /// The component this node searches.
@@ -141,8 +141,6 @@ pub struct Search<'p> {
     // Per-run state.
     offset: Vec<u64>,
     floor: Vec<u64>,
-    /// Highest top placed in each section.
-    top: Vec<u64>,
     /// Bytes still to place in each section.
     pending: Vec<u64>,
     /// Unplaced buffers crossing the boundary before each section.
@@ -150,8 +148,6 @@ pub struct Search<'p> {
     unplaced: Vec<u32>,
     position: Vec<u32>,
     floor_log: Vec<(u32, u64)>,
-    /// Old tops of the sections spanned by each placed buffer, in order.
-    top_log: Vec<u64>,
     hash: u128,
     /// Components waiting to be searched, the next on top.
     waiting: Vec<Component>,
@@ -210,13 +206,11 @@ impl<'p> Search<'p> {
             memo: HashMap::new(),
             offset: vec![UNPLACED; n],
             floor: vec![0; n],
-            top: vec![0; part.sections],
             pending: vec![0; part.sections],
             crossing: vec![0; part.sections],
             unplaced: Vec::with_capacity(n),
             position: vec![0; n],
             floor_log: Vec::new(),
-            top_log: Vec::new(),
             hash: 0,
             waiting: Vec::new(),
             witness: vec![0; part.sections],
@@ -227,7 +221,6 @@ impl<'p> Search<'p> {
     fn reset(&mut self) {
         let part = self.part;
         self.offset.fill(UNPLACED);
-        self.top.fill(0);
         self.pending.copy_from_slice(&part.live);
         self.crossing.fill(0);
         self.unplaced.clear();
@@ -242,7 +235,6 @@ impl<'p> Search<'p> {
             }
         }
         self.floor_log.clear();
-        self.top_log.clear();
         self.rank_log.clear();
         self.candidates.clear();
         self.waiting.clear();
@@ -276,7 +268,7 @@ impl<'p> Search<'p> {
     }
 
     /// A component root's frame: ranks its buffers and starts afresh.
-    fn root_frame(&mut self, scope: Component, placed: Option<u32>, floor_log: usize, top_log: usize, restore: Restore) -> Frame {
+    fn root_frame(&mut self, scope: Component, placed: Option<u32>, floor_log: usize, old_hash: u128, restore: Restore) -> Frame {
         let rank_log = self.rank_log.len();
         self.rank_scope(scope);
         let (ceiling, state) = self.survey(scope);
@@ -292,7 +284,7 @@ impl<'p> Search<'p> {
             context,
             rank_log,
             floor_log,
-            top_log,
+            old_hash,
             placed,
             scope,
             root: true,
@@ -308,7 +300,6 @@ impl<'p> Search<'p> {
         // (hundreds of MiB on 18k-buffer traces); several searches take
         // turns, so only the running one holds them.
         self.floor_log = Vec::new();
-        self.top_log = Vec::new();
         verdict
     }
 
@@ -328,7 +319,7 @@ impl<'p> Search<'p> {
             return Verdict::Infeasible;
         }
         let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
-        let mut stack = vec![self.root_frame(whole, None, 0, 0, Restore::Nothing)];
+        let mut stack = vec![self.root_frame(whole, None, 0, self.hash, Restore::Nothing)];
         let mut spent = 0u64;
         loop {
             let frame = stack.last_mut().expect("the root stays until the end");
@@ -369,15 +360,15 @@ impl<'p> Search<'p> {
             if spent > budget || (spent & 0x3FF == 0 && stop()) {
                 return Verdict::Stopped;
             }
-            let (floor_log, top_log) = (self.floor_log.len(), self.top_log.len());
+            let (floor_log, old_hash) = (self.floor_log.len(), self.hash);
             if !self.place(next, key.offset, target, scope) {
-                self.unplace(next, floor_log, top_log);
+                self.unplace(next, floor_log, old_hash);
                 continue;
             }
             let depth = stack.len();
             let child = if scope.count > 1 {
                 match self.split(next, scope, depth) {
-                    Some((first, restore)) => self.root_frame(first, Some(next), floor_log, top_log, restore),
+                    Some((first, restore)) => self.root_frame(first, Some(next), floor_log, old_hash, restore),
                     None => {
                         let scope = Component { count: scope.count - 1, ..scope };
                         let (ceiling, state) = self.survey(scope);
@@ -392,7 +383,7 @@ impl<'p> Search<'p> {
                             context,
                             rank_log: self.rank_log.len(),
                             floor_log,
-                            top_log,
+                            old_hash,
                             placed: Some(next),
                             scope,
                             root: false,
@@ -405,7 +396,7 @@ impl<'p> Search<'p> {
                 let Some(following) = self.waiting.pop() else {
                     return Verdict::Found(self.offset.clone());
                 };
-                self.root_frame(following, Some(next), floor_log, top_log, Restore::PushBack(following))
+                self.root_frame(following, Some(next), floor_log, old_hash, Restore::PushBack(following))
             };
             if self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
                 self.pop(&child);
@@ -440,7 +431,7 @@ impl<'p> Search<'p> {
             Restore::PushBack(c) => self.waiting.push(c),
         }
         if let Some(i) = frame.placed {
-            self.unplace(i, frame.floor_log, frame.top_log);
+            self.unplace(i, frame.floor_log, frame.old_hash);
         }
     }
 
@@ -548,8 +539,6 @@ impl<'p> Search<'p> {
         let mut ok = top <= target;
         for s in part.first[iu]..part.last[iu] {
             let s = s as usize;
-            self.top_log.push(self.top[s]);
-            self.top[s] = top;
             self.pending[s] -= size;
             ok &= top + self.pending[s] <= target;
         }
@@ -595,32 +584,24 @@ impl<'p> Search<'p> {
         true
     }
 
-    /// Undoes [`Search::place`] of buffer `i`, given the log lengths before.
-    fn unplace(&mut self, i: u32, floor_log: usize, top_log: usize) {
+    /// Undoes [`Search::place`] of buffer `i`, given the floor log's length
+    /// and the state hash before.
+    fn unplace(&mut self, i: u32, floor_log: usize, old_hash: u128) {
         let part = self.part;
         let iu = i as usize;
         let size = part.size[iu];
         while self.floor_log.len() > floor_log {
             let (j, old) = self.floor_log.pop().expect("longer than mark");
-            let ju = j as usize;
-            self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, old);
-            self.floor[ju] = old;
+            self.floor[j as usize] = old;
         }
-        if self.top_log.len() > top_log {
-            // `place` logged every section of the span, in order.
-            let (first, last) = (part.first[iu] as usize, part.last[iu] as usize);
-            debug_assert_eq!(self.top_log.len() - top_log, last - first);
-            for (s, &old) in (first..last).zip(&self.top_log[top_log..]) {
-                self.top[s] = old;
-                self.pending[s] += size;
-            }
-            self.top_log.truncate(top_log);
+        for s in part.first[iu] as usize..part.last[iu] as usize {
+            self.pending[s] += size;
         }
         for b in part.first[iu] + 1..part.last[iu] {
             self.crossing[b as usize] += 1;
         }
         self.offset[iu] = UNPLACED;
-        self.hash ^= item_hash(i, self.floor[iu]) ^ item_hash(i, UNPLACED);
+        self.hash = old_hash;
         self.position[iu] = self.unplaced.len() as u32;
         self.unplaced.push(i);
     }
