@@ -23,6 +23,7 @@
 
 mod instance;
 mod order;
+mod pending;
 mod search;
 
 use super::{auto, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};

@@ -31,6 +31,7 @@ use std::collections::HashMap;
 
 use super::instance::Part;
 use super::order::Preorder;
+use super::pending::Pending;
 
 /// Offset of an unplaced buffer.
 const UNPLACED: u64 = u64::MAX;
@@ -105,6 +106,9 @@ struct Frame {
     context: u128,
     /// Rank-log length before this node re-ranked (component roots only).
     rank_log: usize,
+    /// At least the most bytes still to place in a section of the scope
+    /// (exact when last computed; placing only lowers the truth).
+    fullest: u64,
     /// Undo-log length and state hash before `placed` was placed.
     floor_log: usize,
     old_hash: u128,
@@ -142,7 +146,10 @@ pub struct Search<'p> {
     offset: Vec<u64>,
     floor: Vec<u64>,
     /// Bytes still to place in each section.
-    pending: Vec<u64>,
+    pending: Pending,
+    /// Sections already checked by the current node (`seen[s] == stamp`).
+    seen: Vec<u64>,
+    stamp: u64,
     /// Unplaced buffers crossing the boundary before each section.
     crossing: Vec<u32>,
     unplaced: Vec<u32>,
@@ -206,7 +213,9 @@ impl<'p> Search<'p> {
             memo: HashMap::new(),
             offset: vec![UNPLACED; n],
             floor: vec![0; n],
-            pending: vec![0; part.sections],
+            pending: Pending::new(&part.live),
+            seen: vec![0; part.sections],
+            stamp: 0,
             crossing: vec![0; part.sections],
             unplaced: Vec::with_capacity(n),
             position: vec![0; n],
@@ -221,7 +230,7 @@ impl<'p> Search<'p> {
     fn reset(&mut self) {
         let part = self.part;
         self.offset.fill(UNPLACED);
-        self.pending.copy_from_slice(&part.live);
+        self.pending = Pending::new(&part.live);
         self.crossing.fill(0);
         self.unplaced.clear();
         self.hash = 0;
@@ -255,7 +264,7 @@ impl<'p> Search<'p> {
             let iu = i as usize;
             if self.in_scope(iu, scope) {
                 let (a, b) = (part.first[iu] as usize, part.last[iu] as usize);
-                let total = self.pending[a..b].iter().copied().max().unwrap_or(0);
+                let total = self.pending.fullest(a, b);
                 ranking.push((self.preorder.key(part, iu, total), i));
             }
         }
@@ -268,7 +277,16 @@ impl<'p> Search<'p> {
     }
 
     /// A component root's frame: ranks its buffers and starts afresh.
-    fn root_frame(&mut self, scope: Component, placed: Option<u32>, floor_log: usize, old_hash: u128, restore: Restore) -> Frame {
+    #[allow(clippy::too_many_arguments)]
+    fn root_frame(
+        &mut self,
+        scope: Component,
+        placed: Option<u32>,
+        floor_log: usize,
+        old_hash: u128,
+        fullest: u64,
+        restore: Restore,
+    ) -> Frame {
         let rank_log = self.rank_log.len();
         self.rank_scope(scope);
         let (ceiling, state) = self.survey(scope);
@@ -283,6 +301,7 @@ impl<'p> Search<'p> {
             hash: memo_key(state, context),
             context,
             rank_log,
+            fullest,
             floor_log,
             old_hash,
             placed,
@@ -313,13 +332,17 @@ impl<'p> Search<'p> {
         if part.len() == 0 {
             return Verdict::Found(Vec::new());
         }
+        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
+        // Later nodes check only what changed, so the root checks it all.
+        self.stamp += 1;
         if (0..part.len()).any(|i| self.floor[i].saturating_add(part.size[i]) > target)
             || part.live.iter().any(|&b| b > target)
+            || !(0..part.sections).all(|s| self.section_fits(s, target))
         {
             return Verdict::Infeasible;
         }
-        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
-        let mut stack = vec![self.root_frame(whole, None, 0, self.hash, Restore::Nothing)];
+        let fullest = part.live.iter().copied().max().unwrap_or(0);
+        let mut stack = vec![self.root_frame(whole, None, 0, self.hash, fullest, Restore::Nothing)];
         let mut spent = 0u64;
         loop {
             let frame = stack.last_mut().expect("the root stays until the end");
@@ -361,14 +384,16 @@ impl<'p> Search<'p> {
                 return Verdict::Stopped;
             }
             let (floor_log, old_hash) = (self.floor_log.len(), self.hash);
-            if !self.place(next, key.offset, target, scope) {
+            let parent_fullest = frame.fullest;
+            let Some(fullest) = self.place(next, key.offset, target, scope, parent_fullest) else {
                 self.unplace(next, floor_log, old_hash);
                 continue;
-            }
+            };
             let depth = stack.len();
             let child = if scope.count > 1 {
                 match self.split(next, scope, depth) {
-                    Some((first, restore)) => self.root_frame(first, Some(next), floor_log, old_hash, restore),
+                    // A piece of the scope: its fullest section is no fuller.
+                    Some((first, restore)) => self.root_frame(first, Some(next), floor_log, old_hash, fullest, restore),
                     None => {
                         let scope = Component { count: scope.count - 1, ..scope };
                         let (ceiling, state) = self.survey(scope);
@@ -382,6 +407,7 @@ impl<'p> Search<'p> {
                             hash: memo_key(state, context),
                             context,
                             rank_log: self.rank_log.len(),
+                            fullest,
                             floor_log,
                             old_hash,
                             placed: Some(next),
@@ -396,7 +422,8 @@ impl<'p> Search<'p> {
                 let Some(following) = self.waiting.pop() else {
                     return Verdict::Found(self.offset.clone());
                 };
-                self.root_frame(following, Some(next), floor_log, old_hash, Restore::PushBack(following))
+                // Another scope: its fullest section is not known yet.
+                self.root_frame(following, Some(next), floor_log, old_hash, u64::MAX, Restore::PushBack(following))
             };
             if self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
                 self.pop(&child);
@@ -520,7 +547,7 @@ impl<'p> Search<'p> {
     /// Places buffer `i` at `offset` and updates floors and section data.
     /// Returns false when a bound shows the target cannot be met; the caller
     /// then undoes with [`Search::unplace`] either way.
-    fn place(&mut self, i: u32, offset: u64, target: u64, scope: Component) -> bool {
+    fn place(&mut self, i: u32, offset: u64, target: u64, scope: Component, fullest: u64) -> Option<u64> {
         let part = self.part;
         let iu = i as usize;
         let size = part.size[iu];
@@ -537,11 +564,10 @@ impl<'p> Search<'p> {
             self.crossing[b as usize] -= 1;
         }
         let mut ok = top <= target;
-        for s in part.first[iu]..part.last[iu] {
-            let s = s as usize;
-            self.pending[s] -= size;
-            ok &= top + self.pending[s] <= target;
-        }
+        let (first, last) = (part.first[iu] as usize, part.last[iu] as usize);
+        self.pending.change(first, last, size, true);
+        ok &= top.saturating_add(self.pending.fullest(first, last)) <= target;
+        let floor_mark = self.floor_log.len();
         for &j in part.conflicts(iu) {
             let ju = j as usize;
             if self.offset[ju] != UNPLACED || self.floor[ju] >= top {
@@ -553,35 +579,77 @@ impl<'p> Search<'p> {
             self.floor[ju] = lifted;
             ok &= lifted.saturating_add(part.size[ju]) <= target;
         }
-        ok && self.sections_fit(offset, target, scope)
+        if !ok {
+            return None;
+        }
+        self.sections_fit(i, floor_mark, offset, target, scope, fullest)
     }
 
     /// The section bound over the scope's sections: everything still to
     /// place in a section goes above the current offset and above the
-    /// lowest floor among them, and must fit under the target. The lowest
-    /// floor is not computed: one *witness* buffer with a floor low enough
-    /// suffices, and the last one usually still is (O(sections) per node).
-    fn sections_fit(&mut self, offset: u64, target: u64, scope: Component) -> bool {
+    /// lowest floor among them, and must fit under the target.
+    ///
+    /// Incremental: the parent node passed it, and only the sections of
+    /// `i` (just placed) and of the buffers whose floors it raised (logged
+    /// from `floor_mark`) changed otherwise; for the rest only the higher
+    /// offset matters, which the fullest section of the scope decides.
+    /// `fullest` bounds that from above (the parent's value); it is worked
+    /// out afresh only when the bound alone would fail. Returns the new
+    /// bound when the node passes.
+    fn sections_fit(&mut self, i: u32, floor_mark: usize, offset: u64, target: u64, scope: Component, fullest: u64) -> Option<u64> {
         let part = self.part;
-        for s in scope.lo as usize..scope.hi as usize {
-            let pending = self.pending[s];
-            if pending == 0 {
-                continue;
-            }
-            let Some(room) = target.checked_sub(pending) else { return false };
-            if offset > room {
-                return false;
-            }
-            let w = self.witness[s] as usize;
-            if self.offset[w] == UNPLACED && self.floor[w] <= room && part.first[w] as usize <= s && (s as u32) < part.last[w] {
-                continue;
-            }
-            match part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
-                Some(&j) => self.witness[s] = j,
-                None => return false,
+        let (lo, hi) = (scope.lo as usize, scope.hi as usize);
+        let mut fullest = fullest;
+        if offset.checked_add(fullest).is_none_or(|h| h > target) {
+            fullest = self.pending.fullest(lo, hi);
+            if offset.checked_add(fullest).is_none_or(|h| h > target) {
+                return None;
             }
         }
-        true
+        self.stamp += 1;
+        let iu = i as usize;
+        for s in (part.first[iu] as usize).max(lo)..(part.last[iu] as usize).min(hi) {
+            if !self.section_fits(s, target) {
+                return None;
+            }
+        }
+        for k in floor_mark..self.floor_log.len() {
+            let ju = self.floor_log[k].0 as usize;
+            for s in (part.first[ju] as usize).max(lo)..(part.last[ju] as usize).min(hi) {
+                if !self.section_fits(s, target) {
+                    return None;
+                }
+            }
+        }
+        Some(fullest)
+    }
+
+    /// Whether section `s`'s lowest unplaced floor plus its bytes still to
+    /// place fit under the target (once per stamp). The lowest floor is not
+    /// computed: one *witness* buffer with a floor low enough suffices, and
+    /// the last one usually still is.
+    fn section_fits(&mut self, s: usize, target: u64) -> bool {
+        if self.seen[s] == self.stamp {
+            return true;
+        }
+        self.seen[s] = self.stamp;
+        let pending = self.pending.get(s);
+        if pending == 0 {
+            return true;
+        }
+        let Some(room) = target.checked_sub(pending) else { return false };
+        let part = self.part;
+        let w = self.witness[s] as usize;
+        if self.offset[w] == UNPLACED && self.floor[w] <= room && part.first[w] as usize <= s && s < part.last[w] as usize {
+            return true;
+        }
+        match part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
+            Some(&j) => {
+                self.witness[s] = j;
+                true
+            }
+            None => false,
+        }
     }
 
     /// Undoes [`Search::place`] of buffer `i`, given the floor log's length
@@ -594,9 +662,7 @@ impl<'p> Search<'p> {
             let (j, old) = self.floor_log.pop().expect("longer than mark");
             self.floor[j as usize] = old;
         }
-        for s in part.first[iu] as usize..part.last[iu] as usize {
-            self.pending[s] += size;
-        }
+        self.pending.change(part.first[iu] as usize, part.last[iu] as usize, size, false);
         for b in part.first[iu] + 1..part.last[iu] {
             self.crossing[b as usize] += 1;
         }
