@@ -63,19 +63,23 @@ struct Key {
     rank: u32,
 }
 
-const ROOT: Key = Key { offset: 0, rank: 0 };
-
 /// A *component*: a range of sections `[lo, hi)` that no unplaced buffer
 /// crosses into or out of, with `count` unplaced buffers inside. Components
 /// are independent subproblems, searched one after another; `batch` is the
 /// stack index of the first component root of the split that made it, where
 /// a failure of any of them unwinds to.
+///
+/// `from` is the offset of the move that made the component: a canonical
+/// plan places every buffer after that move at or above it, so the
+/// component's search starts there rather than at 0 (its ranking is new,
+/// so only the offset carries over).
 #[derive(Copy, Clone, Debug)]
 struct Component {
     lo: u32,
     hi: u32,
     count: u32,
     batch: usize,
+    from: u64,
 }
 
 /// What popping a frame must do to the pending components.
@@ -92,6 +96,8 @@ struct Frame {
     key: Key,
     /// No buffer may start at or above this (the "no avoidable gap" rule).
     ceiling: u64,
+    /// A buffer behind the key cannot be placed (see [`Search::behind_fit`]).
+    dead: bool,
     /// This node's children still to try: `candidates[next..end]`, in key
     /// order; listed on the first visit (`end == UNLISTED` before), since a
     /// node the memo cuts off never needs them. The list begins at `start`.
@@ -163,6 +169,13 @@ pub struct Search<'p> {
     witness: Vec<u32>,
     /// Nodes visited over all runs.
     pub nodes: u64,
+    /// The running search's target.
+    target: u64,
+    /// Scratch: the buffers behind the current node's key.
+    behind: Vec<u32>,
+    /// Effective floors of behind buffers, valid where the stamp matches.
+    effective: Vec<(u64, u64)>,
+
 }
 
 /// Hash of "buffer `i` is unplaced with floor `floor`" (or placed, with
@@ -224,6 +237,10 @@ impl<'p> Search<'p> {
             waiting: Vec::new(),
             witness: vec![0; part.sections],
             nodes: 0,
+            target: 0,
+            behind: Vec::new(),
+            effective: vec![(0, 0); n],
+
         }
     }
 
@@ -289,12 +306,14 @@ impl<'p> Search<'p> {
     ) -> Frame {
         let rank_log = self.rank_log.len();
         self.rank_scope(scope);
-        let (ceiling, state) = self.survey(scope);
+        let key = Key { offset: scope.from, rank: 0 };
+        let (ceiling, state, alive) = self.survey(scope, key);
         // Without re-ranking one ranking holds everywhere.
         let context = if self.rerank { state } else { 0 };
         Frame {
-            key: ROOT,
+            key,
             ceiling,
+            dead: !alive,
             start: 0,
             next: 0,
             end: UNLISTED,
@@ -327,12 +346,13 @@ impl<'p> Search<'p> {
             self.memo.clear();
         }
         self.memo_target = target;
+        self.target = target;
         self.reset();
         let part = self.part;
         if part.len() == 0 {
             return Verdict::Found(Vec::new());
         }
-        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
+        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0, from: 0 };
         // Later nodes check only what changed, so the root checks it all.
         self.stamp += 1;
         if (0..part.len()).any(|i| self.floor[i].saturating_add(part.size[i]) > target)
@@ -391,16 +411,17 @@ impl<'p> Search<'p> {
             };
             let depth = stack.len();
             let child = if scope.count > 1 {
-                match self.split(next, scope, depth) {
+                match self.split(next, scope, depth, key.offset) {
                     // A piece of the scope: its fullest section is no fuller.
                     Some((first, restore)) => self.root_frame(first, Some(next), floor_log, old_hash, fullest, restore),
                     None => {
                         let scope = Component { count: scope.count - 1, ..scope };
-                        let (ceiling, state) = self.survey(scope);
+                        let (ceiling, state, alive) = self.survey(scope, key);
                         let context = stack.last().expect("parent").context;
                         Frame {
                             key,
                             ceiling,
+                            dead: !alive,
                             start: 0,
                             next: 0,
                             end: UNLISTED,
@@ -425,7 +446,7 @@ impl<'p> Search<'p> {
                 // Another scope: its fullest section is not known yet.
                 self.root_frame(following, Some(next), floor_log, old_hash, u64::MAX, Restore::PushBack(following))
             };
-            if self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
+            if child.dead || self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
                 self.pop(&child);
                 if let Restore::PushBack(c) = child.restore {
                     // A later component is known to fail: so does its split.
@@ -466,7 +487,7 @@ impl<'p> Search<'p> {
     /// boundary inside `i`'s span, the scope falls apart. Returns the first
     /// piece (the others wait, with `batch` = the new frame's stack index)
     /// and how to undo that, or `None` when it stays in one piece.
-    fn split(&mut self, i: u32, scope: Component, depth: usize) -> Option<(Component, Restore)> {
+    fn split(&mut self, i: u32, scope: Component, depth: usize, from: u64) -> Option<(Component, Restore)> {
         let part = self.part;
         let iu = i as usize;
         let lo = (part.first[iu] + 1).max(scope.lo + 1);
@@ -489,7 +510,7 @@ impl<'p> Search<'p> {
             .windows(2)
             .zip(&counts)
             .filter(|(_, &count)| count > 0)
-            .map(|(w, &count)| Component { lo: w[0], hi: w[1], count, batch: depth })
+            .map(|(w, &count)| Component { lo: w[0], hi: w[1], count, batch: depth, from })
             .collect();
         if pieces.len() == 1 {
             // Only the scope's edge emptied: keep searching one piece, but
@@ -511,21 +532,86 @@ impl<'p> Search<'p> {
         self.part.first[i] >= scope.lo && self.part.last[i] <= scope.hi
     }
 
-    /// For the unplaced buffers of `scope`: the lowest floor + size (nothing
-    /// may be placed at or above it), and the memo key of the state with
-    /// this scope.
-    fn survey(&self, scope: Component) -> (u64, u128) {
+    /// For the unplaced buffers of `scope` at a node with constraint `key`:
+    /// the lowest floor + size (nothing may be placed at or above it), the
+    /// memo key of the state with this scope, and whether the buffers behind
+    /// the key still fit ([`Search::behind_fit`]).
+    fn survey(&mut self, scope: Component, key: Key) -> (u64, u128, bool) {
         let size = &self.part.size;
         let mut ceiling = u64::MAX;
         let mut hash = self.hash;
+        let mut behind = std::mem::take(&mut self.behind);
+        behind.clear();
         for &i in &self.unplaced {
             let iu = i as usize;
             if self.in_scope(iu, scope) {
                 ceiling = ceiling.min(self.floor[iu] + size[iu]);
                 hash ^= scope_hash(i);
+                if self.key_of(i) < key {
+                    behind.push(i);
+                }
             }
         }
-        (ceiling, hash)
+        let alive = behind.is_empty() || self.behind_fit(&behind, key.offset);
+        self.behind = behind;
+        (ceiling, hash, alive)
+    }
+
+    /// A buffer *behind* the node's key (floor below the key's offset, or at
+    /// it with a lower rank) cannot go at its floor: in any canonical plan
+    /// through this node everything still to place lies at or above
+    /// `offset`, so something placed later holds it up. That is an unplaced
+    /// buffer it conflicts with, overlapping where it would go now (floor
+    /// below its floor + size), so it ends at least that buffer's size above
+    /// `offset`: its *effective floor*. With no such buffer it can never be
+    /// placed. Checks the height and, in the sections behind buffers span,
+    /// the section bound with effective floors.
+    fn behind_fit(&mut self, behind: &[u32], offset: u64) -> bool {
+        let part = self.part;
+        let target = self.target;
+        self.stamp += 1;
+        for &j in behind {
+            let ju = j as usize;
+            let reach = self.floor[ju] + part.size[ju];
+            let mut lift = u64::MAX;
+            for &k in part.conflicts(ju) {
+                let ku = k as usize;
+                if self.offset[ku] == UNPLACED && self.floor[ku] < reach {
+                    lift = lift.min(part.size[ku]);
+                }
+            }
+            if lift == u64::MAX {
+                return false;
+            }
+            let effective = part.lift(ju, offset.saturating_add(lift));
+            if effective.saturating_add(part.size[ju]) > target {
+                return false;
+            }
+            self.effective[ju] = (self.stamp, effective);
+        }
+        for &j in behind {
+            let ju = j as usize;
+            for s in part.first[ju] as usize..part.last[ju] as usize {
+                if self.seen[s] == self.stamp {
+                    continue;
+                }
+                self.seen[s] = self.stamp;
+                let Some(room) = target.checked_sub(self.pending.get(s)) else { return false };
+                let effective = |w: usize| match self.effective[w] {
+                    (stamp, e) if stamp == self.stamp => e,
+                    _ => self.floor[w],
+                };
+                let w = self.witness[s] as usize;
+                if self.offset[w] == UNPLACED && effective(w) <= room && part.first[w] as usize <= s && s < part.last[w] as usize {
+                    continue;
+                }
+                match part.residents(s).iter().find(|&&k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room) {
+                    Some(&k) => self.witness[s] = k,
+                    None => return false,
+                }
+            }
+        }
+        true
     }
 
     /// Appends a node's children to `candidates`, in key order: the
