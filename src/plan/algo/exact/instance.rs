@@ -31,7 +31,8 @@ pub struct Part {
     pub sections: usize,
     /// Bytes live in each section (the part's own buffers).
     pub live: Vec<u64>,
-    /// Conflicts of buffer `i`: `conflicts[conflict_start[i]..conflict_start[i + 1]]`.
+    /// Conflicts of buffer `i`: `conflicts[conflict_start[i]..conflict_start[i + 1]]`,
+    /// each list smallest first.
     conflict_start: Vec<usize>,
     conflicts: Vec<u32>,
     /// Buffers live in section `s`: `residents[resident_start[s]..resident_start[s + 1]]`.
@@ -208,6 +209,12 @@ fn build_part(problem: &Problem, members: Vec<usize>, fixed: &[usize]) -> Part {
         conflicts[cursor[j as usize]] = i;
         cursor[j as usize] += 1;
     });
+
+    // Smallest first: the search looks for the smallest buffer of a list
+    // that meets a condition.
+    for i in 0..n {
+        conflicts[conflict_start[i]..conflict_start[i + 1]].sort_unstable_by_key(|&j| (size[j as usize], j));
+    }
 
     let mut resident_start = Vec::with_capacity(sections + 1);
     let mut residents = Vec::new();

@@ -99,11 +99,15 @@ struct Frame {
     /// A buffer behind the key cannot be placed (see [`Search::behind_fit`]).
     dead: bool,
     /// This node's children still to try: `candidates[next..end]`, in key
-    /// order; listed on the first visit (`end == UNLISTED` before), since a
-    /// node the memo cuts off never needs them. The list begins at `start`.
+    /// order, the list beginning at `start`. Listed only on the second
+    /// visit (`end == UNLISTED` before): the first child is found by one
+    /// scan, and most nodes of a long trace never need a second, so they
+    /// neither store nor sort their candidates. `next` counts the visits
+    /// until then, and `cursor` is the first child's key.
     start: usize,
     next: usize,
     end: usize,
+    cursor: Key,
     /// Memo key: the state hash combined with the set searched here and
     /// the state where the ranks in force were computed.
     hash: u128,
@@ -317,6 +321,7 @@ impl<'p> Search<'p> {
             start: 0,
             next: 0,
             end: UNLISTED,
+            cursor: key,
             hash: memo_key(state, context),
             context,
             rank_log,
@@ -366,14 +371,24 @@ impl<'p> Search<'p> {
         let mut spent = 0u64;
         loop {
             let frame = stack.last_mut().expect("the root stays until the end");
-            if frame.end == UNLISTED {
+            let next = if frame.end != UNLISTED {
+                let next = (frame.next < frame.end).then(|| self.candidates[frame.next]);
+                frame.next += 1;
+                next
+            } else if frame.next == 0 {
+                frame.next = 1;
+                let first = self.first_candidate(frame.key, frame.ceiling, frame.scope);
+                if let Some((key, _)) = first {
+                    frame.cursor = key;
+                }
+                first
+            } else {
                 frame.start = self.candidates.len();
-                frame.next = frame.start;
-                self.list_candidates(frame.key, frame.ceiling, frame.scope);
+                self.list_candidates(frame.cursor, frame.ceiling, frame.scope);
                 frame.end = self.candidates.len();
-            }
-            let next = (frame.next < frame.end).then(|| self.candidates[frame.next]);
-            frame.next += 1;
+                frame.next = frame.start + 1;
+                (frame.start < frame.end).then(|| self.candidates[frame.start])
+            };
             let Some((key, next)) = next else {
                 // Every child failed: remember, then undo the move that led here.
                 let frame = stack.pop().expect("non-empty");
@@ -425,6 +440,7 @@ impl<'p> Search<'p> {
                             start: 0,
                             next: 0,
                             end: UNLISTED,
+                            cursor: key,
                             hash: memo_key(state, context),
                             context,
                             rank_log: self.rank_log.len(),
@@ -573,16 +589,13 @@ impl<'p> Search<'p> {
         for &j in behind {
             let ju = j as usize;
             let reach = self.floor[ju] + part.size[ju];
-            let mut lift = u64::MAX;
-            for &k in part.conflicts(ju) {
-                let ku = k as usize;
-                if self.offset[ku] == UNPLACED && self.floor[ku] < reach {
-                    lift = lift.min(part.size[ku]);
-                }
-            }
-            if lift == u64::MAX {
+            // Conflict lists are sorted by size: the first that qualifies
+            // is the smallest.
+            let Some(&k) = part.conflicts(ju).iter().find(|&&k| self.offset[k as usize] == UNPLACED && self.floor[k as usize] < reach)
+            else {
                 return false;
-            }
+            };
+            let lift = part.size[k as usize];
             let effective = part.lift(ju, offset.saturating_add(lift));
             if effective.saturating_add(part.size[ju]) > target {
                 return false;
@@ -612,6 +625,19 @@ impl<'p> Search<'p> {
             }
         }
         true
+    }
+
+    /// The unplaced buffer of `scope` with the smallest key above `after`
+    /// whose floor is below `ceiling`.
+    fn first_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
+        let mut best: Option<(Key, u32)> = None;
+        for &i in &self.unplaced {
+            let k = self.key_of(i);
+            if k > after && k.offset < ceiling && best.is_none_or(|(b, _)| k < b) && self.in_scope(i as usize, scope) {
+                best = Some((k, i));
+            }
+        }
+        best
     }
 
     /// Appends a node's children to `candidates`, in key order: the
@@ -694,6 +720,16 @@ impl<'p> Search<'p> {
         }
         self.stamp += 1;
         let iu = i as usize;
+        // On long traces the raised buffers' spans can add up to far more
+        // than the scope: then one pass over the scope is cheaper.
+        let span = |j: usize| (part.last[j].min(scope.hi)).saturating_sub(part.first[j].max(scope.lo)) as usize;
+        let mut work = span(iu);
+        for &(j, _) in &self.floor_log[floor_mark..] {
+            work += span(j as usize);
+            if work > hi - lo {
+                return (lo..hi).all(|s| self.section_fits(s, target)).then_some(fullest);
+            }
+        }
         for s in (part.first[iu] as usize).max(lo)..(part.last[iu] as usize).min(hi) {
             if !self.section_fits(s, target) {
                 return None;

@@ -233,3 +233,16 @@ fn probe_preorders() {
         println!("{line}");
     }
 }
+
+#[test]
+#[ignore]
+fn probe_parts() {
+    let path = std::env::var("PROBE_FILE").unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    let rows = crate::plan::csv::parse(&text).unwrap();
+    let p = crate::plan::csv::to_problem(&rows, 1).unwrap();
+    let parts = super::instance::split(&p).unwrap();
+    let mut sizes: Vec<(usize, usize)> = parts.iter().map(|q| (q.len(), q.sections)).collect();
+    sizes.sort();
+    println!("parts {} largest {:?}", parts.len(), &sizes[sizes.len().saturating_sub(5)..]);
+}
