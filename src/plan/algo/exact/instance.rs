@@ -84,7 +84,7 @@ impl Part {
         }
         // Fixed offsets and sizes are aligned, so only `from` can be off.
         // The alignment is a power of two.
-        offset.checked_next_multiple_of(self.alignment).unwrap_or(u64::MAX & !(self.alignment - 1))
+        offset.checked_next_multiple_of(self.alignment).unwrap_or(!(self.alignment - 1))
     }
 
 }
