@@ -629,9 +629,8 @@ impl<'p> Search<'p> {
         for &j in behind {
             let ju = j as usize;
             let reach = self.floor[ju] + part.size[ju];
-            // Conflict lists are sorted by size: the first that qualifies
-            // is the smallest.
-            let Some(&k) = part.conflicts(ju).iter().find(|&&k| self.offset[k as usize] == UNPLACED && self.floor[k as usize] < reach)
+            // Smallest first: the first that qualifies is the smallest.
+            let Some(&k) = part.conflicts_by_size(ju).iter().find(|&&k| self.offset[k as usize] == UNPLACED && self.floor[k as usize] < reach)
             else {
                 return false;
             };
