@@ -22,11 +22,14 @@
 //! short).
 
 mod instance;
+mod order;
+mod pending;
 mod search;
 
 use super::{auto, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 use instance::{split, Part};
+use order::PREORDERS;
 use search::{Search, Verdict};
 
 /// The exact search.
@@ -44,9 +47,6 @@ impl PlacementAlgorithm for Exact {
         Placement { algorithm: Algorithm::Exact, ..improve(problem, incumbent, limits) }
     }
 }
-
-/// Buffer preorders tried in turn; each breaks ties between equal floors.
-const PREORDERS: usize = 4;
 
 /// Node budget of the first round, per buffer of the largest part.
 const FIRST_BUDGET_PER_BUFFER: u64 = 2;
@@ -72,7 +72,6 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
         Ok(parts) if !finished(best_peak, proven) => parts,
         _ => return Placement { offsets: best, algorithm, proven_optimal: best_peak <= proven, lower_bound: proven, nodes },
     };
-    let orders: Vec<Vec<Vec<u32>>> = parts.iter().map(preorders).collect();
     // Each part's best plan so far, as (peak, local offsets).
     let mut part_best: Vec<(u64, Vec<u64>)> = parts
         .iter()
@@ -87,13 +86,13 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
     let mut stop = || limits.should_stop();
     let node_limit = limits.node_limit.unwrap_or(u64::MAX);
     let mut spent = 0u64;
-    let bases = PREORDERS as u64;
+    let bases = PREORDERS.len() as u64;
 
     // One search per (target kind, part, preorder): the memo of failures
     // only carries over to targets no higher, so the searches at the proven
     // bound and those halfway up keep separate ones.
     let new_searches = || -> Vec<Vec<Search>> {
-        parts.iter().zip(&orders).map(|(part, o)| o.iter().map(|order| Search::new(part, order)).collect()).collect()
+        parts.iter().map(|part| PREORDERS.iter().map(|&order| Search::new(part, order)).collect()).collect()
     };
     let mut searches = [new_searches(), new_searches(), new_searches()];
     let mut run = 0u64;
@@ -154,35 +153,6 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
     }
     nodes += spent;
     Placement { offsets: best, algorithm, proven_optimal: best_peak <= proven, lower_bound: proven, nodes }
-}
-
-/// The preorders of a part's buffers, each a permutation of local indices
-/// that breaks ties between equal floors. Long-lived, big buffers and those
-/// in the fullest sections constrain the most, so every order puts them
-/// early; they differ in which counts first (width = lifetime steps, area =
-/// size × width, total = the most bytes live in a section the buffer
-/// spans): MiniMalloc's three complementary orders, plus one counting
-/// sections rather than steps, which solves instances none of the three do
-/// quickly.
-fn preorders(part: &Part) -> Vec<Vec<u32>> {
-    let n = part.len();
-    let width = &part.width;
-    let area: Vec<u64> = (0..n).map(|i| part.size[i].saturating_mul(width[i])).collect();
-    let total: Vec<u64> = (0..n)
-        .map(|i| part.live[part.first[i] as usize..part.last[i] as usize].iter().copied().max().unwrap_or(0))
-        .collect();
-    let by = |key: &dyn Fn(usize) -> (u64, u64, u64)| {
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order.sort_by(|&a, &b| key(b as usize).cmp(&key(a as usize)).then(a.cmp(&b)));
-        order
-    };
-    let sections: Vec<u64> = (0..n).map(|i| (part.last[i] - part.first[i]) as u64).collect();
-    vec![
-        by(&|i| (width[i], area[i], total[i])),
-        by(&|i| (total[i], area[i], width[i])),
-        by(&|i| (total[i], width[i], area[i])),
-        by(&|i| (total[i], sections[i], part.size[i])),
-    ]
 }
 
 #[cfg(test)]

@@ -17,11 +17,27 @@
 //!   most the target;
 //! - *no avoidable gap*: placing a buffer at or above some unplaced buffer's
 //!   floor + size is never needed, since that buffer could drop below it;
+//! - *effective floors*: a buffer whose key is behind the node's (floor
+//!   below the current offset) must first be held up by a later, conflicting
+//!   buffer at or above the current offset, so it sits at least that
+//!   buffer's size above it; the height and section bounds use that (see
+//!   [`Search::behind_fit`]). On MiniMalloc's instance E this cuts the
+//!   nodes of its hard part twentyfold;
 //! - *memo of failures*: a state (which buffers are placed, the floors of
 //!   the others) whose subtree held no plan is recorded with the offset and
 //!   rank it was reached at; reaching it again at an offset and rank no
 //!   lower cannot succeed either. This catches the same stack of buffers
 //!   built in two orders.
+//!
+//! When no unplaced buffer crosses a section boundary the scope splits into
+//! components searched one after another; each starts at the offset of the
+//! move that split it, with its buffers ranked afresh by what is left to
+//! place (MiniMalloc's per-partition preorder).
+//!
+//! Per node the work is a pass over the unplaced buffers (ceiling, memo
+//! key, buffers behind the key, first child) plus what the move touched:
+//! the other children are listed only if the first fails, and the section
+//! bound rechecks only the sections whose floors or bytes changed.
 //!
 //! Backtracking restores exact state from undo logs, so the search does no
 //! allocation per node. Iterative, so deep parts (tens of thousands of
@@ -30,9 +46,14 @@
 use std::collections::HashMap;
 
 use super::instance::Part;
+use super::order::Preorder;
+use super::pending::Pending;
 
 /// Offset of an unplaced buffer.
 const UNPLACED: u64 = u64::MAX;
+
+/// [`Frame::end`] of a node whose children are not listed yet.
+const UNLISTED: usize = usize::MAX;
 
 /// Failure states remembered per search; beyond this the memo stops growing
 /// (about 40 MiB).
@@ -58,19 +79,23 @@ struct Key {
     rank: u32,
 }
 
-const ROOT: Key = Key { offset: 0, rank: 0 };
-
 /// A *component*: a range of sections `[lo, hi)` that no unplaced buffer
 /// crosses into or out of, with `count` unplaced buffers inside. Components
 /// are independent subproblems, searched one after another; `batch` is the
 /// stack index of the first component root of the split that made it, where
 /// a failure of any of them unwinds to.
+///
+/// `from` is the offset of the move that made the component: a canonical
+/// plan places every buffer after that move at or above it, so the
+/// component's search starts there rather than at 0 (its ranking is new,
+/// so only the offset carries over).
 #[derive(Copy, Clone, Debug)]
 struct Component {
     lo: u32,
     hi: u32,
     count: u32,
     batch: usize,
+    from: u64,
 }
 
 /// What popping a frame must do to the pending components.
@@ -87,13 +112,32 @@ struct Frame {
     key: Key,
     /// No buffer may start at or above this (the "no avoidable gap" rule).
     ceiling: u64,
-    /// The last child tried (candidates are tried in key order).
+    /// A buffer behind the key cannot be placed (see [`Search::behind_fit`]).
+    dead: bool,
+    /// This node's children still to try: `candidates[next..end]`, in key
+    /// order, the list beginning at `start`. Listed only on the second
+    /// visit (`end == UNLISTED` before): the first child is found by one
+    /// scan, and most nodes of a long trace never need a second, so they
+    /// neither store nor sort their candidates. `next` counts the visits
+    /// until then, and `cursor` is the first child's key.
+    start: usize,
+    next: usize,
+    end: usize,
     cursor: Key,
-    /// Memo key: the state hash combined with the set searched here.
+    /// Memo key: the state hash combined with the set searched here and
+    /// the state where the ranks in force were computed.
     hash: u128,
-    /// Undo-log lengths before `placed` was placed.
+    /// The memo context: the state hash of the component root whose
+    /// ranking is in force.
+    context: u128,
+    /// Rank-log length before this node re-ranked (component roots only).
+    rank_log: usize,
+    /// At least the most bytes still to place in a section of the scope
+    /// (exact when last computed; placing only lowers the truth).
+    fullest: u64,
+    /// Undo-log length and state hash before `placed` was placed.
     floor_log: usize,
-    top_log: usize,
+    old_hash: u128,
     /// The buffer placed to reach this node (none at the root).
     placed: Option<u32>,
     /// The component this node searches.
@@ -108,25 +152,35 @@ struct Frame {
 /// target no higher than before ([`Search::run`] clears it otherwise).
 pub struct Search<'p> {
     part: &'p Part,
-    /// Preorder rank of each buffer, 1-based.
+    preorder: Preorder,
+    /// Rank every component afresh (MiniMalloc's per-partition preorder)
+    /// rather than keep the whole part's ranking.
+    pub rerank: bool,
+    /// Preorder rank of each buffer among its component, 1-based.
     rank: Vec<u32>,
+    /// Old ranks, to restore on backtracking: (buffer, rank).
+    rank_log: Vec<(u32, u32)>,
+    /// Scratch space for ranking.
+    ranking: Vec<((u64, u64, u64), u32)>,
+    /// The children of the nodes on the stack, each node's in one run
+    /// (see [`Frame::next`]).
+    candidates: Vec<(Key, u32)>,
     /// Target of the memo's failures.
     memo_target: u64,
     memo: HashMap<u128, Key>,
     // Per-run state.
     offset: Vec<u64>,
     floor: Vec<u64>,
-    /// Highest top placed in each section.
-    top: Vec<u64>,
     /// Bytes still to place in each section.
-    pending: Vec<u64>,
+    pending: Pending,
+    /// Sections already checked by the current node (`seen[s] == stamp`).
+    seen: Vec<u64>,
+    stamp: u64,
     /// Unplaced buffers crossing the boundary before each section.
     crossing: Vec<u32>,
     unplaced: Vec<u32>,
     position: Vec<u32>,
     floor_log: Vec<(u32, u64)>,
-    /// Old tops of the sections spanned by each placed buffer, in order.
-    top_log: Vec<u64>,
     hash: u128,
     /// Components waiting to be searched, the next on top.
     waiting: Vec<Component>,
@@ -135,6 +189,22 @@ pub struct Search<'p> {
     witness: Vec<u32>,
     /// Nodes visited over all runs.
     pub nodes: u64,
+    /// The running search's target.
+    target: u64,
+    /// Scratch: the buffers behind the current node's key.
+    behind: Vec<u32>,
+    /// Effective floors of behind buffers, valid where the stamp matches.
+    effective: Vec<(u64, u64)>,
+    /// For tests: nodes with buffers behind the key, and those that
+    /// [`Search::behind_fit`] cut off.
+    #[cfg(test)]
+    pub behind_nodes: u64,
+    #[cfg(test)]
+    pub behind_kills: u64,
+    /// For tests: search without [`Search::behind_fit`].
+    #[cfg(test)]
+    pub skip_behind: bool,
+
 }
 
 /// Hash of "buffer `i` is unplaced with floor `floor`" (or placed, with
@@ -145,6 +215,15 @@ fn item_hash(i: u32, floor: u64) -> u128 {
     let a = mix(floor ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let b = mix(a ^ floor.rotate_left(29) ^ 0xD1B5_4A32_D192_ED03 ^ i as u64);
     ((a as u128) << 64) | b as u128
+}
+
+/// The memo key of a state searched under the ranking made at `context`
+/// (a component root's state): ranks, and so the constraint keys the memo
+/// compares, only mean the same under the same ranking.
+fn memo_key(state: u128, context: u128) -> u128 {
+    let lo = mix(context as u64 ^ 0x2545_F491_4F6C_DD1D);
+    let hi = mix((context >> 64) as u64 ^ lo);
+    state ^ (((hi as u128) << 64) | lo as u128)
 }
 
 /// splitmix64's finaliser.
@@ -160,40 +239,50 @@ fn scope_hash(i: u32) -> u128 {
 }
 
 impl<'p> Search<'p> {
-    /// A search over `part` trying buffers in `order` (a permutation of the
-    /// part's local indices) when floors tie.
-    pub fn new(part: &'p Part, order: &[u32]) -> Self {
+    /// A search over `part` breaking ties between equal floors by
+    /// `preorder`.
+    pub fn new(part: &'p Part, preorder: Preorder) -> Self {
         let n = part.len();
-        let mut rank = vec![0u32; n];
-        for (r, &i) in order.iter().enumerate() {
-            rank[i as usize] = r as u32 + 1;
-        }
         Search {
             part,
-            rank,
+            preorder,
+            rerank: true,
+            rank: vec![0; n],
+            rank_log: Vec::new(),
+            ranking: Vec::new(),
+            candidates: Vec::new(),
             memo_target: u64::MAX,
             memo: HashMap::new(),
             offset: vec![UNPLACED; n],
             floor: vec![0; n],
-            top: vec![0; part.sections],
-            pending: vec![0; part.sections],
+            pending: Pending::new(&part.live),
+            seen: vec![0; part.sections],
+            stamp: 0,
             crossing: vec![0; part.sections],
             unplaced: Vec::with_capacity(n),
             position: vec![0; n],
             floor_log: Vec::new(),
-            top_log: Vec::new(),
             hash: 0,
             waiting: Vec::new(),
             witness: vec![0; part.sections],
             nodes: 0,
+            target: 0,
+            behind: Vec::new(),
+            effective: vec![(0, 0); n],
+            #[cfg(test)]
+            behind_nodes: 0,
+            #[cfg(test)]
+            behind_kills: 0,
+            #[cfg(test)]
+            skip_behind: false,
+
         }
     }
 
     fn reset(&mut self) {
         let part = self.part;
         self.offset.fill(UNPLACED);
-        self.top.fill(0);
-        self.pending.copy_from_slice(&part.live);
+        self.pending = Pending::new(&part.live);
         self.crossing.fill(0);
         self.unplaced.clear();
         self.hash = 0;
@@ -207,8 +296,74 @@ impl<'p> Search<'p> {
             }
         }
         self.floor_log.clear();
-        self.top_log.clear();
+        self.rank_log.clear();
+        self.candidates.clear();
         self.waiting.clear();
+    }
+
+    /// Ranks the unplaced buffers of `scope` by the preorder, logging the
+    /// old ranks. `total` counts the bytes still to place, so a component
+    /// ranks by what is left of it. Without `rerank`, only the whole part
+    /// is ranked (once, at the start).
+    fn rank_scope(&mut self, scope: Component) {
+        let part = self.part;
+        if !self.rerank && !self.rank_log.is_empty() {
+            return;
+        }
+        let mut ranking = std::mem::take(&mut self.ranking);
+        ranking.clear();
+        for &i in &self.unplaced {
+            let iu = i as usize;
+            if self.in_scope(iu, scope) {
+                let (a, b) = (part.first[iu] as usize, part.last[iu] as usize);
+                let total = self.pending.fullest(a, b);
+                ranking.push((self.preorder.key(part, iu, total), i));
+            }
+        }
+        ranking.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        for (r, &(_, i)) in ranking.iter().enumerate() {
+            self.rank_log.push((i, self.rank[i as usize]));
+            self.rank[i as usize] = r as u32 + 1;
+        }
+        self.ranking = ranking;
+    }
+
+    /// A component root's frame: ranks its buffers and starts afresh.
+    #[allow(clippy::too_many_arguments)]
+    fn root_frame(
+        &mut self,
+        scope: Component,
+        placed: Option<u32>,
+        floor_log: usize,
+        old_hash: u128,
+        fullest: u64,
+        restore: Restore,
+    ) -> Frame {
+        let rank_log = self.rank_log.len();
+        self.rank_scope(scope);
+        let key = Key { offset: scope.from, rank: 0 };
+        let (ceiling, state, alive) = self.survey(scope, key);
+        // Without re-ranking one ranking holds everywhere.
+        let context = if self.rerank { state } else { 0 };
+        Frame {
+            key,
+            ceiling,
+            dead: !alive,
+            start: 0,
+            next: 0,
+            end: UNLISTED,
+            cursor: key,
+            hash: memo_key(state, context),
+            context,
+            rank_log,
+            fullest,
+            floor_log,
+            old_hash,
+            placed,
+            scope,
+            root: true,
+            restore,
+        }
     }
 
     /// Searches for a plan with peak at most `target`, visiting at most
@@ -219,7 +374,6 @@ impl<'p> Search<'p> {
         // (hundreds of MiB on 18k-buffer traces); several searches take
         // turns, so only the running one holds them.
         self.floor_log = Vec::new();
-        self.top_log = Vec::new();
         verdict
     }
 
@@ -228,34 +382,45 @@ impl<'p> Search<'p> {
             self.memo.clear();
         }
         self.memo_target = target;
+        self.target = target;
         self.reset();
         let part = self.part;
         if part.len() == 0 {
             return Verdict::Found(Vec::new());
         }
+        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0, from: 0 };
+        // Later nodes check only what changed, so the root checks it all.
+        self.stamp += 1;
         if (0..part.len()).any(|i| self.floor[i].saturating_add(part.size[i]) > target)
             || part.live.iter().any(|&b| b > target)
+            || !(0..part.sections).all(|s| self.section_fits(s, target))
         {
             return Verdict::Infeasible;
         }
-        let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0 };
-        let (ceiling, hash) = self.survey(whole);
-        let mut stack = vec![Frame {
-            key: ROOT,
-            ceiling,
-            cursor: ROOT,
-            hash,
-            floor_log: 0,
-            top_log: 0,
-            placed: None,
-            scope: whole,
-            root: true,
-            restore: Restore::Nothing,
-        }];
+        let fullest = part.live.iter().copied().max().unwrap_or(0);
+        let mut stack = vec![self.root_frame(whole, None, 0, self.hash, fullest, Restore::Nothing)];
         let mut spent = 0u64;
         loop {
             let frame = stack.last_mut().expect("the root stays until the end");
-            let Some(next) = self.next_candidate(frame.cursor, frame.ceiling, frame.scope) else {
+            let next = if frame.end != UNLISTED {
+                let next = (frame.next < frame.end).then(|| self.candidates[frame.next]);
+                frame.next += 1;
+                next
+            } else if frame.next == 0 {
+                frame.next = 1;
+                let first = self.first_candidate(frame.key, frame.ceiling, frame.scope);
+                if let Some((key, _)) = first {
+                    frame.cursor = key;
+                }
+                first
+            } else {
+                frame.start = self.candidates.len();
+                self.list_candidates(frame.cursor, frame.ceiling, frame.scope);
+                frame.end = self.candidates.len();
+                frame.next = frame.start + 1;
+                (frame.start < frame.end).then(|| self.candidates[frame.start])
+            };
+            let Some((key, next)) = next else {
                 // Every child failed: remember, then undo the move that led here.
                 let frame = stack.pop().expect("non-empty");
                 if self.memo.len() < MEMO_CAPACITY {
@@ -278,30 +443,46 @@ impl<'p> Search<'p> {
                 }
                 continue;
             };
-            let key = self.key_of(next);
-            frame.cursor = key;
             let scope = frame.scope;
             spent += 1;
             self.nodes += 1;
             if spent > budget || (spent & 0x3FF == 0 && stop()) {
                 return Verdict::Stopped;
             }
-            let (floor_log, top_log) = (self.floor_log.len(), self.top_log.len());
-            if !self.place(next, key.offset, target, scope) {
-                self.unplace(next, floor_log, top_log);
+            let (floor_log, old_hash) = (self.floor_log.len(), self.hash);
+            let parent_fullest = frame.fullest;
+            let Some(fullest) = self.place(next, key.offset, target, scope, parent_fullest) else {
+                self.unplace(next, floor_log, old_hash);
                 continue;
-            }
+            };
             let depth = stack.len();
             let child = if scope.count > 1 {
-                match self.split(next, scope, depth) {
-                    Some((first, restore)) => {
-                        let (ceiling, hash) = self.survey(first);
-                        Frame { key: ROOT, ceiling, cursor: ROOT, hash, floor_log, top_log, placed: Some(next), scope: first, root: true, restore }
-                    }
+                match self.split(next, scope, depth, key.offset) {
+                    // A piece of the scope: its fullest section is no fuller.
+                    Some((first, restore)) => self.root_frame(first, Some(next), floor_log, old_hash, fullest, restore),
                     None => {
                         let scope = Component { count: scope.count - 1, ..scope };
-                        let (ceiling, hash) = self.survey(scope);
-                        Frame { key, ceiling, cursor: key, hash, floor_log, top_log, placed: Some(next), scope, root: false, restore: Restore::Nothing }
+                        let (ceiling, state, alive) = self.survey(scope, key);
+                        let context = stack.last().expect("parent").context;
+                        Frame {
+                            key,
+                            ceiling,
+                            dead: !alive,
+                            start: 0,
+                            next: 0,
+                            end: UNLISTED,
+                            cursor: key,
+                            hash: memo_key(state, context),
+                            context,
+                            rank_log: self.rank_log.len(),
+                            fullest,
+                            floor_log,
+                            old_hash,
+                            placed: Some(next),
+                            scope,
+                            root: false,
+                            restore: Restore::Nothing,
+                        }
                     }
                 }
             } else {
@@ -309,21 +490,10 @@ impl<'p> Search<'p> {
                 let Some(following) = self.waiting.pop() else {
                     return Verdict::Found(self.offset.clone());
                 };
-                let (ceiling, hash) = self.survey(following);
-                Frame {
-                    key: ROOT,
-                    ceiling,
-                    cursor: ROOT,
-                    hash,
-                    floor_log,
-                    top_log,
-                    placed: Some(next),
-                    scope: following,
-                    root: true,
-                    restore: Restore::PushBack(following),
-                }
+                // Another scope: its fullest section is not known yet.
+                self.root_frame(following, Some(next), floor_log, old_hash, u64::MAX, Restore::PushBack(following))
             };
-            if self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
+            if child.dead || self.memo.get(&child.hash).is_some_and(|failed| *failed <= child.key) {
                 self.pop(&child);
                 if let Restore::PushBack(c) = child.restore {
                     // A later component is known to fail: so does its split.
@@ -343,13 +513,20 @@ impl<'p> Search<'p> {
 
     /// Undoes what a frame did on the way in.
     fn pop(&mut self, frame: &Frame) {
+        if frame.end != UNLISTED {
+            self.candidates.truncate(frame.start);
+        }
+        while self.rank_log.len() > frame.rank_log {
+            let (i, old) = self.rank_log.pop().expect("longer than mark");
+            self.rank[i as usize] = old;
+        }
         match frame.restore {
             Restore::Nothing => {}
             Restore::Truncate(len) => self.waiting.truncate(len),
             Restore::PushBack(c) => self.waiting.push(c),
         }
         if let Some(i) = frame.placed {
-            self.unplace(i, frame.floor_log, frame.top_log);
+            self.unplace(i, frame.floor_log, frame.old_hash);
         }
     }
 
@@ -357,7 +534,7 @@ impl<'p> Search<'p> {
     /// boundary inside `i`'s span, the scope falls apart. Returns the first
     /// piece (the others wait, with `batch` = the new frame's stack index)
     /// and how to undo that, or `None` when it stays in one piece.
-    fn split(&mut self, i: u32, scope: Component, depth: usize) -> Option<(Component, Restore)> {
+    fn split(&mut self, i: u32, scope: Component, depth: usize, from: u64) -> Option<(Component, Restore)> {
         let part = self.part;
         let iu = i as usize;
         let lo = (part.first[iu] + 1).max(scope.lo + 1);
@@ -380,7 +557,7 @@ impl<'p> Search<'p> {
             .windows(2)
             .zip(&counts)
             .filter(|(_, &count)| count > 0)
-            .map(|(w, &count)| Component { lo: w[0], hi: w[1], count, batch: depth })
+            .map(|(w, &count)| Component { lo: w[0], hi: w[1], count, batch: depth, from })
             .collect();
         if pieces.len() == 1 {
             // Only the scope's edge emptied: keep searching one piece, but
@@ -402,26 +579,96 @@ impl<'p> Search<'p> {
         self.part.first[i] >= scope.lo && self.part.last[i] <= scope.hi
     }
 
-    /// For the unplaced buffers of `scope`: the lowest floor + size (nothing
-    /// may be placed at or above it), and the memo key of the state with
-    /// this scope.
-    fn survey(&self, scope: Component) -> (u64, u128) {
+    /// For the unplaced buffers of `scope` at a node with constraint `key`:
+    /// the lowest floor + size (nothing may be placed at or above it), the
+    /// memo key of the state with this scope, and whether the buffers behind
+    /// the key still fit ([`Search::behind_fit`]).
+    fn survey(&mut self, scope: Component, key: Key) -> (u64, u128, bool) {
         let size = &self.part.size;
         let mut ceiling = u64::MAX;
         let mut hash = self.hash;
+        let mut behind = std::mem::take(&mut self.behind);
+        behind.clear();
         for &i in &self.unplaced {
             let iu = i as usize;
             if self.in_scope(iu, scope) {
                 ceiling = ceiling.min(self.floor[iu] + size[iu]);
                 hash ^= scope_hash(i);
+                if self.key_of(i) < key {
+                    behind.push(i);
+                }
             }
         }
-        (ceiling, hash)
+        #[cfg(test)]
+        let skip = self.skip_behind;
+        #[cfg(not(test))]
+        let skip = false;
+        let alive = behind.is_empty() || skip || self.behind_fit(&behind, key.offset);
+        #[cfg(test)]
+        {
+            self.behind_nodes += u64::from(!behind.is_empty());
+            self.behind_kills += u64::from(!alive);
+        }
+        self.behind = behind;
+        (ceiling, hash, alive)
+    }
+
+    /// A buffer *behind* the node's key (floor below the key's offset, or at
+    /// it with a lower rank) cannot go at its floor: in any canonical plan
+    /// through this node everything still to place lies at or above
+    /// `offset`, so something placed later holds it up. That is an unplaced
+    /// buffer it conflicts with, overlapping where it would go now (floor
+    /// below its floor + size), so it ends at least that buffer's size above
+    /// `offset`: its *effective floor*. With no such buffer it can never be
+    /// placed. Checks the height and, in the sections behind buffers span,
+    /// the section bound with effective floors.
+    fn behind_fit(&mut self, behind: &[u32], offset: u64) -> bool {
+        let part = self.part;
+        let target = self.target;
+        self.stamp += 1;
+        for &j in behind {
+            let ju = j as usize;
+            let reach = self.floor[ju] + part.size[ju];
+            // Smallest first: the first that qualifies is the smallest.
+            let Some(&k) = part.conflicts_by_size(ju).iter().find(|&&k| self.offset[k as usize] == UNPLACED && self.floor[k as usize] < reach)
+            else {
+                return false;
+            };
+            let lift = part.size[k as usize];
+            let effective = part.lift(ju, offset.saturating_add(lift));
+            if effective.saturating_add(part.size[ju]) > target {
+                return false;
+            }
+            self.effective[ju] = (self.stamp, effective);
+        }
+        for &j in behind {
+            let ju = j as usize;
+            for s in part.first[ju] as usize..part.last[ju] as usize {
+                if self.seen[s] == self.stamp {
+                    continue;
+                }
+                self.seen[s] = self.stamp;
+                let Some(room) = target.checked_sub(self.pending.get(s)) else { return false };
+                let effective = |w: usize| match self.effective[w] {
+                    (stamp, e) if stamp == self.stamp => e,
+                    _ => self.floor[w],
+                };
+                let w = self.witness[s] as usize;
+                if self.offset[w] == UNPLACED && effective(w) <= room && part.first[w] as usize <= s && s < part.last[w] as usize {
+                    continue;
+                }
+                match part.residents(s).iter().find(|&&k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room) {
+                    Some(&k) => self.witness[s] = k,
+                    None => return false,
+                }
+            }
+        }
+        true
     }
 
     /// The unplaced buffer of `scope` with the smallest key above `after`
     /// whose floor is below `ceiling`.
-    fn next_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<u32> {
+    fn first_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
         let mut best: Option<(Key, u32)> = None;
         for &i in &self.unplaced {
             let k = self.key_of(i);
@@ -429,13 +676,29 @@ impl<'p> Search<'p> {
                 best = Some((k, i));
             }
         }
-        best.map(|(_, i)| i)
+        best
+    }
+
+    /// Appends a node's children to `candidates`, in key order: the
+    /// unplaced buffers of `scope` with a key above `after` and a floor
+    /// below `ceiling`. A node's floors and ranks stay as they are while it
+    /// is on the stack (children undo what they change), so the list stays
+    /// right for the node's whole life.
+    fn list_candidates(&mut self, after: Key, ceiling: u64, scope: Component) {
+        let start = self.candidates.len();
+        for &i in &self.unplaced {
+            let k = self.key_of(i);
+            if k > after && k.offset < ceiling && self.in_scope(i as usize, scope) {
+                self.candidates.push((k, i));
+            }
+        }
+        self.candidates[start..].sort_unstable();
     }
 
     /// Places buffer `i` at `offset` and updates floors and section data.
     /// Returns false when a bound shows the target cannot be met; the caller
     /// then undoes with [`Search::unplace`] either way.
-    fn place(&mut self, i: u32, offset: u64, target: u64, scope: Component) -> bool {
+    fn place(&mut self, i: u32, offset: u64, target: u64, scope: Component, fullest: u64) -> Option<u64> {
         let part = self.part;
         let iu = i as usize;
         let size = part.size[iu];
@@ -452,13 +715,10 @@ impl<'p> Search<'p> {
             self.crossing[b as usize] -= 1;
         }
         let mut ok = top <= target;
-        for s in part.first[iu]..part.last[iu] {
-            let s = s as usize;
-            self.top_log.push(self.top[s]);
-            self.top[s] = top;
-            self.pending[s] -= size;
-            ok &= top + self.pending[s] <= target;
-        }
+        let (first, last) = (part.first[iu] as usize, part.last[iu] as usize);
+        self.pending.change(first, last, size, true);
+        ok &= top.saturating_add(self.pending.fullest(first, last)) <= target;
+        let floor_mark = self.floor_log.len();
         for &j in part.conflicts(iu) {
             let ju = j as usize;
             if self.offset[ju] != UNPLACED || self.floor[ju] >= top {
@@ -470,63 +730,105 @@ impl<'p> Search<'p> {
             self.floor[ju] = lifted;
             ok &= lifted.saturating_add(part.size[ju]) <= target;
         }
-        ok && self.sections_fit(offset, target, scope)
+        if !ok {
+            return None;
+        }
+        self.sections_fit(i, floor_mark, offset, target, scope, fullest)
     }
 
     /// The section bound over the scope's sections: everything still to
     /// place in a section goes above the current offset and above the
-    /// lowest floor among them, and must fit under the target. The lowest
-    /// floor is not computed: one *witness* buffer with a floor low enough
-    /// suffices, and the last one usually still is (O(sections) per node).
-    fn sections_fit(&mut self, offset: u64, target: u64, scope: Component) -> bool {
+    /// lowest floor among them, and must fit under the target.
+    ///
+    /// Incremental: the parent node passed it, and only the sections of
+    /// `i` (just placed) and of the buffers whose floors it raised (logged
+    /// from `floor_mark`) changed otherwise; for the rest only the higher
+    /// offset matters, which the fullest section of the scope decides.
+    /// `fullest` bounds that from above (the parent's value); it is worked
+    /// out afresh only when the bound alone would fail. Returns the new
+    /// bound when the node passes.
+    fn sections_fit(&mut self, i: u32, floor_mark: usize, offset: u64, target: u64, scope: Component, fullest: u64) -> Option<u64> {
         let part = self.part;
-        for s in scope.lo as usize..scope.hi as usize {
-            let pending = self.pending[s];
-            if pending == 0 {
-                continue;
-            }
-            let Some(room) = target.checked_sub(pending) else { return false };
-            if offset > room {
-                return false;
-            }
-            let w = self.witness[s] as usize;
-            if self.offset[w] == UNPLACED && self.floor[w] <= room && part.first[w] as usize <= s && (s as u32) < part.last[w] {
-                continue;
-            }
-            match part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
-                Some(&j) => self.witness[s] = j,
-                None => return false,
+        let (lo, hi) = (scope.lo as usize, scope.hi as usize);
+        let mut fullest = fullest;
+        if offset.checked_add(fullest).is_none_or(|h| h > target) {
+            fullest = self.pending.fullest(lo, hi);
+            if offset.checked_add(fullest).is_none_or(|h| h > target) {
+                return None;
             }
         }
-        true
+        self.stamp += 1;
+        let iu = i as usize;
+        // On long traces the raised buffers' spans can add up to far more
+        // than the scope: then one pass over the scope is cheaper.
+        let span = |j: usize| (part.last[j].min(scope.hi)).saturating_sub(part.first[j].max(scope.lo)) as usize;
+        let mut work = span(iu);
+        for &(j, _) in &self.floor_log[floor_mark..] {
+            work += span(j as usize);
+            if work > hi - lo {
+                return (lo..hi).all(|s| self.section_fits(s, target)).then_some(fullest);
+            }
+        }
+        for s in (part.first[iu] as usize).max(lo)..(part.last[iu] as usize).min(hi) {
+            if !self.section_fits(s, target) {
+                return None;
+            }
+        }
+        for k in floor_mark..self.floor_log.len() {
+            let ju = self.floor_log[k].0 as usize;
+            for s in (part.first[ju] as usize).max(lo)..(part.last[ju] as usize).min(hi) {
+                if !self.section_fits(s, target) {
+                    return None;
+                }
+            }
+        }
+        Some(fullest)
     }
 
-    /// Undoes [`Search::place`] of buffer `i`, given the log lengths before.
-    fn unplace(&mut self, i: u32, floor_log: usize, top_log: usize) {
+    /// Whether section `s`'s lowest unplaced floor plus its bytes still to
+    /// place fit under the target (once per stamp). The lowest floor is not
+    /// computed: one *witness* buffer with a floor low enough suffices, and
+    /// the last one usually still is.
+    fn section_fits(&mut self, s: usize, target: u64) -> bool {
+        if self.seen[s] == self.stamp {
+            return true;
+        }
+        self.seen[s] = self.stamp;
+        let pending = self.pending.get(s);
+        if pending == 0 {
+            return true;
+        }
+        let Some(room) = target.checked_sub(pending) else { return false };
+        let part = self.part;
+        let w = self.witness[s] as usize;
+        if self.offset[w] == UNPLACED && self.floor[w] <= room && part.first[w] as usize <= s && s < part.last[w] as usize {
+            return true;
+        }
+        match part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
+            Some(&j) => {
+                self.witness[s] = j;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Undoes [`Search::place`] of buffer `i`, given the floor log's length
+    /// and the state hash before.
+    fn unplace(&mut self, i: u32, floor_log: usize, old_hash: u128) {
         let part = self.part;
         let iu = i as usize;
         let size = part.size[iu];
         while self.floor_log.len() > floor_log {
             let (j, old) = self.floor_log.pop().expect("longer than mark");
-            let ju = j as usize;
-            self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, old);
-            self.floor[ju] = old;
+            self.floor[j as usize] = old;
         }
-        if self.top_log.len() > top_log {
-            // `place` logged every section of the span, in order.
-            let (first, last) = (part.first[iu] as usize, part.last[iu] as usize);
-            debug_assert_eq!(self.top_log.len() - top_log, last - first);
-            for (s, &old) in (first..last).zip(&self.top_log[top_log..]) {
-                self.top[s] = old;
-                self.pending[s] += size;
-            }
-            self.top_log.truncate(top_log);
-        }
+        self.pending.change(part.first[iu] as usize, part.last[iu] as usize, size, false);
         for b in part.first[iu] + 1..part.last[iu] {
             self.crossing[b as usize] += 1;
         }
         self.offset[iu] = UNPLACED;
-        self.hash ^= item_hash(i, self.floor[iu]) ^ item_hash(i, UNPLACED);
+        self.hash = old_hash;
         self.position[iu] = self.unplaced.len() as u32;
         self.unplaced.push(i);
     }
