@@ -560,8 +560,7 @@ static void test_guard_mode(void) {
     b2[40] = saved;
     CHECK_OK(nnm_arena_check(a));
 
-    /* A write through a stale temp pointer is caught at the reset, which
-     * then changes nothing. */
+    /* A write through a stale temp pointer (released below a live one). */
     void *t1 = NULL;
     void *t2 = NULL;
     CHECK_OK(nnm_arena_alloc_temp(a, 64, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t1));
@@ -571,23 +570,152 @@ static void test_guard_mode(void) {
     CHECK_FAILS(nnm_arena_check(a), NNM_CORRUPTED);
     CHECK(contains(nnm_last_error(), "temp allocation #1 (category 'Temp scratch data', 64 B"));
     CHECK(contains(nnm_last_error(), "written after it was released"));
-    CHECK_OK(nnm_arena_release_temp(a, t2)); /* reclaims both: no longer checked */
-    CHECK_OK(nnm_arena_reset_temp(a));
+    /* A failed reset changes nothing, and keeps failing: corruption is
+     * never forgotten. */
+    CHECK_OK(nnm_arena_release_temp(a, t2));
+    CHECK_FAILS(nnm_arena_reset_temp(a), NNM_CORRUPTED);
+    CHECK_FAILS(nnm_arena_reset_head(a), NNM_CORRUPTED);
+    nnm_arena_free(a);
 
+    /* An underrun of a temp allocation released right after. */
+    CHECK_OK(nnm_arena_new(block.ptr, 4096, 0, NNM_ARENA_GUARD, &a));
     CHECK_OK(nnm_arena_alloc_temp(a, 32, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t1));
-    ((uint8_t *)t1)[-1] = 0; /* underrun */
+    ((uint8_t *)t1)[-1] = 0;
     CHECK_OK(nnm_arena_release_temp(a, t1));
-    CHECK_OK(nnm_arena_reset_temp(a)); /* reclaimed before the reset: nothing left to see */
+    CHECK_FAILS(nnm_arena_reset_temp(a), NNM_CORRUPTED);
+    CHECK(contains(nnm_last_error(), "temp allocation #1 (category 'Temp scratch data', 32 B at offset 16 of the arena) was underrun"));
+    CHECK(contains(nnm_last_error(), "found when it was released"));
+    nnm_arena_free(a);
+
+    /* A write after the top temp allocation was released (and reclaimed). */
+    CHECK_OK(nnm_arena_new(block.ptr, 4096, 0, NNM_ARENA_GUARD, &a));
+    CHECK_OK(nnm_arena_alloc_temp(a, 32, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t1));
+    CHECK_OK(nnm_arena_release_temp(a, t1));
+    CHECK_OK(nnm_arena_check(a));
+    ((uint8_t *)t1)[0] = 7;
+    CHECK_FAILS(nnm_arena_check(a), NNM_CORRUPTED);
+    CHECK(contains(nnm_last_error(), "released temp memory at offsets 0 to 64 of the arena was written after it was released"));
+    nnm_arena_free(a);
+
+    /* An overrun of a held temp: the reset fails and changes nothing. */
+    CHECK_OK(nnm_arena_new(block.ptr, 4096, 0, NNM_ARENA_GUARD, &a));
     CHECK_OK(nnm_arena_alloc_temp(a, 32, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t1));
     CHECK_OK(nnm_arena_alloc_temp(a, 32, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t2));
-    ((uint8_t *)t2)[32] = 0; /* overrun of a held temp */
+    ((uint8_t *)t2)[32] = 0;
     CHECK_OK(nnm_arena_release_temp(a, t1));
+    nnm_arena_sizes before, after;
+    CHECK_OK(nnm_arena_get_sizes(a, &before));
     CHECK_FAILS(nnm_arena_reset_temp(a), NNM_CORRUPTED);
     CHECK(contains(nnm_last_error(), "temp allocation #2"));
     CHECK(contains(nnm_last_error(), "was overrun"));
-    nnm_arena_sizes s;
-    CHECK_OK(nnm_arena_get_sizes(a, &s));
-    CHECK(s.temp_count == 1);
+    CHECK_OK(nnm_arena_get_sizes(a, &after));
+    CHECK(memcmp(&before, &after, sizeof before) == 0 && after.temp_count == 1);
+    nnm_arena_free(a);
+
+    /* An overrun past the head's end (the last planned buffer). */
+    void *head = NULL;
+    CHECK_OK(nnm_arena_new(block.ptr, 4096, 0, NNM_ARENA_GUARD, &a));
+    CHECK_OK(nnm_arena_reserve_head(a, 100, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, &head));
+    ((uint8_t *)head)[100] = 0;
+    CHECK_FAILS(nnm_arena_reset_head(a), NNM_CORRUPTED);
+    CHECK(contains(nnm_last_error(), "the head (100 B, last committed as category 'Planned tensor data') was overrun"));
+    nnm_arena_free(a);
+
+    /* A dry run has no bytes to guard: checks pass. */
+    CHECK_OK(nnm_arena_new_dry_run(0, NNM_ARENA_GUARD, &a));
+    CHECK_OK(nnm_arena_alloc_temp(a, 32, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t1));
+    CHECK_OK(nnm_arena_check(a));
+    nnm_arena_free(a);
+    free(block.raw);
+}
+
+/* The remaining error paths: each fails with its status and a message,
+ * writes no out-parameter and changes nothing. */
+static void test_more_error_paths(void) {
+    aligned_block block = aligned_alloc64(4096);
+    uint8_t *memory = block.ptr;
+    nnm_arena *a = NULL;
+    void *untouched = (void *)&a;
+    void *p = untouched;
+    uint32_t id = 7;
+
+    /* Creation. */
+    CHECK_FAILS(nnm_arena_new_split(NULL, 100, memory, 100, 0, 0, &a), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_new_split(memory, 100, NULL, 100, 0, 0, &a), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_new_split((void *)(UINTPTR_MAX - 8), 100, memory, 100, 0, 0, &a), NNM_OVERFLOW);
+    CHECK_FAILS(nnm_arena_new_split(memory, 100, memory + 1001, 4, 0, 0, &a), NNM_DOES_NOT_FIT);
+    CHECK_FAILS(nnm_arena_new_owned(100, 96, 0, &a), NNM_INVALID_ARGUMENT);
+    CHECK(contains(nnm_last_error(), "alignment 96 is not a power of two"));
+    CHECK_FAILS(nnm_arena_new_owned(100, 0, 0, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_new_dry_run(3, 0, &a), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_new_dry_run(0, 0x40, &a), NNM_INVALID_ARGUMENT);
+    CHECK(a == NULL);
+
+    CHECK_OK(nnm_arena_new(memory, 1024, 0, NNM_ARENA_RECORDING, &a));
+    nnm_arena_sizes before, after;
+    CHECK_OK(nnm_arena_get_sizes(a, &before));
+
+    /* Allocations that do not fit leave the out-parameter alone. */
+    CHECK_FAILS(nnm_arena_alloc_temp(a, 2000, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &p), NNM_DOES_NOT_FIT);
+    CHECK(contains(nnm_last_error(), "arena too small for a temp allocation of 2000 B: requested 2000 B, available 1024 B, missing 976 B"));
+    CHECK_FAILS(nnm_arena_alloc_persistent(a, 2000, 0, NNM_ARENA_CATEGORY_OP_DATA, &p), NNM_DOES_NOT_FIT);
+    CHECK_FAILS(nnm_arena_alloc_temp(NULL, 8, 0, 0, &p), NNM_NULL_ARGUMENT);
+    CHECK(p == untouched);
+
+    /* Head reservations. */
+    CHECK_FAILS(nnm_arena_reserve_head(a, 100, 0, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reserve_head(a, 100, 999, &p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reserve_head(a, 0, 0, &p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reserve_head(NULL, 100, 0, &p), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reset_head(NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reset_temp(NULL), NNM_NULL_ARGUMENT);
+    CHECK(p == untouched);
+
+    /* Plans: alignment, category, size; the addresses stay untouched. */
+    nnm_planner *aligned64 = NULL;
+    nnm_planner *big = NULL;
+    void *addresses[2] = {untouched, untouched};
+    CHECK_OK(nnm_planner_new(&aligned64));
+    CHECK_OK(nnm_planner_set_alignment(aligned64, 64));
+    CHECK_OK(nnm_planner_add_buffer(aligned64, 10, 0, 0, NULL));
+    CHECK_OK(nnm_planner_plan(aligned64));
+    CHECK_FAILS(nnm_arena_commit_plan(a, aligned64, 0, addresses, 2), NNM_INVALID_ARGUMENT);
+    CHECK(contains(nnm_last_error(), "the plan is aligned to 64 B but the arena's start only to 16 B"));
+    CHECK_OK(nnm_planner_new(&big));
+    CHECK_OK(nnm_planner_add_buffer(big, 800, 0, 1, NULL));
+    CHECK_OK(nnm_planner_add_buffer(big, 800, 1, 2, NULL));
+    CHECK_OK(nnm_planner_plan(big));
+    CHECK_FAILS(nnm_arena_commit_plan(a, big, 999, addresses, 2), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_commit_plan(a, big, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, addresses, 2), NNM_DOES_NOT_FIT);
+    CHECK(contains(nnm_last_error(), "arena too small for a head of 1600 B (it has 0 B now): requested 1600 B, available 1024 B, missing 576 B"));
+    CHECK(addresses[0] == untouched && addresses[1] == untouched);
+
+    /* Queries and categories. */
+    CHECK_FAILS(nnm_arena_category_count(a, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_category_count(NULL, &id), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_get_category(a, 0, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_arena_report_write(a, 9, NULL, NULL), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_register_category(a, "bad\xff name", &id), NNM_INVALID_ARGUMENT);
+    CHECK(contains(nnm_last_error(), "not valid UTF-8"));
+    CHECK_FAILS(nnm_arena_register_category(a, "tab\there", &id), NNM_INVALID_ARGUMENT);
+    CHECK(contains(nnm_last_error(), "control character"));
+    CHECK_FAILS(nnm_arena_register_category(a, "x", NULL), NNM_NULL_ARGUMENT);
+    CHECK(id == 7);
+
+    CHECK_OK(nnm_arena_get_sizes(a, &after));
+    CHECK(memcmp(&before, &after, sizeof before) == 0);
+    nnm_arena_category_stats st;
+    CHECK_OK(nnm_arena_get_category(a, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, &st));
+    CHECK(st.count == 0);
+
+    /* A handle of another type given to nnm_arena_free is refused, unharmed. */
+    nnm_arena_free((nnm_arena *)(void *)big);
+    CHECK(contains(nnm_last_error(), "is a live nnm_planner, not a nnm_arena"));
+    size_t planned = 0;
+    CHECK_OK(nnm_planner_buffer_count(big, &planned));
+    CHECK(planned == 2);
+    nnm_planner_free(aligned64);
+    nnm_planner_free(big);
     nnm_arena_free(a);
     free(block.raw);
 }
@@ -599,5 +727,6 @@ int main(void) {
     test_reports();
     test_bad_arguments();
     test_guard_mode();
+    test_more_error_paths();
     return nnm_check_report();
 }

@@ -70,8 +70,7 @@ struct list_head {
 #define NNM_ARENA_GUARD 2
 
 /**
- * The alignment used when 0 is passed (`crate::arena::DEFAULT_ALIGNMENT`;
- * a literal so that cbindgen can write it).
+ * The alignment used when 0 is passed.
  */
 #define NNM_ARENA_DEFAULT_ALIGNMENT 16
 
@@ -500,6 +499,12 @@ typedef struct nnm_arena_sizes {
    * Plans and head reservations committed since the last head reset.
    */
   uint64_t plan_count;
+  /**
+   * The largest alignment any call used (at least the arena's). A dry
+   * run's sizes hold for buffers whose start is aligned to this (and for
+   * the same alignment and flags as the dry run's).
+   */
+  uint64_t largest_alignment_bytes;
 } nnm_arena_sizes;
 
 /**
@@ -842,8 +847,9 @@ enum nnm_status nnm_arena_new_split(void *persistent,
 
 /**
  * Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
- * to at least 64) and frees with the arena. Other arguments as
- * `nnm_arena_new`.
+ * to at least 4096, so a dry run's `required_bytes` holds for it whenever
+ * its `largest_alignment_bytes` is 4096 or less) and frees with the arena.
+ * Other arguments as `nnm_arena_new`.
  *
  * Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
  */
@@ -945,8 +951,11 @@ enum nnm_status nnm_arena_alloc_temp(struct nnm_arena *arena,
 
 /**
  * Releases a temp allocation. Its bytes are reused once every temp
- * allocation above it is released too; in guard mode they are poisoned
- * at once, and a later write to them is reported by the next check.
+ * allocation above it is released too. In guard mode its canaries are
+ * checked (damage is reported by the next check or reset) and its bytes
+ * poisoned: a write to them before they are handed out again is reported
+ * by the next check or reset. A stale pointer whose bytes were reclaimed
+ * and handed out again releases that new allocation.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
  * arena, or already released).
@@ -958,7 +967,9 @@ enum nnm_status nnm_arena_release_temp(struct nnm_arena *arena, const void *ptr)
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations still held; the
  * message says how many), CORRUPTED (a damaged guard; the message names
- * the allocation and its category). Nothing changes on error.
+ * the allocation and its category). Nothing changes on error; after
+ * CORRUPTED the arena's contents are suspect and every later reset fails
+ * the same way, so fix the overrun and start over with a new arena.
  */
 enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
 

@@ -313,7 +313,8 @@ fn rust_structs() -> Vec<RustStruct> {
             required_persistent_bytes,
             temp_count,
             persistent_count,
-            plan_count
+            plan_count,
+            largest_alignment_bytes
         }),
         rust_struct!(nnm_arena_category_stats { requested_bytes, used_bytes, count }),
         rust_struct!(list_head { next, prev }),

@@ -50,6 +50,15 @@ impl Span {
     }
 }
 
+/// Which side of an arena a byte belongs to (for messages).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Side {
+    /// The tail.
+    Persistent,
+    /// Head and temp.
+    NonPersistent,
+}
+
 /// How an arena is laid over memory.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Buffers {
@@ -153,6 +162,14 @@ pub struct Arena<M: Memory = NoMemory> {
     pub(super) last_floor: usize,
     /// The highest temp top ever.
     pub(super) np_peak: usize,
+    /// The largest alignment any call used (at least the arena's).
+    pub(super) max_align: usize,
+    /// Guard mode: damage found when a temp allocation was released,
+    /// reported by every later check.
+    pub(super) damage: Vec<String>,
+    /// Guard mode: reclaimed temp memory up to here is poison; check()
+    /// verifies `[temp_top, poison_high)` (below the tail).
+    pub(super) poison_high: usize,
     pub(super) plans: u64,
     pub(super) categories: Categories,
 }
@@ -235,6 +252,9 @@ impl<M: Memory> Arena<M> {
             tails: Vec::with_capacity(64),
             last_floor: head_start,
             np_peak: head_start,
+            max_align: options.alignment,
+            damage: Vec::new(),
+            poison_high: head_start,
             plans: 0,
             categories: Categories::new(),
         })
@@ -328,6 +348,7 @@ impl<M: Memory> Arena<M> {
         if self.recording {
             self.categories.record(category, size, self.tail_bottom - bottom);
         }
+        self.max_align = self.max_align.max(align);
         self.tails.push(TailRecord {
             addr: data,
             size,
@@ -365,6 +386,7 @@ impl<M: Memory> Arena<M> {
         if self.recording {
             self.categories.record(category, size, top - self.temp_top);
         }
+        self.max_align = self.max_align.max(align);
         self.temp_serial = self.temp_serial.wrapping_add(1);
         self.temps.push(TempRecord {
             addr: data,
@@ -383,30 +405,49 @@ impl<M: Memory> Arena<M> {
 
     /// Releases the temp allocation at `addr`. Its bytes are reclaimed once
     /// every temp allocation above it is released too (at the latest, at
-    /// [`Arena::reset_temp`]); in guard mode they are poisoned at once.
+    /// [`Arena::reset_temp`]). In guard mode its canaries are checked now
+    /// (damage is reported by every later check) and its bytes poisoned, so
+    /// that a write through a stale pointer is caught too.
+    ///
+    /// A stale address whose bytes were reclaimed and handed out again
+    /// releases the new allocation there: the arena cannot tell them apart.
     #[inline]
     pub fn release_temp(&mut self, addr: usize) -> Result<()> {
         let Some(i) = self.temps.iter().rposition(|t| t.addr == addr) else {
-            return Err(Error::invalid(format!(
-                "{addr:#x} is not a temp allocation of this arena (or it was released and reclaimed)"
-            )));
+            return Err(not_a_temp(addr));
         };
-        let t = &mut self.temps[i];
+        let t = self.temps[i];
         if t.released {
             return Err(Error::invalid(format!(
                 "temp allocation #{} at {addr:#x} ({} B) was already released",
                 t.serial, t.size
             )));
         }
-        t.released = true;
-        let (addr, size) = (t.addr, t.size);
+        self.temps[i].released = true;
         self.temps_held -= 1;
-        if self.canary > 0 && self.memory.is_backed() {
-            self.memory.fill(addr, size, POISON);
+        let guarded = self.canary > 0 && self.memory.is_backed();
+        if guarded {
+            let what = format!("temp allocation #{}", t.serial);
+            let mut found = Vec::new();
+            self.check_canaries(&what, t.addr, t.size, t.category, Side::NonPersistent, &mut found);
+            self.damage.extend(found.into_iter().map(|d| format!("{d} (found when it was released)")));
+            self.memory.fill(t.addr, t.size, POISON);
         }
-        while let Some(top) = self.temps.last().filter(|t| t.released) {
+        let old_top = self.temp_top;
+        while let Some(&top) = self.temps.last().filter(|t| t.released) {
+            if guarded && top.serial != t.serial {
+                // Released earlier and poisoned then: check before the
+                // poison below is renewed and would hide a stale write.
+                self.note_write_after_release(&top);
+            }
             self.temp_top = top.top_before;
             self.temps.pop();
+        }
+        if guarded && self.temp_top < old_top {
+            // Reclaimed: poison all of it, canaries and padding included,
+            // and let check() watch it until it is handed out again.
+            self.memory.fill(self.temp_top, old_top - self.temp_top, POISON);
+            self.poison_high = self.poison_high.max(old_top);
         }
         Ok(())
     }
@@ -440,10 +481,11 @@ impl<M: Memory> Arena<M> {
     /// returns its start. Growing it while temp allocations are held is an
     /// error.
     pub fn reserve_head(&mut self, size: usize, category: u32) -> Result<usize> {
+        check_size(size)?;
         self.categories.check(category)?;
-        let grown = self.grow_head(size)?;
+        self.grow_head(size)?;
         if self.recording {
-            self.categories.record_many(category, 1, size as u64, grown as u64);
+            self.categories.record_many(category, 1, size as u64, size as u64);
         }
         self.plans += 1;
         self.head_category = category;
@@ -465,10 +507,13 @@ impl<M: Memory> Arena<M> {
         }
         let peak = usize::try_from(outcome.peak)
             .map_err(|_| Error::overflow(format!("plan peak {} B exceeds the address space", outcome.peak)))?;
-        let grown = self.grow_head(peak)?;
+        self.grow_head(peak)?;
         if self.recording {
-            let requested: u64 = planner.problem().buffers().iter().filter(|b| b.occupies()).map(|b| b.size).sum();
-            self.categories.record_many(category, planner.buffer_count() as u64, requested, grown as u64);
+            // Used is the plan's span, requested the sum of its buffers: the
+            // difference is what reuse saved.
+            let occupying = planner.problem().buffers().iter().filter(|b| b.occupies());
+            let (count, requested) = occupying.fold((0u64, 0u64), |(n, sum), b| (n + 1, sum.saturating_add(b.size)));
+            self.categories.record_many(category, count, requested, peak as u64);
         }
         self.plans += 1;
         self.head_category = category;
@@ -485,14 +530,16 @@ impl<M: Memory> Arena<M> {
         self.head_size = 0;
         self.temp_base = self.head_start;
         self.temp_top = self.head_start;
+        // The head's bytes were never poison: stop watching them.
+        self.poison_high = self.head_start;
         self.temps.clear();
         self.plans = 0;
         Ok(())
     }
 
-    fn grow_head(&mut self, size: usize) -> Result<usize> {
+    fn grow_head(&mut self, size: usize) -> Result<()> {
         if size <= self.head_size {
-            return Ok(0);
+            return Ok(());
         }
         if self.temps_held > 0 {
             return Err(self.head_busy(size));
@@ -504,7 +551,6 @@ impl<M: Memory> Arena<M> {
             .and_then(|e| e.checked_add(c))
             .filter(|&b| b <= self.nonpersistent_limit())
             .ok_or_else(|| self.head_shortfall(size))?;
-        let grown = size - self.head_size;
         if c > 0 && self.memory.is_backed() {
             guard::write_canary(&mut self.memory, self.head_start + size);
         }
@@ -513,7 +559,7 @@ impl<M: Memory> Arena<M> {
         self.temp_base = base;
         self.temp_top = base;
         self.raise_floor(base);
-        Ok(grown)
+        Ok(())
     }
 
     #[cold]
@@ -524,9 +570,10 @@ impl<M: Memory> Arena<M> {
             "reset the head".to_string()
         };
         Error::wrong_state(format!(
-            "cannot {what} while {} temp allocation{} held; release them and reset temp first",
+            "cannot {what} while {} temp allocation{} held; release {} first",
             self.temps_held,
-            if self.temps_held == 1 { " is" } else { "s are" }
+            if self.temps_held == 1 { " is" } else { "s are" },
+            if self.temps_held == 1 { "it" } else { "them" }
         ))
     }
 
@@ -568,7 +615,13 @@ impl<M: Memory> Arena<M> {
     }
 }
 
-fn check_alignment(alignment: usize) -> Result<()> {
+#[cold]
+fn not_a_temp(addr: usize) -> Error {
+    Error::invalid(format!("{addr:#x} is not a temp allocation of this arena (or it was released and reclaimed)"))
+}
+
+/// Fails unless `alignment` is a power of two the arena supports.
+pub fn check_alignment(alignment: usize) -> Result<()> {
     if alignment == 0 || !alignment.is_power_of_two() {
         return Err(Error::invalid(format!("alignment {alignment} is not a power of two")));
     }

@@ -152,17 +152,18 @@ impl Categories {
     #[inline]
     pub fn record(&mut self, id: u32, requested: usize, used: usize) {
         let s = &mut self.stats[id as usize];
-        s.requested += requested as u64;
-        s.used += used as u64;
+        // Saturating: a dry run may account more than 2^64 B in total.
+        s.requested = s.requested.saturating_add(requested as u64);
+        s.used = s.used.saturating_add(used as u64);
         s.count += 1;
     }
 
     /// Adds `count` allocations at once (a committed plan).
     pub fn record_many(&mut self, id: u32, count: u64, requested: u64, used: u64) {
         let s = &mut self.stats[id as usize];
-        s.requested += requested;
-        s.used += used;
-        s.count += count;
+        s.requested = s.requested.saturating_add(requested);
+        s.used = s.used.saturating_add(used);
+        s.count = s.count.saturating_add(count);
     }
 
     /// The number of categories, predefined ones included.

@@ -8,7 +8,7 @@
 //! still sit below a live one are filled with [`POISON`]; a changed byte
 //! there means something wrote through a stale pointer.
 
-use super::arena::{Arena, Span};
+use super::arena::{Arena, Side, TempRecord};
 use super::memory::Memory;
 use crate::status::{Error, Result, Status};
 
@@ -16,9 +16,9 @@ use crate::status::{Error, Result, Status};
 /// canary never costs extra padding at the default alignment.
 pub const CANARY_BYTES: usize = 16;
 
-/// The canary pattern: not a valid small integer, float or pointer in
-/// either byte order, and no byte repeats, so a partial overwrite with a
-/// constant is always visible.
+/// The canary pattern: not a small integer, a common float or a pointer in
+/// either byte order, and no byte value fills it, so an overwrite with any
+/// constant byte changes at least 13 of its 16 bytes.
 pub const CANARY: [u8; CANARY_BYTES] =
     [0xCA, 0xFE, 0x5A, 0xFE, 0xD0, 0x0D, 0xF0, 0x0D, 0x6E, 0x6E, 0x6D, 0xA1, 0xB2, 0xC3, 0xE4, 0x97];
 
@@ -59,7 +59,19 @@ impl<M: Memory> Arena<M> {
         if self.canary == 0 || !self.memory.is_backed() {
             return Ok(());
         }
-        let mut damage: Vec<String> = Vec::new();
+        let mut damage: Vec<String> = self.damage.clone();
+        let watched_end = self.poison_high.min(self.nonpersistent_limit());
+        if watched_end > self.temp_top {
+            let n = unpoisoned_bytes(&self.memory, self.temp_top, watched_end - self.temp_top);
+            if n > 0 {
+                let offset = self.temp_top - self.np.start;
+                damage.push(format!(
+                    "released temp memory at offsets {offset} to {} of {} was written after it was released: {n} of its bytes changed",
+                    offset + (watched_end - self.temp_top),
+                    if self.split { "the non-persistent buffer" } else { "the arena" }
+                ));
+            }
+        }
         if self.head_size > 0 {
             let n = damaged_canary_bytes(&self.memory, self.head_start + self.head_size);
             if n > 0 {
@@ -77,15 +89,15 @@ impl<M: Memory> Arena<M> {
                 if n > 0 {
                     damage.push(format!(
                         "{} was written after it was released: {n} of its bytes changed",
-                        self.describe(&what, t.addr, t.size, t.category, self.np)
+                        self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
                     ));
                 }
             } else {
-                self.check_canaries(&what, t.addr, t.size, t.category, self.np, &mut damage);
+                self.check_canaries(&what, t.addr, t.size, t.category, Side::NonPersistent, &mut damage);
             }
         }
         for (i, t) in self.tails.iter().enumerate() {
-            self.check_canaries(&format!("persistent allocation #{}", i + 1), t.addr, t.size, t.category, self.p, &mut damage);
+            self.check_canaries(&format!("persistent allocation #{}", i + 1), t.addr, t.size, t.category, Side::Persistent, &mut damage);
         }
         match damage.len() {
             0 => Ok(()),
@@ -97,7 +109,21 @@ impl<M: Memory> Arena<M> {
         }
     }
 
-    fn check_canaries(&self, what: &str, addr: usize, size: usize, category: u32, side: Span, damage: &mut Vec<String>) {
+    /// Records damage if the released temp allocation `t` was written after
+    /// its release (its memory is about to be reclaimed).
+    pub(super) fn note_write_after_release(&mut self, t: &TempRecord) {
+        let n = unpoisoned_bytes(&self.memory, t.addr, t.size);
+        if n > 0 {
+            let what = format!("temp allocation #{}", t.serial);
+            let d = format!(
+                "{} was written after it was released: {n} of its bytes changed (found when its memory was reclaimed)",
+                self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
+            );
+            self.damage.push(d);
+        }
+    }
+
+    pub(super) fn check_canaries(&self, what: &str, addr: usize, size: usize, category: u32, side: Side, damage: &mut Vec<String>) {
         let before = damaged_canary_bytes(&self.memory, addr - self.canary);
         let after = damaged_canary_bytes(&self.memory, addr + size);
         if after > 0 {
@@ -114,19 +140,13 @@ impl<M: Memory> Arena<M> {
         }
     }
 
-    fn describe(&self, what: &str, addr: usize, size: usize, category: u32, side: Span) -> String {
-        let buffer = if !self.split {
-            "the arena"
-        } else if side == self.p {
-            "the persistent buffer"
-        } else {
-            "the non-persistent buffer"
+    fn describe(&self, what: &str, addr: usize, size: usize, category: u32, side: Side) -> String {
+        let (buffer, start) = match (self.split, side) {
+            (false, _) => ("the arena", self.np.start),
+            (true, Side::Persistent) => ("the persistent buffer", self.p.start),
+            (true, Side::NonPersistent) => ("the non-persistent buffer", self.np.start),
         };
-        format!(
-            "{what} (category '{}', {size} B at offset {} of {buffer})",
-            self.category_name(category),
-            addr - side.start
-        )
+        format!("{what} (category '{}', {size} B at offset {} of {buffer})", self.category_name(category), addr - start)
     }
 
     fn category_name(&self, id: u32) -> &str {

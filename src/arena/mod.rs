@@ -33,7 +33,7 @@ mod sizes;
 #[cfg(test)]
 mod tests;
 
-pub use arena::{Arena, ArenaOptions, Buffers, Span, DEFAULT_ALIGNMENT, DRY_RUN_BASE};
+pub use arena::{check_alignment, Arena, ArenaOptions, Buffers, Span, DEFAULT_ALIGNMENT, DRY_RUN_BASE};
 pub use sizes::ArenaSizes;
 pub use category::{Categories, Category, CategoryStats, MAX_CATEGORY_NAME};
 pub use guard::{CANARY_BYTES, POISON};

@@ -2,7 +2,7 @@
 //! "requested X B, available Y B, missing Z B" message of a call that does
 //! not fit (see `required` for why the size is exact).
 
-use super::arena::{Arena, Span, TailRecord};
+use super::arena::{align_up, Arena, Side, TailRecord};
 use super::memory::Memory;
 use super::required::{min_end, TailStep};
 use crate::status::{Error, Status};
@@ -43,6 +43,9 @@ pub struct ArenaSizes {
     pub persistent_count: u64,
     /// Plans and reservations committed to the head since the last head reset.
     pub plan_count: u64,
+    /// The largest alignment any call used (at least the arena's): a dry
+    /// run's `required` holds for buffers aligned to this.
+    pub largest_alignment: u64,
 }
 
 impl<M: Memory> Arena<M> {
@@ -87,11 +90,15 @@ impl<M: Memory> Arena<M> {
         };
         let a = self.alignment;
         let c = self.canary;
-        let available = (self.temp_top + c)
-            .checked_next_multiple_of(a)
+        let available = self
+            .temp_top
+            .checked_add(c)
+            .and_then(|x| align_up(x, a))
             .map_or(0, |data| self.nonpersistent_limit().saturating_sub(c).saturating_sub(data));
-        let available_persistent = (self.persistent_limit() + c)
-            .checked_next_multiple_of(a)
+        let available_persistent = self
+            .persistent_limit()
+            .checked_add(c)
+            .and_then(|x| align_up(x, a))
             .map_or(0, |floor| self.tail_bottom.saturating_sub(c).saturating_sub(floor));
         ArenaSizes {
             capacity,
@@ -109,6 +116,7 @@ impl<M: Memory> Arena<M> {
             temp_count: self.temps_held as u64,
             persistent_count: self.tails.len() as u64,
             plan_count: self.plans,
+            largest_alignment: self.max_align as u64,
         }
     }
 
@@ -130,7 +138,7 @@ impl<M: Memory> Arena<M> {
         let step = TailStep { span: size as u128 + c as u128, align: align as u128, lead: c as u128 };
         let end = self.min_persistent_end(Some(step), 0);
         let what = format!("a persistent allocation of {size} B");
-        self.shortfall(&what, size, align, span, available, end, self.p)
+        self.shortfall(&what, size, align, span, available, end, Side::Persistent)
     }
 
     #[cold]
@@ -139,7 +147,7 @@ impl<M: Memory> Arena<M> {
         let data = (self.temp_top as u128 + c).next_multiple_of(align as u128);
         let top = data + size as u128 + c;
         let what = format!("a temp allocation of {size} B");
-        self.shortfall(&what, size, align, top - self.temp_top as u128, self.nonpersistent_available(), self.nonpersistent_end(top), self.np)
+        self.shortfall(&what, size, align, top - self.temp_top as u128, self.nonpersistent_available(), self.nonpersistent_end(top), Side::NonPersistent)
     }
 
     #[cold]
@@ -147,7 +155,7 @@ impl<M: Memory> Arena<M> {
         let top = self.head_start as u128 + size as u128 + self.canary as u128;
         let what = format!("a head of {size} B (it has {} B now)", self.head_size);
         let growth = (size - self.head_size) as u128;
-        self.shortfall(&what, size, self.alignment, growth, self.nonpersistent_available(), self.nonpersistent_end(top), self.np)
+        self.shortfall(&what, size, self.alignment, growth, self.nonpersistent_available(), self.nonpersistent_end(top), Side::NonPersistent)
     }
 
     fn nonpersistent_available(&self) -> usize {
@@ -170,13 +178,14 @@ impl<M: Memory> Arena<M> {
     /// succeed, so `missing` is what the buffer lacks: exactly 1 B for a
     /// buffer one byte short of the dry-run size.
     #[allow(clippy::too_many_arguments)]
-    fn shortfall(&self, what: &str, size: usize, align: usize, span: u128, available: usize, end: u128, side: Span) -> Error {
-        let missing = end.saturating_sub(side.end() as u128);
-        let needed = end - side.start as u128;
-        let (which, article) = match (self.split, side == self.p) {
+    fn shortfall(&self, what: &str, size: usize, align: usize, span: u128, available: usize, end: u128, side: Side) -> Error {
+        let span_of_side = if side == Side::Persistent { self.p } else { self.np };
+        let missing = end.saturating_sub(span_of_side.end() as u128);
+        let needed = end - span_of_side.start as u128;
+        let (which, article) = match (self.split, side) {
             (false, _) => ("arena", "an"),
-            (true, true) => ("persistent buffer", "a"),
-            (true, false) => ("non-persistent buffer", "a"),
+            (true, Side::Persistent) => ("persistent buffer", "a"),
+            (true, Side::NonPersistent) => ("non-persistent buffer", "a"),
         };
         let detail = match (span != size as u128, self.canary > 0) {
             (false, _) => String::new(),

@@ -84,7 +84,8 @@ fn the_head_is_the_largest_committed_plan() {
     let s = a.sizes();
     assert_eq!((s.head, s.plan_count), (1500, 2));
     let st = a.category_stats(Category::PlannedTensorData.id()).unwrap();
-    assert_eq!(st, CategoryStats { requested: 2500 + 300, used: 1500, count: 5 });
+    // Used is each plan's span (1500 and 300), requested its buffers' sum.
+    assert_eq!(st, CategoryStats { requested: 2500 + 300, used: 1500 + 300, count: 5 });
 
     // Growing the head while temp is held is refused; not growing it is fine.
     let t = a.alloc_temp(10, 0, SCRATCH).unwrap();
@@ -92,7 +93,7 @@ fn the_head_is_the_largest_committed_plan() {
     a.commit(&small, Category::PlannedTensorData.id()).unwrap();
     let e = a.reserve_head(2000, Category::Other.id()).unwrap_err();
     assert_eq!(e.status(), Status::WrongState);
-    assert_eq!(e.message(), "cannot grow the head from 1500 B to 2000 B while 1 temp allocation is held; release them and reset temp first");
+    assert_eq!(e.message(), "cannot grow the head from 1500 B to 2000 B while 1 temp allocation is held; release it first");
     assert_eq!(a.reset_head().unwrap_err().status(), Status::WrongState);
     a.release_temp(t).unwrap();
     a.reserve_head(2000, Category::Other.id()).unwrap();
@@ -353,12 +354,15 @@ fn guard_catches_writes_after_release_and_runs_at_every_reset() {
     assert_eq!(e.status(), Status::Corrupted);
     assert!(e.message().contains("temp allocation #1 (category 'Temp scratch data', 32 B at offset 16 of the arena)"), "{}", e.message());
     assert!(e.message().contains("was written after it was released: 1 of its bytes changed"), "{}", e.message());
-    // Releasing t2 reclaims both: their bytes may be reused, so they are no
-    // longer checked.
+    // Releasing t2 reclaims both; the stale write is not forgotten.
     a.release_temp(t2).unwrap();
-    a.reset_temp().unwrap();
+    let e = a.reset_temp().unwrap_err();
+    assert!(e.message().contains("(found when its memory was reclaimed)"), "{}", e.message());
+}
 
-    // Every reset checks, and a failing reset changes nothing.
+#[test]
+fn every_reset_checks_and_a_failing_reset_changes_nothing() {
+    let mut a = single(0, 4096, guarded());
     let head = a.reserve_head(100, Category::PlannedTensorData.id()).unwrap();
     let held = a.alloc_temp(16, 0, SCRATCH).unwrap();
     a.memory_mut().bytes[head + 100] = 0;
@@ -371,6 +375,41 @@ fn guard_catches_writes_after_release_and_runs_at_every_reset() {
     // Two damaged guards: the first is named, the rest counted.
     a.memory_mut().bytes[held - 1] = 0;
     assert!(a.check().unwrap_err().message().ends_with("(and 1 more damaged guard)"));
+}
+
+#[test]
+fn guard_catches_an_overrun_of_a_temp_released_afterwards() {
+    let mut a = single(0, 4096, guarded());
+    let t = a.alloc_temp(64, 0, SCRATCH).unwrap();
+    a.memory_mut().bytes[t + 64] = 0; // overrun, then released at once
+    a.release_temp(t).unwrap();
+    let e = a.reset_temp().unwrap_err();
+    assert_eq!(e.status(), Status::Corrupted);
+    assert!(e.message().contains("temp allocation #1 (category 'Temp scratch data', 64 B at offset 16 of the arena) was overrun"), "{}", e.message());
+    assert!(e.message().contains("(found when it was released)"), "{}", e.message());
+}
+
+#[test]
+fn guard_catches_a_write_after_the_top_temp_is_released_and_reclaimed() {
+    let mut a = single(0, 4096, guarded());
+    a.alloc_persistent(100, 0, OP).unwrap();
+    let t = a.alloc_temp(64, 0, SCRATCH).unwrap();
+    a.release_temp(t).unwrap(); // on top: reclaimed at once
+    a.check().unwrap();
+    a.memory_mut().bytes[t + 3] = 1; // a write through the stale pointer
+    let e = a.check().unwrap_err();
+    assert!(e.message().contains("released temp memory at offsets 0 to 96 of the arena was written after it was released: 1 of its bytes changed"), "{}", e.message());
+    // Handing the bytes out again ends the watch over them.
+    a.memory_mut().bytes[t + 3] = POISON;
+    let again = a.alloc_temp(64, 0, SCRATCH).unwrap();
+    assert_eq!(again, t);
+    a.memory_mut().bytes[again + 3] = 1;
+    a.check().unwrap();
+    // Growing the head over them ends the watch too.
+    a.release_temp(again).unwrap();
+    a.reserve_head(200, 0).unwrap();
+    a.memory_mut().bytes[10] = 5;
+    a.check().unwrap();
 }
 
 // --- recording -------------------------------------------------------------------

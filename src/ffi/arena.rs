@@ -10,7 +10,7 @@ use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
 use super::plan::{nnm_planner, planner_ref};
 use super::status::nnm_status;
 use super::text::{copy_text, emit_lines, nnm_write_fn};
-use crate::arena::{report, Arena, ArenaOptions, ArenaSizes, Buffers, Memory, ReportFormat, Span};
+use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, Buffers, Memory, ReportFormat, Span};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*`: keep per-category statistics from the start
@@ -19,8 +19,7 @@ pub const NNM_ARENA_RECORDING: u32 = 1;
 /// Flag of `nnm_arena_new*`: canaries around every allocation and poison in
 /// released temp memory, checked by `nnm_arena_check` and every reset.
 pub const NNM_ARENA_GUARD: u32 = 2;
-/// The alignment used when 0 is passed (`crate::arena::DEFAULT_ALIGNMENT`;
-/// a literal so that cbindgen can write it).
+/// The alignment used when 0 is passed.
 pub const NNM_ARENA_DEFAULT_ALIGNMENT: usize = 16;
 /// Bytes of each guard canary (guard mode puts one before and one after
 /// every allocation, and one after the head).
@@ -54,6 +53,10 @@ impl Tagged for nnm_arena {
         self.tag == ARENA_TAG
     }
 }
+
+/// Alignment of the memory `nnm_arena_new_owned` allocates: a page, more
+/// than any call is likely to ask for, so dry-run sizes carry over.
+const OWNED_ALIGNMENT: usize = 4096;
 
 /// Memory nnmem allocated for an arena; freed when dropped (after the
 /// arena, which is declared before it in `nnm_arena`).
@@ -166,6 +169,10 @@ pub struct nnm_arena_sizes {
     pub persistent_count: u64,
     /// Plans and head reservations committed since the last head reset.
     pub plan_count: u64,
+    /// The largest alignment any call used (at least the arena's). A dry
+    /// run's sizes hold for buffers whose start is aligned to this (and for
+    /// the same alignment and flags as the dry run's).
+    pub largest_alignment_bytes: u64,
 }
 
 impl From<ArenaSizes> for nnm_arena_sizes {
@@ -186,6 +193,7 @@ impl From<ArenaSizes> for nnm_arena_sizes {
             temp_count: s.temp_count,
             persistent_count: s.persistent_count,
             plan_count: s.plan_count,
+            largest_alignment_bytes: s.largest_alignment,
         }
     }
 }
@@ -212,8 +220,10 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
             flags & !(NNM_ARENA_RECORDING | NNM_ARENA_GUARD)
         )));
     }
+    let alignment = if alignment == 0 { NNM_ARENA_DEFAULT_ALIGNMENT } else { alignment };
+    check_alignment(alignment)?;
     Ok(ArenaOptions {
-        alignment: if alignment == 0 { NNM_ARENA_DEFAULT_ALIGNMENT } else { alignment },
+        alignment,
         guard: flags & NNM_ARENA_GUARD != 0,
         recording: flags & NNM_ARENA_RECORDING != 0,
     })
@@ -297,8 +307,9 @@ pub unsafe extern "C" fn nnm_arena_new_split(
 }
 
 /// Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
-/// to at least 64) and frees with the arena. Other arguments as
-/// `nnm_arena_new`.
+/// to at least 4096, so a dry run's `required_bytes` holds for it whenever
+/// its `largest_alignment_bytes` is 4096 or less) and frees with the arena.
+/// Other arguments as `nnm_arena_new`.
 ///
 /// Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
 #[no_mangle]
@@ -314,7 +325,7 @@ pub unsafe extern "C" fn nnm_arena_new_owned(
         if len == 0 {
             return Err(Error::invalid("len is 0"));
         }
-        let layout = Layout::from_size_align(len, options.alignment.max(64))
+        let layout = Layout::from_size_align(len, options.alignment.max(OWNED_ALIGNMENT))
             .map_err(|_| Error::overflow(format!("len {len} B is too large")))?;
         let ptr = alloc_zeroed(layout);
         if ptr.is_null() {
@@ -492,8 +503,11 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
 }
 
 /// Releases a temp allocation. Its bytes are reused once every temp
-/// allocation above it is released too; in guard mode they are poisoned
-/// at once, and a later write to them is reported by the next check.
+/// allocation above it is released too. In guard mode its canaries are
+/// checked (damage is reported by the next check or reset) and its bytes
+/// poisoned: a write to them before they are handed out again is reported
+/// by the next check or reset. A stale pointer whose bytes were reclaimed
+/// and handed out again releases that new allocation.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
 /// arena, or already released).
@@ -510,7 +524,9 @@ pub unsafe extern "C" fn nnm_arena_release_temp(arena: *mut nnm_arena, ptr: *con
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations still held; the
 /// message says how many), CORRUPTED (a damaged guard; the message names
-/// the allocation and its category). Nothing changes on error.
+/// the allocation and its category). Nothing changes on error; after
+/// CORRUPTED the arena's contents are suspect and every later reset fails
+/// the same way, so fix the overrun and start over with a new arena.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_reset_temp(arena: *mut nnm_arena) -> nnm_status {
     guard(|| arena_mut(arena)?.arena.reset_temp())

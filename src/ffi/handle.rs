@@ -1,17 +1,19 @@
 //! Opaque handles: boxed Rust objects handed to C as pointers.
 //!
-//! Live handles are tracked in a registry so that freeing a handle twice, or
-//! freeing a pointer nnmem never made, is detected and reported through
+//! Live handles are tracked in a registry, with their type, so that freeing
+//! a handle twice, freeing a pointer nnmem never made, or freeing a handle
+//! through another type's free function is detected and reported through
 //! `nnm_last_error()` instead of corrupting the heap. Other calls check a
 //! per-type tag in the handle (cheap, catches a handle of the wrong type);
 //! using a handle after freeing it is undefined, as in C.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 use crate::status::{Error, Result, Status};
 
-static LIVE: Mutex<Option<HashSet<usize>>> = Mutex::new(None);
+/// Live handle address -> its type's C name.
+static LIVE: Mutex<Option<HashMap<usize, &'static str>>> = Mutex::new(None);
 
 /// A type handed to C behind a pointer. It carries a per-type tag so that
 /// a pointer of the wrong type is caught.
@@ -22,13 +24,13 @@ pub trait Tagged {
     fn tag_is_valid(&self) -> bool;
 }
 
-fn registry<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
+fn registry<R>(f: impl FnOnce(&mut HashMap<usize, &'static str>) -> R) -> R {
     let mut guard = LIVE.lock().unwrap_or_else(|p| p.into_inner());
-    let result = f(guard.get_or_insert_with(HashSet::new));
+    let result = f(guard.get_or_insert_with(HashMap::new));
     // Give the set's memory back once no handle is live, so a program that
     // freed everything ends with nothing of nnmem's still allocated (valgrind
     // counts a never-dropped static's buffer as "still reachable").
-    if guard.as_ref().is_some_and(HashSet::is_empty) {
+    if guard.as_ref().is_some_and(HashMap::is_empty) {
         *guard = None;
     }
     result
@@ -37,7 +39,7 @@ fn registry<R>(f: impl FnOnce(&mut HashSet<usize>) -> R) -> R {
 /// Boxes `value` and registers the pointer.
 pub fn into_handle<T: Tagged>(value: T) -> *mut T {
     let ptr = Box::into_raw(Box::new(value));
-    registry(|set| set.insert(ptr as usize));
+    registry(|set| set.insert(ptr as usize, T::NAME));
     ptr
 }
 
@@ -50,13 +52,26 @@ pub unsafe fn free_handle<T: Tagged>(ptr: *mut T) -> Result<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    if !registry(|set| set.remove(&(ptr as usize))) {
-        return Err(Error::invalid(format!(
-            "{}_free: {:p} is not a live {} (double free, or not made by nnmem)",
-            T::NAME,
-            ptr,
-            T::NAME
-        )));
+    let found = registry(|set| match set.get(&(ptr as usize)) {
+        Some(&name) if name == T::NAME => set.remove(&(ptr as usize)),
+        other => other.copied(),
+    });
+    match found {
+        Some(name) if name == T::NAME => {}
+        Some(other) => {
+            return Err(Error::invalid(format!(
+                "{}_free: {ptr:p} is a live {other}, not a {}; free it with {other}_free",
+                T::NAME,
+                T::NAME
+            )))
+        }
+        None => {
+            return Err(Error::invalid(format!(
+                "{}_free: {ptr:p} is not a live {} (double free, or not made by nnmem)",
+                T::NAME,
+                T::NAME
+            )))
+        }
     }
     drop(Box::from_raw(ptr));
     Ok(())
@@ -69,13 +84,14 @@ pub fn check_live<T: Tagged>(ptr: *const T, what: &str) -> Result<()> {
     if ptr.is_null() {
         return Err(Error::new(Status::NullArgument, format!("{what} is NULL")));
     }
-    if !registry(|set| set.contains(&(ptr as usize))) {
-        return Err(Error::invalid(format!(
+    match registry(|set| set.get(&(ptr as usize)).copied()) {
+        Some(name) if name == T::NAME => Ok(()),
+        Some(other) => Err(Error::invalid(format!("{what} ({ptr:p}) is a live {other}, not a {}", T::NAME))),
+        None => Err(Error::invalid(format!(
             "{what} ({ptr:p}) is not a live {} (already freed, or not made by nnmem)",
             T::NAME
-        )));
+        ))),
     }
-    Ok(())
 }
 
 /// Borrows the value behind a handle after NULL and tag checks.
