@@ -58,18 +58,6 @@ impl Criterion {
             Sections => (part.last[i] - part.first[i]) as u64,
         }
     }
-
-    /// For experiments: MiniMalloc's letters (W for width, C sections).
-    #[cfg(test)]
-    pub fn from_letter(c: char) -> Option<Criterion> {
-        Some(match c {
-            'W' | 'L' => Width,
-            'A' => Area,
-            'T' => Total,
-            'C' => Sections,
-            _ => return None,
-        })
-    }
 }
 
 impl Preorder {

@@ -145,6 +145,48 @@ struct Frame {
     /// Whether this node roots a component (its constraint starts afresh).
     root: bool,
     restore: Restore,
+    /// For tests: what [`Search::behind_fit`] claimed of this node.
+    #[cfg(test)]
+    claims: Claims,
+}
+
+/// For tests: what [`Search::behind_fit`] claimed of a node, to check
+/// against the plans found through it (see [`Search::audit`]).
+#[cfg(test)]
+#[derive(Default)]
+struct Claims {
+    /// Buffers behind the key with their effective floors (those worked
+    /// out before the rule gave up, if it did): each must end at or above.
+    effective: Vec<(u32, u64)>,
+    /// Buffers behind the key only by rank (floor at the key's offset).
+    ties: Vec<u32>,
+    /// The node was judged dead: no plan may pass through it.
+    dead: bool,
+}
+
+/// For tests: the effective-floor rule's claims checked against the plans
+/// an audited search found (see [`Search::audit`]).
+#[cfg(test)]
+#[derive(Debug, Default)]
+pub struct Audit {
+    /// Plans found (the search goes on after each).
+    pub plans: u64,
+    /// The first plan found.
+    first: Option<Vec<u64>>,
+    /// Nodes on the plans' paths that the rule judged (some buffer behind
+    /// the key).
+    pub judged: u64,
+    /// Effective floors checked against a plan.
+    pub checked: u64,
+    /// Of those, the ones the plan met exactly (a buffer at its effective
+    /// floor): the claims any stronger rule would get wrong.
+    pub exact: u64,
+    /// Paths left unchecked at a node: not canonical there (see
+    /// [`Search::audit_path`]).
+    pub detours: u64,
+    /// Claims a plan refuted: a buffer below its effective floor, or a
+    /// plan through a node judged dead.
+    pub violations: Vec<String>,
 }
 
 /// A reusable search over one part. Failures recorded in the memo stay true
@@ -153,9 +195,6 @@ struct Frame {
 pub struct Search<'p> {
     part: &'p Part,
     preorder: Preorder,
-    /// Rank every component afresh (MiniMalloc's per-partition preorder)
-    /// rather than keep the whole part's ranking.
-    pub rerank: bool,
     /// Preorder rank of each buffer among its component, 1-based.
     rank: Vec<u32>,
     /// Old ranks, to restore on backtracking: (buffer, rank).
@@ -196,7 +235,7 @@ pub struct Search<'p> {
     /// Effective floors of behind buffers, valid where the stamp matches.
     effective: Vec<(u64, u64)>,
     /// For tests: nodes with buffers behind the key, and those that
-    /// [`Search::behind_fit`] cut off.
+    /// [`Search::behind_fit`] cut off (or, audited, judged dead).
     #[cfg(test)]
     pub behind_nodes: u64,
     #[cfg(test)]
@@ -204,7 +243,19 @@ pub struct Search<'p> {
     /// For tests: search without [`Search::behind_fit`].
     #[cfg(test)]
     pub skip_behind: bool,
-
+    /// For tests: search without [`Search::behind_fit`] and without
+    /// stopping at a plan (the verdict is the first plan found), work out
+    /// what the rule claims at every node, and check the claims of the
+    /// nodes each plan passes through against that plan (in `audited`). A
+    /// refuted claim shows the rule unsound; a rule stronger than it may
+    /// be refutes some as soon as a plan meets a claim exactly.
+    #[cfg(test)]
+    pub audit: bool,
+    #[cfg(test)]
+    pub audited: Audit,
+    /// For tests: the claims of the node last surveyed.
+    #[cfg(test)]
+    claims: Claims,
 }
 
 /// Hash of "buffer `i` is unplaced with floor `floor`" (or placed, with
@@ -246,7 +297,6 @@ impl<'p> Search<'p> {
         Search {
             part,
             preorder,
-            rerank: true,
             rank: vec![0; n],
             rank_log: Vec::new(),
             ranking: Vec::new(),
@@ -275,7 +325,12 @@ impl<'p> Search<'p> {
             behind_kills: 0,
             #[cfg(test)]
             skip_behind: false,
-
+            #[cfg(test)]
+            audit: false,
+            #[cfg(test)]
+            audited: Audit::default(),
+            #[cfg(test)]
+            claims: Claims::default(),
         }
     }
 
@@ -303,13 +358,9 @@ impl<'p> Search<'p> {
 
     /// Ranks the unplaced buffers of `scope` by the preorder, logging the
     /// old ranks. `total` counts the bytes still to place, so a component
-    /// ranks by what is left of it. Without `rerank`, only the whole part
-    /// is ranked (once, at the start).
+    /// ranks by what is left of it.
     fn rank_scope(&mut self, scope: Component) {
         let part = self.part;
-        if !self.rerank && !self.rank_log.is_empty() {
-            return;
-        }
         let mut ranking = std::mem::take(&mut self.ranking);
         ranking.clear();
         for &i in &self.unplaced {
@@ -343,8 +394,6 @@ impl<'p> Search<'p> {
         self.rank_scope(scope);
         let key = Key { offset: scope.from, rank: 0 };
         let (ceiling, state, alive) = self.survey(scope, key);
-        // Without re-ranking one ranking holds everywhere.
-        let context = if self.rerank { state } else { 0 };
         Frame {
             key,
             ceiling,
@@ -353,8 +402,9 @@ impl<'p> Search<'p> {
             next: 0,
             end: UNLISTED,
             cursor: key,
-            hash: memo_key(state, context),
-            context,
+            hash: memo_key(state, state),
+            // This node's ranking holds below it.
+            context: state,
             rank_log,
             fullest,
             floor_log,
@@ -363,6 +413,8 @@ impl<'p> Search<'p> {
             scope,
             root: true,
             restore,
+            #[cfg(test)]
+            claims: std::mem::take(&mut self.claims),
         }
     }
 
@@ -370,6 +422,17 @@ impl<'p> Search<'p> {
     /// `budget` nodes and polling `stop` every 1024 nodes.
     pub fn run(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
         let verdict = self.search(target, budget, stop);
+        #[cfg(test)]
+        let verdict = if self.audit {
+            // Subtrees that held plans are in the memo as failures.
+            self.memo.clear();
+            match (verdict, self.audited.first.take()) {
+                (Verdict::Infeasible, Some(plan)) => Verdict::Found(plan),
+                (verdict, _) => verdict,
+            }
+        } else {
+            verdict
+        };
         // The undo logs grow with the depth times the sections spanned
         // (hundreds of MiB on 18k-buffer traces); several searches take
         // turns, so only the running one holds them.
@@ -482,12 +545,22 @@ impl<'p> Search<'p> {
                             scope,
                             root: false,
                             restore: Restore::Nothing,
+                            #[cfg(test)]
+                            claims: std::mem::take(&mut self.claims),
                         }
                     }
                 }
             } else {
                 // The component is done: on to the next one, if any.
                 let Some(following) = self.waiting.pop() else {
+                    #[cfg(test)]
+                    if self.audit {
+                        // Check the plan, then go on as if it failed.
+                        self.audit_path(&stack);
+                        self.audited.first.get_or_insert_with(|| self.offset.clone());
+                        self.unplace(next, floor_log, old_hash);
+                        continue;
+                    }
                     return Verdict::Found(self.offset.clone());
                 };
                 // Another scope: its fullest section is not known yet.
@@ -600,14 +673,19 @@ impl<'p> Search<'p> {
             }
         }
         #[cfg(test)]
-        let skip = self.skip_behind;
+        let skip = self.skip_behind || self.audit;
         #[cfg(not(test))]
         let skip = false;
         let alive = behind.is_empty() || skip || self.behind_fit(&behind, key.offset);
         #[cfg(test)]
         {
+            self.claims = Claims::default();
+            if self.audit && !behind.is_empty() {
+                self.claims.ties = behind.iter().copied().filter(|&j| self.floor[j as usize] == key.offset).collect();
+                self.claims.dead = !self.behind_fit(&behind, key.offset);
+            }
             self.behind_nodes += u64::from(!behind.is_empty());
-            self.behind_kills += u64::from(!alive);
+            self.behind_kills += u64::from(!alive || self.claims.dead);
         }
         self.behind = behind;
         (ceiling, hash, alive)
@@ -622,6 +700,13 @@ impl<'p> Search<'p> {
     /// `offset`: its *effective floor*. With no such buffer it can never be
     /// placed. Checks the height and, in the sections behind buffers span,
     /// the section bound with effective floors.
+    ///
+    /// A buffer behind only by rank can still go at its floor below this
+    /// node when a split at `offset` starts its component afresh (rank 0);
+    /// but that plan's canonical path placed the buffer before the one of
+    /// higher rank, not through this node, so cutting the node loses no
+    /// plan. The tests check the claims against every plan found
+    /// (`Search::audit`).
     fn behind_fit(&mut self, behind: &[u32], offset: u64) -> bool {
         let part = self.part;
         let target = self.target;
@@ -636,6 +721,8 @@ impl<'p> Search<'p> {
             };
             let lift = part.size[k as usize];
             let effective = part.lift(ju, offset.saturating_add(lift));
+            #[cfg(test)]
+            self.claims.effective.push((j, effective));
             if effective.saturating_add(part.size[ju]) > target {
                 return false;
             }
@@ -664,6 +751,43 @@ impl<'p> Search<'p> {
             }
         }
         true
+    }
+
+    /// For tests: checks the claims of the nodes on `stack` against the
+    /// plan just found through them (see [`Search::audit`]).
+    ///
+    /// The rule's reasoning holds of every plan through a node along the
+    /// plan's *canonical* path: the one that places, at each node, the
+    /// buffer of least key among those at their floor in the plan. Other
+    /// paths reach it too: a split at the offset of the key starts a
+    /// component afresh (rank 0), so a buffer behind the key only by rank
+    /// may still go at its floor, after a buffer of higher rank. The
+    /// canonical path placed it first, so such a plan's path is not checked
+    /// at that node (a *detour*). Everywhere else a plan refutes the rule.
+    #[cfg(test)]
+    fn audit_path(&mut self, stack: &[Frame]) {
+        self.audited.plans += 1;
+        for (depth, frame) in stack.iter().enumerate() {
+            let (key, claims) = (frame.key, &frame.claims);
+            if claims.ties.iter().any(|&j| self.offset[j as usize] == key.offset) {
+                self.audited.detours += 1;
+                continue;
+            }
+            self.audited.judged += u64::from(claims.dead || !claims.effective.is_empty());
+            if claims.dead {
+                self.audited.violations.push(format!("a plan passes through a node judged dead: depth {depth}, key {key:?}"));
+            }
+            for &(j, effective) in &claims.effective {
+                let offset = self.offset[j as usize];
+                self.audited.checked += 1;
+                self.audited.exact += u64::from(offset == effective);
+                if offset < effective {
+                    self.audited.violations.push(format!(
+                        "buffer {j} behind key {key:?} (depth {depth}) ends at {offset}, below its effective floor {effective}"
+                    ));
+                }
+            }
+        }
     }
 
     /// The unplaced buffer of `scope` with the smallest key above `after`

@@ -77,6 +77,18 @@ fn random_small(rng: &mut Rng, n: usize, with_fixed: bool) -> Problem {
     problem(alignment, &spec)
 }
 
+/// Like [`random_small`] over more steps and any sizes, so that parts
+/// fall apart into components.
+fn random_wide(rng: &mut Rng, n: usize) -> Problem {
+    let spec: Vec<(u64, i64, i64, Option<u64>)> = (0..n)
+        .map(|_| {
+            let a = rng.below(12) as i64;
+            (1 + rng.below(9), a, a + 1 + rng.below(6) as i64, None)
+        })
+        .collect();
+    problem(1, &spec)
+}
+
 fn exact(p: &Problem, limits: &SearchLimits) -> super::Placement {
     Algorithm::Exact.implementation().place(p, limits)
 }
@@ -143,17 +155,7 @@ fn every_preorder_alone_is_exact() {
     let (mut behind, mut kills, mut found_behind) = (0, 0, 0);
     for round in 0..300 {
         let n = 5 + (round % 4);
-        let p = if round % 2 == 0 {
-            random_small(&mut rng, n, round % 6 == 0)
-        } else {
-            let spec: Vec<(u64, i64, i64, Option<u64>)> = (0..n)
-                .map(|_| {
-                    let a = rng.below(12) as i64;
-                    (1 + rng.below(9), a, a + 1 + rng.below(6) as i64, None)
-                })
-                .collect();
-            problem(1, &spec)
-        };
+        let p = if round % 2 == 0 { random_small(&mut rng, n, round % 6 == 0) } else { random_wide(&mut rng, n) };
         let optimum = brute_force_optimum(&p);
         let parts = split(&p).unwrap();
         for order in PREORDERS {
@@ -258,6 +260,58 @@ fn effective_floors_never_change_the_answer() {
     assert!(kills > 100, "the rule cut off only {kills} nodes");
 }
 
+/// The effective-floor rule checked against plans rather than answers
+/// (see `Search::audit`): exhaustive searches without the rule list every
+/// plan they reach, and each must end every buffer behind a node's key at
+/// or above the effective floor the rule gave it there, and pass through
+/// no node the rule judged dead. Small tight instances, each at its
+/// optimum and one byte above, where plans often meet a claim exactly:
+/// then any stronger rule (a larger lift, a stricter bound) is refuted,
+/// which comparing answers alone rarely shows, since another plan usually
+/// survives.
+#[test]
+fn effective_floors_hold_in_every_plan() {
+    use super::instance::split;
+    use super::order::PREORDERS;
+    use super::search::{Search, Verdict};
+    let mut rng = Rng::new(0xF1005);
+    let (mut plans, mut judged, mut checked, mut exact, mut detours, mut kills) = (0, 0, 0, 0, 0, 0);
+    let mut violations = Vec::new();
+    for round in 0..120 {
+        let p = match round % 3 {
+            0 => random_small(&mut rng, 8 + round % 4, false),
+            1 => random_wide(&mut rng, 8 + round % 6),
+            _ => guillotine(&mut rng, 8 + round % 7, 8, 24, 0),
+        };
+        for part in &split(&p).unwrap() {
+            for order in PREORDERS {
+                let mut target = part.live.iter().copied().max().unwrap_or(0);
+                let mut above = None;
+                while above.is_none_or(|a| target <= a) {
+                    let mut search = Search::new(part, order);
+                    search.audit = true;
+                    let verdict = search.run(target, 100_000, &mut || false);
+                    kills += search.behind_kills;
+                    let audited = search.audited;
+                    (plans, judged) = (plans + audited.plans, judged + audited.judged);
+                    (checked, exact, detours) = (checked + audited.checked, exact + audited.exact, detours + audited.detours);
+                    violations.extend(audited.violations.into_iter().map(|v| format!("round {round}, {order:?}, target {target}: {v}")));
+                    match verdict {
+                        Verdict::Found(_) if above.is_none() => above = Some(target + 1),
+                        Verdict::Stopped => break,
+                        _ => {}
+                    }
+                    target += 1;
+                }
+            }
+        }
+    }
+    println!("plans {plans}, nodes on their paths judged {judged}, effective floors {checked}, met exactly {exact}, detours {detours}; nodes judged dead {kills}");
+    assert!(violations.is_empty(), "{} refuted claims, the first: {:?}", violations.len(), &violations[..violations.len().min(5)]);
+    // The check must have had something to bite on.
+    assert!(exact > 1000 && kills > 1000, "only {exact} effective floors met exactly, {kills} nodes judged dead");
+}
+
 #[test]
 fn plans_are_valid_and_deterministic_under_a_node_limit() {
     let p = hard_instance();
@@ -315,49 +369,4 @@ fn fixed_buffers_are_obstacles() {
     let placement = exact(&p, &SearchLimits::unlimited(lower_bound(p.buffers()).bytes));
     assert_eq!(validate(p.buffers(), &placement.offsets).unwrap(), 8);
     assert_eq!(placement.offsets[0], 4);
-}
-
-/// Diagnostics, not a test: per preorder, the nodes each challenging
-/// instance takes at capacity 2^20 (`cargo test --release probe -- --ignored --nocapture`).
-#[test]
-#[ignore]
-fn probe_preorders() {
-    let budget: u64 = std::env::var("PROBE_BUDGET").ok().and_then(|s| s.parse().ok()).unwrap_or(3_000_000);
-    let only = std::env::var("PROBE_ONLY").unwrap_or_default();
-    for name in ["A", "B", "C", "D", "E", "F", "G", "H", "I", "J", "K"] {
-        if !only.is_empty() && !only.contains(name) {
-            continue;
-        }
-        let path = format!("{}/benches/data/minimalloc/challenging/{name}.1048576.csv", env!("CARGO_MANIFEST_DIR"));
-        let text = std::fs::read_to_string(path).unwrap();
-        let rows = crate::plan::csv::parse(&text).unwrap();
-        let p = crate::plan::csv::to_problem(&rows, 1).unwrap();
-        let parts = super::instance::split(&p).unwrap();
-        let mut line = format!("{name} parts {}:", parts.len());
-        for part in parts.iter().filter(|p| p.len() > 40) {
-            let orders: Vec<(super::order::Preorder, bool)> = match std::env::var("PROBE_ORDERS") {
-                Ok(list) => list
-                    .split(',')
-                    .map(|w| {
-                        let c: Vec<_> = w.chars().filter_map(super::order::Criterion::from_letter).collect();
-                        (super::order::Preorder([c[0], c[1], c[2]]), !w.ends_with('s'))
-                    })
-                    .collect(),
-                Err(_) => super::order::PREORDERS.iter().map(|&o| (o, std::env::var("PROBE_STATIC").is_err())).collect(),
-            };
-            for (order, rerank) in orders {
-                let mut s = super::search::Search::new(part, order);
-                s.rerank = rerank;
-                let started = Instant::now();
-                let v = s.run(1_048_576, budget, &mut || false);
-                let tag = match v {
-                    super::search::Verdict::Found(_) => "ok",
-                    super::search::Verdict::Infeasible => "INF",
-                    super::search::Verdict::Stopped => "--",
-                };
-                line += &format!(" {:>8}{tag} {:>5.0}ms |", s.nodes, started.elapsed().as_secs_f64() * 1e3);
-            }
-        }
-        println!("{line}");
-    }
 }
