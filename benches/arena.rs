@@ -4,6 +4,8 @@
 //!
 //! Persistent: 16-byte blocks from a fresh arena, `PERSISTENT_CHUNK` per
 //! arena (a model's init); making and freeing the arena is not timed.
+//! Measurements are long (5 s each) because single-digit-nanosecond
+//! medians on a shared 2-core VM drift by a few ns between short runs.
 //! Temp: `TEMP_SCOPE` blocks held at once (a kernel's scratch), then
 //! released and reset outside the timed part.
 //!
@@ -23,8 +25,9 @@ use nnmem::ffi::arena::{
 };
 use nnmem::ffi::status::nnm_status;
 
-/// Persistent allocations per arena.
-const PERSISTENT_CHUNK: u64 = 1024;
+/// Persistent allocations per arena: a model's init (op data, nodes,
+/// tensor structs) makes a few hundred.
+const PERSISTENT_CHUNK: u64 = 256;
 /// Temp allocations held at once before they are released and reset.
 const TEMP_SCOPE: u64 = 64;
 /// Bytes per allocation (a multiple of the default alignment: no padding).
@@ -134,7 +137,7 @@ fn time_safe(iters: u64, kind: Kind) -> Duration {
 
 fn bench_arena(c: &mut Criterion) {
     let mut group = c.benchmark_group("arena");
-    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(5)).sample_size(200);
     for (name, kind) in [("alloc_persistent", Kind::Persistent), ("alloc_temp", Kind::Temp)] {
         group.bench_function(format!("nnm_arena_{name}"), |b| b.iter_custom(|iters| time_ffi(iters, kind, 0)));
         group.bench_function(format!("nnm_arena_{name} (recording)"), |b| {

@@ -375,10 +375,16 @@ fn measure(instance: Instance) -> Measured {
         let mut result = None;
         for _ in 0..runs {
             let (peak, lb, picked, time) = plan_once(&instance.rows, algorithm);
-            if let Some((p, _, _)) = result {
-                assert_eq!(p, peak, "{} is not deterministic on {}", algorithm.name(), instance.name);
+            match result {
+                // `auto`'s search stage stops at the planner's time limit, so
+                // how far it gets depends on the machine's speed at the time:
+                // report the worst of the runs.
+                Some((p, _, _)) if algorithm == Algorithm::Auto && p >= peak => {}
+                Some((p, _, _)) if algorithm != Algorithm::Auto => {
+                    assert_eq!(p, peak, "{} is not deterministic on {}", algorithm.name(), instance.name);
+                }
+                _ => result = Some((peak, lb, picked)),
             }
-            result = Some((peak, lb, picked));
             times.push(time);
         }
         times.sort();
@@ -843,7 +849,8 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
          - **bold**: the smallest peak in the row.\n\
          - `auto` runs the heuristics best-first and keeps the smallest peak, then, when none reached the \
          lower bound, the exact search for the rest of its 1 s budget; *auto's pick* is the algorithm \
-         that produced the plan. `exact` is measured in its own table below."
+         that produced the plan; where the search stops at the time limit the peak can differ between runs, \
+         and the table shows the largest of them. `exact` is measured in its own table below."
     );
     let _ = writeln!(w);
 
@@ -1034,7 +1041,7 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
         let _ = writeln!(w, "### Tensor arena allocations (`benches/arena.rs`)\n");
         let _ = writeln!(
             w,
-            "16-byte allocations at the default alignment: persistent ones 1024 per fresh arena (a model's init), \
+            "16-byte allocations at the default alignment: persistent ones 256 per fresh arena (a model's init), \
              temp ones 64 held at once, then released and reset (not timed).\n"
         );
         let _ = writeln!(w, "| call | median ns per call |\n|---|---:|");
