@@ -1042,9 +1042,9 @@ pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut n
     guard(|| {
         let c = cache_entry(cache)?;
         non_null(out_tensor, "out_tensor")?;
-        let t = (*c).stack.pop()?;
+        // Written only on success: pop_into fails before touching it.
+        (*c).stack.pop_into(&mut *out_tensor)?;
         publish(c);
-        write_out(out_tensor, t);
         Ok(())
     })
 }

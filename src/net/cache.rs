@@ -57,16 +57,40 @@ impl<T, B: Capacity> CacheStack<T, B> {
     #[inline]
     pub fn pop(&mut self) -> Result<T> {
         let Some(item) = self.items.pop() else {
-            return Err(Error::wrong_state(format!(
-                "cache \"{}\" is empty: pop without a matching push",
-                self.name
-            )));
+            return Err(self.empty());
         };
+        self.retire_owned();
+        Ok(item)
+    }
+
+    /// [`CacheStack::pop`] into `out`: the descriptor is copied once,
+    /// straight to where the caller wants it (the C layer's out-parameter).
+    #[inline]
+    pub fn pop_into(&mut self, out: &mut T) -> Result<()>
+    where
+        T: Copy,
+    {
+        let Some(&item) = self.items.last() else {
+            return Err(self.empty());
+        };
+        *out = item;
+        self.items.pop();
+        self.retire_owned();
+        Ok(())
+    }
+
+    #[cold]
+    fn empty(&self) -> Error {
+        Error::wrong_state(format!("cache \"{}\" is empty: pop without a matching push", self.name))
+    }
+
+    /// After a pop: the popped descriptor's owned buffer becomes a spare.
+    #[inline]
+    fn retire_owned(&mut self) {
         if self.owned.last().is_some_and(|(at, _)| *at == self.items.len()) {
             let (_, buffer) = self.owned.pop().expect("checked");
             self.spares.push(buffer);
         }
-        Ok(item)
     }
 
     /// Takes the smallest spare of at least `bytes`, if any.
@@ -151,6 +175,11 @@ mod tests {
         s.push(1);
         assert_eq!(s.pop().unwrap(), 1);
         assert!(s.pop().is_err());
+        let mut out = 0;
+        assert_eq!(s.pop_into(&mut out).unwrap_err().status(), Status::WrongState);
+        s.push(7);
+        s.pop_into(&mut out).unwrap();
+        assert_eq!((out, s.len()), (7, 0));
         assert_eq!(s.name(), "relu2");
     }
 
