@@ -420,7 +420,9 @@ typedef struct nnm_arena_category_stats {
   uint64_t requested_bytes;
   /**
    * Bytes taken, alignment padding and guard bytes included. For head
-   * commits: the bytes the head grew by.
+   * commits: the plan's span (its peak), so requested minus used is
+   * what reuse saved; head lines do not add up to the head, which is
+   * the largest plan.
    */
   uint64_t used_bytes;
   /**
@@ -976,7 +978,7 @@ enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
 /**
  * Makes the head at least `size` bytes (for a caller's own plan) and
  * writes its start. Growing it while temp allocations are held is an
- * error. Counted under `category` (used bytes: what the head grew by).
+ * error. Counted under `category` as one allocation of `size` bytes.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), WRONG_STATE
  * (temp held), DOES_NOT_FIT (nothing changes).

@@ -205,7 +205,9 @@ pub struct nnm_arena_category_stats {
     /// Bytes asked for.
     pub requested_bytes: u64,
     /// Bytes taken, alignment padding and guard bytes included. For head
-    /// commits: the bytes the head grew by.
+    /// commits: the plan's span (its peak), so requested minus used is
+    /// what reuse saved; head lines do not add up to the head, which is
+    /// the largest plan.
     pub used_bytes: u64,
     /// Allocations (for a committed plan: its buffers).
     pub count: u64,
@@ -536,7 +538,7 @@ pub unsafe extern "C" fn nnm_arena_reset_temp(arena: *mut nnm_arena) -> nnm_stat
 
 /// Makes the head at least `size` bytes (for a caller's own plan) and
 /// writes its start. Growing it while temp allocations are held is an
-/// error. Counted under `category` (used bytes: what the head grew by).
+/// error. Counted under `category` as one allocation of `size` bytes.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), WRONG_STATE
 /// (temp held), DOES_NOT_FIT (nothing changes).
