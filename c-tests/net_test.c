@@ -420,7 +420,7 @@ static void check_errors(void) {
     nnm_layer_data *out = NULL, *x = NULL, *view = NULL;
     nnm_tensor t;
     nnm_net_report r;
-    size_t count = 0;
+    size_t count = 0, i;
     uint32_t dims[2] = {2, 3}, bad_dims[1] = {0};
     char long_name[NNM_NAME_MAX + 2];
     static double caller_data[6], caller_diff[6];
@@ -511,6 +511,21 @@ static void check_errors(void) {
     CHECK_OK(nnm_cache_count(cache, &count));
     CHECK(count == 2 && cache->count == 2 && cache->tensors[0].data == p->data.data);
     CHECK(cache->tensors[1].ownership == NNM_OWNERSHIP_OWNED);
+    /* Pushing a descriptor from the cache's own storage: each growth moves
+     * the storage, so the copy must be taken first (ASan and valgrind see a
+     * read of the old storage). */
+    for (i = 0; i < 200; i++) {
+        CHECK_OK(nnm_cache_push(cache, &cache->tensors[cache->count - 1 - i % 2]));
+    }
+    CHECK(cache->count == 202);
+    for (i = 2; i < 202; i++) {
+        /* Pushes alternate between copying the top (owned, stored as a view)
+         * and the one below it. */
+        CHECK(cache->tensors[i].data == cache->tensors[1].data && cache->tensors[i].ownership == NNM_OWNERSHIP_VIEW);
+    }
+    CHECK_OK(nnm_cache_clear(cache));
+    CHECK(cache->count == 0);
+    CHECK_OK(nnm_cache_push_new(cache, NNM_DTYPE_F32, dims, 2, NULL)); /* left on the stack: freed with the net */
 
     CHECK_FAILS(nnm_net_get_report(net, NULL), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_net_get_report(NULL, &r), NNM_NULL_ARGUMENT);

@@ -45,6 +45,13 @@ impl<T, B: Capacity> CacheStack<T, B> {
         self.items.push(item);
     }
 
+    /// Whether the next [`CacheStack::push`] must grow the storage (and so
+    /// moves the descriptors).
+    #[inline]
+    pub fn is_full(&self) -> bool {
+        self.items.len() == self.items.capacity()
+    }
+
     /// Pushes a descriptor of `buffer`, which the stack now owns.
     pub fn push_owned(&mut self, item: T, buffer: B) {
         self.owned.push((self.items.len(), buffer));
@@ -164,6 +171,23 @@ mod tests {
             assert_eq!(s.pop().unwrap(), i);
         }
         assert!(s.is_empty());
+    }
+
+    #[test]
+    fn full_means_the_next_push_moves_the_storage() {
+        let mut s: CacheStack<u32, Buf> = CacheStack::new("fc1");
+        assert!(s.is_full(), "an empty stack has no storage yet");
+        s.push(1);
+        let mut moves = 0;
+        for i in 0..100 {
+            let (full, before) = (s.is_full(), s.items().as_ptr());
+            s.push(i);
+            moves += usize::from(s.items().as_ptr() != before);
+            assert!(full || s.items().as_ptr() == before, "a push with room never moves the storage");
+        }
+        assert!(moves >= 1);
+        s.pop().unwrap();
+        assert!(!s.is_full(), "a pop leaves room");
     }
 
     #[test]
