@@ -56,11 +56,11 @@ static const uint32_t ALL_ALGORITHMS[] = {
     NNM_ALGORITHM_LINEAR,        NNM_ALGORITHM_SIZE_FIRST_FIT,
     NNM_ALGORITHM_SIZE_BEST_FIT, NNM_ALGORITHM_LIFETIME_FIRST_FIT,
     NNM_ALGORITHM_LIVE_STEP,     NNM_ALGORITHM_CONFLICT,
-    NNM_ALGORITHM_EXACT,
+    NNM_ALGORITHM_EXACT,         NNM_ALGORITHM_FLOOR_FIRST,
 };
 static const char *const ALL_ALGORITHM_NAMES[] = {
     "auto", "tflm", "linear", "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
-    "conflict", "exact",
+    "conflict", "exact", "floor-first",
 };
 
 /* ---- helpers ------------------------------------------------------------- */

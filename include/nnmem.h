@@ -221,6 +221,13 @@ typedef enum nnm_algorithm {
    * time limit, node limit or cancellation with the best plan so far.
    */
   NNM_ALGORITHM_EXACT = 8,
+  /**
+   * The unplaced buffer with the lowest floor (the offset just above
+   * every placed buffer it is live with) goes there, ties to the one
+   * in the fullest section (MiniMalloc's order): the exact search's
+   * first dive, without backtracking. O(n log n) plus re-queueing.
+   */
+  NNM_ALGORITHM_FLOOR_FIRST = 9,
 } nnm_algorithm;
 
 /**
@@ -1344,7 +1351,7 @@ enum nnm_status nnm_cache_clear(struct nnm_cache *cache);
 /**
  * Looks an algorithm up by name ("auto", "tflm", "linear",
  * "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
- * "conflict", "exact") and writes its `nnm_algorithm` value.
+ * "conflict", "exact", "floor-first") and writes its `nnm_algorithm` value.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
  * lists the known ones).

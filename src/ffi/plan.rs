@@ -102,7 +102,7 @@ pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a
 
 /// Looks an algorithm up by name ("auto", "tflm", "linear",
 /// "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
-/// "conflict", "exact") and writes its `nnm_algorithm` value.
+/// "conflict", "exact", "floor-first") and writes its `nnm_algorithm` value.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
 /// lists the known ones).
@@ -120,7 +120,7 @@ pub unsafe extern "C" fn nnm_algorithm_from_name(name: *const c_char, out_algori
 /// Static; never freed.
 #[no_mangle]
 pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
-    const NAMES: [&str; 9] = [
+    const NAMES: [&str; 10] = [
         "auto\0",
         "tflm\0",
         "linear\0",
@@ -130,6 +130,7 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
         "live-step\0",
         "conflict\0",
         "exact\0",
+        "floor-first\0",
     ];
     match NAMES.get(algorithm as usize) {
         Some(n) => n.as_ptr().cast(),

@@ -11,7 +11,7 @@ usage:
 
 plan options:
   --algorithm NAME     auto (default), tflm, linear, size-first-fit, size-best-fit,
-                       lifetime-first-fit, live-step, conflict, exact
+                       lifetime-first-fit, live-step, conflict, floor-first, exact
   --alignment N        alignment of sizes and offsets, a power of two (default 1)
   --capacity BYTES     fail (exit 3) when the plan needs more than BYTES; exact and
                        auto then stop at the first plan that fits
