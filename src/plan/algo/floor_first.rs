@@ -27,61 +27,72 @@ pub struct FloorFirst;
 
 /// Range "raise to at least" and range max over `n` leaves, no laziness
 /// needed: a raise leaves its value as a tag on the nodes covering the
-/// range, which a query passing through them takes into account.
+/// range, which a query passing through them takes into account. Both
+/// walk bottom up; each node keeps its max and tag side by side, since a
+/// query reads both on the same paths.
 struct RaiseMaxTree {
     leaves: usize,
-    /// Max of the subtree's leaves.
-    max: Vec<u64>,
-    /// A value every leaf of the subtree is at least.
-    tag: Vec<u64>,
+    /// Per node: the max of its leaves, and a value every one of them is
+    /// at least.
+    nodes: Vec<[u64; 2]>,
 }
+
+const MAX: usize = 0;
+const TAG: usize = 1;
 
 impl RaiseMaxTree {
     fn new(n: usize) -> Self {
         let leaves = n.max(1).next_power_of_two();
-        RaiseMaxTree { leaves, max: vec![0; 2 * leaves], tag: vec![0; 2 * leaves] }
+        RaiseMaxTree { leaves, nodes: vec![[0; 2]; 2 * leaves] }
     }
 
-    /// Raises leaves `[a, b)` to at least `value`.
+    /// Raises leaves `[a, b)` (`a < b`) to at least `value`: a tag on the
+    /// nodes that cover the range, and the max on the paths to its two end
+    /// leaves (the only other nodes with a leaf in the range).
     fn raise(&mut self, a: usize, b: usize, value: u64) {
-        self.raise_at(1, 0, self.leaves, a, b, value);
-    }
-
-    fn raise_at(&mut self, v: usize, lo: usize, hi: usize, a: usize, b: usize, value: u64) {
-        if b <= lo || hi <= a {
-            return;
-        }
-        self.max[v] = self.max[v].max(value);
-        if a <= lo && hi <= b {
-            self.tag[v] = self.tag[v].max(value);
-            return;
-        }
-        let mid = (lo + hi) / 2;
-        self.raise_at(2 * v, lo, mid, a, b, value);
-        self.raise_at(2 * v + 1, mid, hi, a, b, value);
-    }
-
-    /// The largest leaf in `[a, b)` (`a < b`), bottom up: the nodes that
-    /// cover the range, plus the tags on the paths to its two end leaves
-    /// (every ancestor of a leaf in the range raised that leaf).
-    fn max(&self, a: usize, b: usize) -> u64 {
         let (mut l, mut r) = (a + self.leaves, b + self.leaves);
-        let mut best = 0;
         let (mut left_path, mut right_path) = (l >> 1, (r - 1) >> 1);
         while l < r {
             if l & 1 == 1 {
-                best = best.max(self.max[l]);
+                let node = &mut self.nodes[l];
+                node[MAX] = node[MAX].max(value);
+                node[TAG] = node[TAG].max(value);
                 l += 1;
             }
             if r & 1 == 1 {
                 r -= 1;
-                best = best.max(self.max[r]);
+                let node = &mut self.nodes[r];
+                node[MAX] = node[MAX].max(value);
+                node[TAG] = node[TAG].max(value);
             }
             l >>= 1;
             r >>= 1;
         }
         while left_path > 0 {
-            best = best.max(self.tag[left_path]).max(self.tag[right_path]);
+            self.nodes[left_path][MAX] = self.nodes[left_path][MAX].max(value);
+            self.nodes[right_path][MAX] = self.nodes[right_path][MAX].max(value);
+            left_path >>= 1;
+            right_path >>= 1;
+        }
+    }
+
+    /// The largest leaf in `[a, b)` (`a < b`): the nodes that cover the
+    /// range, plus the tags on the paths to its two end leaves (every
+    /// ancestor of a leaf in the range raised that leaf).
+    fn max(&self, a: usize, b: usize) -> u64 {
+        let (mut l, mut r) = (a + self.leaves, b + self.leaves);
+        let mut best = 0;
+        let (mut left_path, mut right_path) = (l >> 1, (r - 1) >> 1);
+        // Branch-free (the parities are coin flips to a predictor): both
+        // candidates are read, the ones outside the cover count as 0.
+        while l < r {
+            let (left, right) = (self.nodes[l][MAX], self.nodes[r - 1][MAX]);
+            best = best.max(if l & 1 == 1 { left } else { 0 }).max(if r & 1 == 1 { right } else { 0 });
+            l = (l + 1) >> 1;
+            r >>= 1;
+        }
+        while left_path > 0 {
+            best = best.max(self.nodes[left_path][TAG]).max(self.nodes[right_path][TAG]);
             left_path >>= 1;
             right_path >>= 1;
         }
