@@ -202,41 +202,72 @@ pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u
                 .collect()
         };
         let alignment = problem.alignment();
+        // A buffer's floor, with its span and size for the caller.
         let floor_of = |r: usize, tops: &RaiseMaxTree| {
             let (a, b) = span[r];
             let highest = tops.max(a, b);
-            match obstacles.get(r) {
+            let floor = match obstacles.get(r) {
                 Some(list) => lift(list, highest, size[r], alignment),
                 // Tops are aligned (aligned offsets plus aligned sizes).
                 None => highest,
-            }
+            };
+            (floor, (a, b), size[r])
         };
 
-        // Heap entries pack (floor, rank) into one integer, smallest first.
-        let entry = |floor: u64, r: usize| Reverse((floor as u128) << 32 | r as u128);
-        let mut tops = RaiseMaxTree::new(sections);
-        let mut heap: BinaryHeap<Reverse<u128>> = (0..movable.len()).map(|r| entry(floor_of(r, &tops), r)).collect();
-        let mut requeues = 0u64;
-        while let Some(mut top) = heap.peek_mut() {
-            let Reverse(packed) = *top;
-            let (floor, r) = ((packed >> 32) as u64, packed as u32 as usize);
-            let current = floor_of(r, &tops);
-            if current > floor {
-                // Stale: back in with its floor now, in place.
-                *top = entry(current, r);
-                requeues += 1;
-                if requeues > max_requeues {
-                    return None;
-                }
-                continue;
-            }
-            PeekMut::pop(top);
-            offsets[movable[r]] = floor;
-            let (a, b) = span[r];
-            tops.raise(a, b, floor + size[r]);
+        // Queue entries pack (floor, rank) into one integer, smallest first:
+        // a u64 when every floor fits beside the rank (almost always: the
+        // sum of all sizes bounds the floors), else a u128.
+        let rank_bits = usize::BITS - movable.len().leading_zeros();
+        let highest_floor = size.iter().fold(0u64, |sum, &s| sum.saturating_add(s))
+            .saturating_add(fixed.iter().map(|f| f.2.top).max().unwrap_or(0));
+        let tops = RaiseMaxTree::new(sections);
+        let placed = if rank_bits < 64 && highest_floor < 1u64 << (64 - rank_bits) {
+            drain(tops, movable.len(), max_requeues, floor_of, |f, r| f << rank_bits | r as u64, |k| {
+                (k >> rank_bits, (k & ((1 << rank_bits) - 1)) as usize)
+            })
+        } else {
+            drain(tops, movable.len(), max_requeues, floor_of, |f, r| (f as u128) << 64 | r as u128, |k| {
+                ((k >> 64) as u64, k as u64 as usize)
+            })
+        };
+        for (r, offset) in placed?.into_iter().enumerate() {
+            offsets[movable[r]] = offset;
         }
         Some(offsets)
     }
+}
+
+/// The placement loop over buffers `0..n` (by rank): the queue keys are
+/// `pack(floor, rank)`, ordered as (floor, rank). Returns each buffer's
+/// offset, or `None` past `max_requeues` stale entries.
+fn drain<K: Ord + Copy>(
+    mut tops: RaiseMaxTree,
+    n: usize,
+    max_requeues: u64,
+    floor_of: impl Fn(usize, &RaiseMaxTree) -> (u64, (usize, usize), u64),
+    pack: impl Fn(u64, usize) -> K,
+    unpack: impl Fn(K) -> (u64, usize),
+) -> Option<Vec<u64>> {
+    let mut offsets = vec![0u64; n];
+    let mut heap: BinaryHeap<Reverse<K>> = (0..n).map(|r| Reverse(pack(floor_of(r, &tops).0, r))).collect();
+    let mut requeues = 0u64;
+    while let Some(mut top) = heap.peek_mut() {
+        let (floor, r) = unpack(top.0);
+        let (current, (a, b), size) = floor_of(r, &tops);
+        if current > floor {
+            // Stale: back in with its floor now, in place.
+            *top = Reverse(pack(current, r));
+            requeues += 1;
+            if requeues > max_requeues {
+                return None;
+            }
+            continue;
+        }
+        PeekMut::pop(top);
+        offsets[r] = floor;
+        tops.raise(a, b, floor + size);
+    }
+    Some(offsets)
 }
 
 #[cfg(test)]
@@ -313,6 +344,19 @@ mod tests {
         problem.push(5, Lifetime::half_open(1, 3).unwrap(), None).unwrap();
         assert_eq!(place_within(&problem, 0), None);
         assert_eq!(place_within(&problem, 1), Some(vec![0, 10]));
+    }
+
+    #[test]
+    fn floors_too_large_to_pack_beside_the_rank_use_wide_keys() {
+        // 3 x 2^61 bytes: floors need 63 bits, ranks 2, so keys are u128.
+        let mut problem = Problem::new(1).unwrap();
+        for (start, end) in [(0, 4), (1, 3), (2, 5)] {
+            problem.push(1 << 61, Lifetime::half_open(start, end).unwrap(), None).unwrap();
+        }
+        let offsets = FloorFirst.place(&problem, &SearchLimits::unlimited(0)).offsets;
+        assert_eq!(offsets, plain_floor_first(&problem));
+        // Widest first: [0, 4), then [2, 5), then [1, 3) on top.
+        assert_eq!(offsets, vec![0, 1 << 62, 1 << 61]);
     }
 
     #[test]
