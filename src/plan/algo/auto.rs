@@ -6,8 +6,9 @@
 //! capped by [`FLOOR_FIRST_MAX_REQUEUES`]) keeps the smallest peak and
 //! stops as soon as a plan reaches the lower bound (it is then optimal),
 //! comes within [`NEAR_BOUND_PPB`] of it, or the limits say stop (once a
-//! heuristic has finished, so there is always a plan). The search is skipped in the same
-//! cases, and when the best heuristic plan fits the capacity.
+//! heuristic has finished, so there is always a plan). The search is
+//! skipped in the same cases, and when the best heuristic plan fits the
+//! capacity.
 //!
 //! Why the tolerance: on the 62k-buffer Y_1 trace live-step ends 1 byte
 //! above a 497 GB bound; trying the other heuristics costs 8 s for at most
@@ -24,13 +25,14 @@ use crate::plan::problem::Problem;
 pub struct Auto;
 
 /// `auto` stops once a plan is within this many parts per billion of the
-/// lower bound. Small enough that a heuristic a few hundred bytes short of
-/// a 3 GB bound does not stop it (floor-first on G_1: 845 ppb, where
-/// live-step reaches the bound), large enough for Y_1's byte.
+/// lower bound. Small enough that a plan 2.6 kB over a 3 GB bound does not
+/// stop it (floor-first on G_1: 845 ppb, where live-step then reaches the
+/// bound), large enough for Y_1's 1 byte over 497 GB (0.002 ppb).
 pub const NEAR_BOUND_PPB: u64 = 10;
 
 /// `floor-first` goes first but gives up after this many stale queue
-/// entries (about 20 ms of work on this 2-core machine). Its re-queueing
+/// entries (20 to 50 ms of work on this 2-core machine: Y_1's 62k buffers
+/// give up after about 45 ms). Its re-queueing
 /// grows with the pairs of buffers live together: ResNet-50's 1,042 buffers
 /// take 145k and land at the lower bound, while the 28,526 of S_1 would take
 /// 31.6 M (4.6 s) for a plan live-step beats in 0.2 s. Counted, not timed,

@@ -265,7 +265,7 @@ fn drain<K: Ord + Copy>(
         }
         PeekMut::pop(top);
         offsets[r] = floor;
-        tops.raise(a, b, floor + size);
+        tops.raise(a, b, floor.saturating_add(size));
     }
     Some(offsets)
 }
