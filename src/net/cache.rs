@@ -174,18 +174,20 @@ mod tests {
     }
 
     #[test]
-    fn full_means_the_next_push_moves_the_storage() {
+    fn a_push_with_room_never_moves_the_storage() {
         let mut s: CacheStack<u32, Buf> = CacheStack::new("fc1");
         assert!(s.is_full(), "an empty stack has no storage yet");
         s.push(1);
-        let mut moves = 0;
+        let mut full_pushes = 0;
         for i in 0..100 {
             let (full, before) = (s.is_full(), s.items().as_ptr());
             s.push(i);
-            moves += usize::from(s.items().as_ptr() != before);
+            // A full push grows (realloc may or may not move the storage),
+            // so only the pushes with room are checked.
+            full_pushes += usize::from(full);
             assert!(full || s.items().as_ptr() == before, "a push with room never moves the storage");
         }
-        assert!(moves >= 1);
+        assert!(full_pushes >= 1, "100 pushes fill the storage at least once");
         s.pop().unwrap();
         assert!(!s.is_full(), "a pop leaves room");
     }
