@@ -19,6 +19,7 @@
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
+use super::exact::lift_over;
 use super::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
@@ -100,26 +101,6 @@ impl RaiseMaxTree {
     }
 }
 
-/// A fixed buffer as an obstacle: `[bottom, top)` in memory.
-#[derive(Copy, Clone)]
-struct Obstacle {
-    bottom: u64,
-    top: u64,
-}
-
-/// The lowest aligned offset at or above `from` where `size` bytes clear
-/// every obstacle (sorted by bottom).
-fn lift(obstacles: &[Obstacle], from: u64, size: u64, alignment: u64) -> u64 {
-    let mut offset = from;
-    for o in obstacles {
-        if offset.saturating_add(size) <= o.bottom {
-            break;
-        }
-        offset = offset.max(o.top);
-    }
-    offset.checked_next_multiple_of(alignment).unwrap_or(!(alignment - 1))
-}
-
 impl PlacementAlgorithm for FloorFirst {
     fn algorithm(&self) -> Algorithm {
         Algorithm::FloorFirst
@@ -180,23 +161,21 @@ pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u
         let size: Vec<u64> = movable.iter().map(|&i| buffers[i].size).collect();
 
         // Fixed buffers live with each movable one, sorted by offset.
-        let fixed: Vec<(i64, i64, Obstacle)> = buffers
+        let fixed: Vec<(i64, i64, (u64, u64))> = buffers
             .iter()
             .filter(|b| b.occupies())
-            .filter_map(|b| {
-                b.fixed_offset.map(|o| (b.lifetime.start, b.lifetime.end, Obstacle { bottom: o, top: o + b.size }))
-            })
+            .filter_map(|b| b.fixed_offset.map(|o| (b.lifetime.start, b.lifetime.end, (o, o + b.size))))
             .collect();
-        let obstacles: Vec<Vec<Obstacle>> = if fixed.is_empty() {
+        let obstacles: Vec<Vec<(u64, u64)>> = if fixed.is_empty() {
             Vec::new()
         } else {
             movable
                 .iter()
                 .map(|&i| {
                     let l = buffers[i].lifetime;
-                    let mut list: Vec<Obstacle> =
+                    let mut list: Vec<(u64, u64)> =
                         fixed.iter().filter(|&&(s, e, _)| s < l.end && l.start < e).map(|&(_, _, o)| o).collect();
-                    list.sort_unstable_by_key(|o| o.bottom);
+                    list.sort_unstable();
                     list
                 })
                 .collect()
@@ -207,7 +186,7 @@ pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u
             let (a, b) = span[r];
             let highest = tops.max(a, b);
             let floor = match obstacles.get(r) {
-                Some(list) => lift(list, highest, size[r], alignment),
+                Some(list) => lift_over(list, highest, size[r], alignment),
                 // Tops are aligned (aligned offsets plus aligned sizes).
                 None => highest,
             };
@@ -219,7 +198,7 @@ pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u
         // sum of all sizes bounds the floors), else a u128.
         let rank_bits = usize::BITS - movable.len().leading_zeros();
         let highest_floor = size.iter().fold(0u64, |sum, &s| sum.saturating_add(s))
-            .saturating_add(fixed.iter().map(|f| f.2.top).max().unwrap_or(0));
+            .saturating_add(fixed.iter().map(|&(_, _, (_, top))| top).max().unwrap_or(0));
         let tops = RaiseMaxTree::new(sections);
         let placed = if rank_bits < 64 && highest_floor < 1u64 << (64 - rank_bits) {
             drain(tops, movable.len(), max_requeues, floor_of, |f, r| f << rank_bits | r as u64, |k| {

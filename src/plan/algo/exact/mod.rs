@@ -28,6 +28,7 @@ mod search;
 
 use super::{auto, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
+pub(super) use instance::lift_over;
 use instance::{split, Part};
 use order::PREORDERS;
 use search::{Search, Verdict};
