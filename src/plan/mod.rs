@@ -25,6 +25,7 @@
 pub mod algo;
 pub mod bound;
 pub mod csv;
+pub mod fixed;
 mod interval_set;
 mod occupancy;
 pub mod picture;
@@ -38,8 +39,9 @@ use std::time::{Duration, Instant};
 
 pub use algo::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 pub use bound::{lower_bound, LowerBound};
+pub use fixed::FixedOverlaps;
 pub use problem::{align_up, check_alignment, Buffer, Lifetime, Problem, UNUSED_STEP};
-pub use validate::{validate, Invalid, Overlap};
+pub use validate::{validate, validate_with_fixed, Invalid, Overlap, Verdict};
 
 use crate::status::{Error, Result, Status};
 
@@ -71,6 +73,9 @@ pub struct PlanOutcome {
     pub elapsed: Duration,
     /// Whether `peak` fits the capacity (always true without one).
     pub fits: bool,
+    /// Pairs of fixed buffers that share a byte at some step (accepted by
+    /// `tflm` and with [`Planner::set_trust_fixed`]), and the first one.
+    pub fixed_overlaps: FixedOverlaps,
 }
 
 /// Collects buffers, plans them once, answers queries about the plan.
@@ -85,6 +90,7 @@ pub struct Planner {
     time_limit: Duration,
     node_limit: Option<u64>,
     cancel: Option<Arc<AtomicBool>>,
+    trust_fixed: bool,
     problem: Problem,
     outcome: Option<PlanOutcome>,
 }
@@ -104,6 +110,7 @@ impl Planner {
             time_limit: DEFAULT_TIME_LIMIT,
             node_limit: None,
             cancel: None,
+            trust_fixed: false,
             problem: Problem::new(1).expect("1 is a power of two"),
             outcome: None,
         }
@@ -180,10 +187,27 @@ impl Planner {
         self.cancel = flag;
     }
 
+    /// Trusts fixed buffers that overlap each other (an offline plan that
+    /// shares memory on purpose): every algorithm then plans around all of
+    /// them, and only reports the overlaps in
+    /// [`PlanOutcome::fixed_overlaps`]. Off by default: planning then fails
+    /// on such overlaps, except with `tflm`, which trusts them as TFLite
+    /// Micro does. Planned buffers never overlap anything either way.
+    pub fn set_trust_fixed(&mut self, trust: bool) {
+        self.trust_fixed = trust;
+    }
+
+    /// Whether overlapping fixed buffers are trusted.
+    pub fn trust_fixed(&self) -> bool {
+        self.trust_fixed
+    }
+
     /// Adds a buffer (size rounded up to the alignment) with an optional
     /// fixed offset; returns its index. Errors: `WrongState` after planning,
-    /// `InvalidArgument` for an unaligned fixed offset, `Overflow` when sizes
-    /// could overflow 64 bits.
+    /// `InvalidArgument` for an unaligned fixed offset, `Overflow` when the
+    /// sum of all sizes (live together or not) plus the highest fixed
+    /// `offset + size` would pass `u64::MAX` (this keeps every algorithm's
+    /// arithmetic within 64 bits).
     pub fn add_buffer(&mut self, size: u64, lifetime: Lifetime, fixed_offset: Option<u64>) -> Result<usize> {
         if self.outcome.is_some() {
             return Err(Error::wrong_state("buffers cannot be added after planning; reset the planner first"));
@@ -201,23 +225,44 @@ impl Planner {
         self.problem.len()
     }
 
-    /// The lower bound of the buffers added so far (any time).
+    /// The lower bound of the buffers added so far (any time): the largest
+    /// number of bytes live at one step, where bytes that fixed buffers
+    /// share count once.
     pub fn lower_bound(&self) -> u64 {
-        lower_bound(self.problem.buffers()).bytes
+        let rects = fixed::fixed_rects(&self.problem);
+        if fixed::count_overlaps(&rects).count == 0 {
+            return lower_bound(self.problem.buffers()).bytes;
+        }
+        lower_bound(fixed::Flat::new(&self.problem, &rects).problem.buffers()).bytes
     }
 
     /// Plans the buffers. Errors: `WrongState` when already planned,
-    /// `InvalidArgument` when fixed buffers overlap each other, `DoesNotFit`
-    /// when a capacity is set and the best peak exceeds it; the outcome is
-    /// then still kept, so [`Planner::outcome`] and the message give the
-    /// bytes needed.
+    /// `InvalidArgument` when fixed buffers overlap each other (unless the
+    /// algorithm is `tflm` or they are trusted), `DoesNotFit` when a capacity
+    /// is set and the best peak exceeds it; the outcome is then still kept,
+    /// so [`Planner::outcome`] and the message give the bytes needed.
     pub fn plan(&mut self) -> Result<&PlanOutcome> {
         if self.outcome.is_some() {
             return Err(Error::wrong_state("already planned; reset the planner to plan again"));
         }
-        check_fixed_buffers(&self.problem)?;
         let started = Instant::now();
-        let lb = self.lower_bound();
+        let rects = fixed::fixed_rects(&self.problem);
+        let fixed_overlaps = fixed::count_overlaps(&rects);
+        if let Some(o) = fixed_overlaps.first {
+            if !self.trust_fixed && self.algorithm != Algorithm::Tflm {
+                return Err(Error::invalid(format!(
+                    "fixed buffers {} and {} overlap in memory at step {} ({} overlapping pair(s) of fixed buffers); \
+                     trust them with the trust-fixed option, or plan with tflm",
+                    o.first, o.second, o.step, fixed_overlaps.count
+                )));
+            }
+        }
+        // Overlapping fixed buffers are planned as the disjoint blocks of
+        // their union; tflm reproduces TFLite Micro, which walks the
+        // overlapping buffers themselves.
+        let flat = (fixed_overlaps.count > 0).then(|| fixed::Flat::new(&self.problem, &rects));
+        let solved = flat.as_ref().map_or(&self.problem, |f| &f.problem);
+        let lb = lower_bound(solved.buffers()).bytes;
         let limits = SearchLimits {
             lower_bound: lb,
             capacity: self.capacity,
@@ -225,13 +270,25 @@ impl Planner {
             node_limit: self.node_limit,
             cancel: self.cancel.clone(),
         };
-        let placement = self.algorithm.implementation().place(&self.problem, &limits);
-        let peak = validate(self.problem.buffers(), &placement.offsets).map_err(|e| {
+        let mut placement = match &flat {
+            Some(f) if self.algorithm != Algorithm::Tflm => {
+                let mut p = self.algorithm.implementation().place(solved, &limits);
+                p.offsets = f.to_original(&self.problem, &p.offsets);
+                p
+            }
+            _ => self.algorithm.implementation().place(&self.problem, &limits),
+        };
+        let checked = match &flat {
+            Some(f) => validate(solved.buffers(), &f.to_flat(&placement.offsets)),
+            None => validate(self.problem.buffers(), &placement.offsets),
+        };
+        let peak = checked.map_err(|e| {
             Error::new(Status::Panic, format!("internal error: {} produced an invalid plan: {e}", placement.algorithm.name()))
         })?;
+        let offsets = std::mem::take(&mut placement.offsets);
         let fits = self.capacity.is_none_or(|c| peak <= c);
         let outcome = PlanOutcome {
-            offsets: placement.offsets,
+            offsets,
             peak,
             lower_bound: lb,
             algorithm: placement.algorithm,
@@ -240,6 +297,7 @@ impl Planner {
             nodes: placement.nodes,
             elapsed: started.elapsed(),
             fits,
+            fixed_overlaps,
         };
         let outcome = self.outcome.insert(outcome);
         if !outcome.fits {
@@ -277,8 +335,8 @@ impl Planner {
         })
     }
 
-    /// Drops buffers and plan; keeps algorithm, alignment, capacity and time
-    /// limit.
+    /// Drops buffers and plan; keeps algorithm, alignment, capacity, time
+    /// limit and trust-fixed.
     pub fn reset(&mut self) {
         self.problem = Problem::new(self.problem.alignment()).expect("alignment was valid");
         self.outcome = None;
@@ -288,26 +346,6 @@ impl Planner {
     pub fn draw(&self) -> Result<String> {
         let outcome = self.planned()?;
         Ok(picture::draw(self.problem.buffers(), &outcome.offsets))
-    }
-}
-
-/// Fixed buffers are the caller's promise; two that overlap can never be
-/// planned around.
-fn check_fixed_buffers(problem: &Problem) -> Result<()> {
-    // One pass: the fixed buffers, their offsets, and their original indices.
-    let (index, (fixed, offsets)): (Vec<usize>, (Vec<Buffer>, Vec<u64>)) = problem
-        .buffers()
-        .iter()
-        .enumerate()
-        .filter_map(|(i, b)| b.fixed_offset.map(|o| (i, (*b, o))))
-        .unzip();
-    match validate(&fixed, &offsets) {
-        Ok(_) => Ok(()),
-        Err(Invalid::Overlap(o)) => Err(Error::invalid(format!(
-            "fixed buffers {} and {} overlap in memory at step {}",
-            index[o.first], index[o.second], o.step
-        ))),
-        Err(e) => Err(Error::invalid(format!("fixed buffers: {e}"))),
     }
 }
 
@@ -369,8 +407,72 @@ mod tests {
         p.add_buffer(8, lt(2, 4), Some(4)).unwrap();
         let e = p.plan().unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.message().contains("fixed buffers 0 and 1 overlap"), "{}", e.message());
+        assert!(e.message().contains("fixed buffers 0 and 1 overlap in memory at step 2 (1 overlapping pair"), "{}", e.message());
         assert!(p.outcome().is_none());
+    }
+
+    /// Two fixed buffers sharing bytes 64..128 at steps 2..=3, and planned
+    /// buffers live with them.
+    fn overlapping_offline_plan(p: &mut Planner) {
+        p.add_buffer(128, lt(0, 3), Some(0)).unwrap();
+        p.add_buffer(128, lt(2, 5), Some(64)).unwrap();
+        p.add_buffer(64, lt(0, 1), None).unwrap();
+        p.add_buffer(32, lt(3, 3), None).unwrap();
+        p.add_buffer(64, lt(4, 6), None).unwrap();
+        p.add_buffer(16, lt(0, 6), None).unwrap();
+    }
+
+    #[test]
+    fn trusted_overlapping_fixed_buffers_are_planned_around_by_every_algorithm() {
+        for algorithm in Algorithm::all() {
+            let mut p = Planner::new();
+            p.set_algorithm(algorithm);
+            overlapping_offline_plan(&mut p);
+            if algorithm != Algorithm::Tflm {
+                assert_eq!(p.plan().unwrap_err().status(), Status::InvalidArgument, "{algorithm:?}");
+            }
+            p.set_trust_fixed(true);
+            let o = p.plan().unwrap().clone();
+            let first = Overlap { first: 0, second: 1, step: 2 };
+            assert_eq!(o.fixed_overlaps, FixedOverlaps { count: 1, first: Some(first) }, "{algorithm:?}");
+            assert_eq!((o.offsets[0], o.offsets[1]), (0, 64), "{algorithm:?}");
+            // Planned buffers meet neither each other nor any fixed byte.
+            let b = p.problem().buffers();
+            for i in 2..b.len() {
+                for j in 0..b.len() {
+                    let apart = o.offsets[i] + b[i].size <= o.offsets[j] || o.offsets[j] + b[j].size <= o.offsets[i];
+                    assert!(i == j || !b[i].conflicts_with(&b[j]) || apart, "{algorithm:?}: {i} meets {j}: {:?}", o.offsets);
+                }
+            }
+            // Bytes the fixed buffers share count once: 192 at step 2 or 3,
+            // plus the 16 B buffer live throughout, plus 32 B at step 3.
+            assert_eq!(o.lower_bound, 192 + 16 + 32, "{algorithm:?}");
+            assert_eq!(p.lower_bound(), o.lower_bound);
+            assert!(o.peak >= o.lower_bound);
+        }
+    }
+
+    #[test]
+    fn exact_proves_optimality_over_the_union_of_fixed_buffers() {
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Exact);
+        p.set_trust_fixed(true);
+        overlapping_offline_plan(&mut p);
+        let o = p.plan().unwrap();
+        // The 16 B buffer live at every step must sit above bytes 0..192 at
+        // step 2; the 32 B one at step 3 too; so 240 is the optimum and the
+        // lower bound (which would read 304 if shared bytes counted twice).
+        assert_eq!((o.peak, o.lower_bound, o.proven_optimal), (240, 240, true));
+    }
+
+    #[test]
+    fn fixed_buffers_that_only_touch_are_not_overlaps() {
+        let mut p = Planner::new();
+        p.add_buffer(64, lt(0, 3), Some(0)).unwrap();
+        p.add_buffer(64, lt(0, 3), Some(64)).unwrap();
+        p.add_buffer(64, lt(4, 5), Some(32)).unwrap();
+        let o = p.plan().unwrap();
+        assert_eq!(o.fixed_overlaps, FixedOverlaps::default());
     }
 
     #[test]

@@ -206,6 +206,19 @@ impl Problem {
     pub fn total_size(&self) -> u64 {
         self.total_size
     }
+
+    /// The same problem with other buffers: the fixed buffers that occupy
+    /// memory replaced by the disjoint blocks of their union (see
+    /// `plan::fixed`). The overflow guarantee carries over although the
+    /// blocks' sizes may sum past the fixed buffers' (a region split at
+    /// several steps counts once per piece): every block ends at or below
+    /// the old highest fixed end, the other buffers are unchanged, and what
+    /// algorithms add up is what is live at one step, where the blocks are
+    /// disjoint. So the old totals stay the bounds.
+    pub(crate) fn rewritten(&self, buffers: Vec<Buffer>) -> Problem {
+        debug_assert!(buffers.iter().all(|b| b.fixed_offset.is_none_or(|o| !b.occupies() || o + b.size <= self.fixed_top)));
+        Problem { buffers, alignment: self.alignment, total_size: self.total_size, fixed_top: self.fixed_top }
+    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use super::problem::Buffer;
+use super::fixed::{count_overlaps, union_blocks, FixedOverlaps, Rect};
+use super::problem::{Buffer, Lifetime};
 
 /// Two buffers that are live at the same step and share bytes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -58,21 +59,17 @@ impl fmt::Display for Invalid {
 /// `offset + size` over buffers that occupy memory).
 ///
 /// Buffers of size zero or with an empty lifetime occupy nothing and never
-/// overlap. Fixed offsets are not checked here (a plan made elsewhere may
-/// move them); the planner checks its own.
+/// overlap, but their `offset + size` must still fit 64 bits. Fixed offsets
+/// are not checked here (a plan made elsewhere may move them); the planner
+/// checks its own.
 pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Result<u64, Invalid> {
-    if buffers.len() != offsets.len() {
-        return Err(Invalid::LengthMismatch { buffers: buffers.len(), offsets: offsets.len() });
-    }
-    let mut peak = 0u64;
+    let peak = peak_checked(buffers, offsets)?;
     // (time, is_start, index): ends before starts at the same step.
     let mut events: Vec<(i64, bool, usize)> = Vec::with_capacity(buffers.len() * 2);
     for (i, b) in buffers.iter().enumerate() {
         if !b.occupies() {
             continue;
         }
-        let end = offsets[i].checked_add(b.size).ok_or(Invalid::OffsetOverflow(i))?;
-        peak = peak.max(end);
         events.push((b.lifetime.start, true, i));
         events.push((b.lifetime.end, false, i));
     }
@@ -106,6 +103,89 @@ pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Result<u64, Invalid> {
 
 fn pair(a: usize, b: usize, step: i64) -> Overlap {
     Overlap { first: a.min(b), second: a.max(b), step }
+}
+
+/// The peak, after checking the lengths and that no `offset + size`
+/// overflows (for every buffer, occupying or not).
+fn peak_checked(buffers: &[Buffer], offsets: &[u64]) -> Result<u64, Invalid> {
+    if buffers.len() != offsets.len() {
+        return Err(Invalid::LengthMismatch { buffers: buffers.len(), offsets: offsets.len() });
+    }
+    let mut peak = 0u64;
+    for (i, (b, &o)) in buffers.iter().zip(offsets).enumerate() {
+        let end = o.checked_add(b.size).ok_or(Invalid::OffsetOverflow(i))?;
+        if b.occupies() {
+            peak = peak.max(end);
+        }
+    }
+    Ok(peak)
+}
+
+/// What [`validate_with_fixed`] found.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Verdict {
+    /// Highest `offset + size` over buffers that occupy memory.
+    pub peak: u64,
+    /// The first overlap that makes the plan invalid, if any.
+    pub overlap: Option<Overlap>,
+    /// Pairs of fixed buffers that share a byte at some step, and the first.
+    pub fixed_overlaps: FixedOverlaps,
+}
+
+/// Validates a plan in which `is_fixed` marks the buffers of an offline plan.
+/// Overlaps among fixed buffers are always counted; they make the plan
+/// invalid unless `trust_fixed`. An overlap involving a planned buffer
+/// always does. Without overlapping fixed buffers the verdict is
+/// [`validate`]'s.
+///
+/// With trust, the planned buffers are checked against the disjoint blocks
+/// of the fixed buffers' union (see `plan::fixed`); an overlap with a block
+/// names the lowest-indexed fixed buffer it meets at that step.
+pub fn validate_with_fixed(buffers: &[Buffer], offsets: &[u64], is_fixed: &[bool], trust_fixed: bool) -> Result<Verdict, Invalid> {
+    let peak = peak_checked(buffers, offsets)?;
+    if is_fixed.len() != buffers.len() {
+        return Err(Invalid::LengthMismatch { buffers: buffers.len(), offsets: is_fixed.len() });
+    }
+    let rects: Vec<Rect> = (0..buffers.len()).filter(|&i| is_fixed[i]).filter_map(|i| Rect::of(i, &buffers[i], offsets[i])).collect();
+    let fixed_overlaps = count_overlaps(&rects);
+    if !trust_fixed || fixed_overlaps.count == 0 {
+        let overlap = match validate(buffers, offsets) {
+            Ok(_) => None,
+            Err(Invalid::Overlap(o)) => Some(o),
+            Err(e) => return Err(e),
+        };
+        return Ok(Verdict { peak, overlap, fixed_overlaps });
+    }
+    let mut flat: Vec<Buffer> = Vec::new();
+    let mut flat_offsets = Vec::new();
+    let mut origin = Vec::new();
+    for (i, b) in buffers.iter().enumerate().filter(|&(i, b)| !is_fixed[i] && b.occupies()) {
+        flat.push(*b);
+        flat_offsets.push(offsets[i]);
+        origin.push(Some(i));
+    }
+    for block in union_blocks(&rects) {
+        flat.push(Buffer { size: block.hi - block.lo, lifetime: Lifetime { start: block.start, end: block.end }, fixed_offset: None });
+        flat_offsets.push(block.lo);
+        origin.push(None);
+    }
+    let overlap = match validate(&flat, &flat_offsets) {
+        Ok(_) => None,
+        Err(Invalid::Overlap(o)) => Some(match (origin[o.first], origin[o.second]) {
+            (Some(a), Some(b)) => pair(a, b, o.step),
+            (Some(p), None) | (None, Some(p)) => {
+                let (lo, hi) = (offsets[p], offsets[p] + buffers[p].size);
+                let met = rects
+                    .iter()
+                    .find(|r| r.start <= o.step && o.step < r.end && r.lo < hi && lo < r.hi)
+                    .expect("a block is the union of the fixed buffers live with it");
+                pair(p, met.index, o.step)
+            }
+            (None, None) => unreachable!("blocks are disjoint"),
+        }),
+        Err(e) => return Err(e),
+    };
+    Ok(Verdict { peak, overlap, fixed_overlaps })
 }
 
 #[cfg(test)]
@@ -158,5 +238,39 @@ mod tests {
         let bs = [b(8, 0, 2)];
         assert!(matches!(validate(&bs, &[]), Err(Invalid::LengthMismatch { .. })));
         assert_eq!(validate(&bs, &[u64::MAX - 3]), Err(Invalid::OffsetOverflow(0)));
+    }
+
+    #[test]
+    fn overflow_is_checked_for_buffers_that_occupy_nothing() {
+        // Never used, and zero-sized: neither occupies memory, but an offset
+        // whose end passes 2^64 is still no offset.
+        let bs = [b(8, 0, 2), b(8, 3, 3), b(0, 0, 2)];
+        assert_eq!(validate(&bs, &[0, u64::MAX - 3, 0]), Err(Invalid::OffsetOverflow(1)));
+        assert_eq!(validate(&bs, &[0, 0, u64::MAX]), Ok(8));
+    }
+
+    #[test]
+    fn trusted_fixed_overlaps_are_reported_but_planned_overlaps_fail() {
+        // 0 and 1 fixed, sharing bytes 8..16 at steps 1..3; 2 planned above
+        // them; 3 planned, clashing with fixed 1 only at step 3.
+        let bs = [b(16, 0, 3), b(16, 1, 4), b(8, 0, 4), b(8, 3, 5)];
+        let is_fixed = [true, true, false, false];
+        let first = Overlap { first: 0, second: 1, step: 1 };
+        let ok = validate_with_fixed(&bs, &[0, 8, 24, 32], &is_fixed, true).unwrap();
+        assert_eq!(ok.overlap, None);
+        assert_eq!(ok.peak, 40);
+        assert_eq!(ok.fixed_overlaps, FixedOverlaps { count: 1, first: Some(first) });
+        let untrusted = validate_with_fixed(&bs, &[0, 8, 24, 32], &is_fixed, false).unwrap();
+        assert_eq!(untrusted.overlap, Some(first));
+        assert_eq!(untrusted.fixed_overlaps.count, 1);
+        let clash = validate_with_fixed(&bs, &[0, 8, 24, 16], &is_fixed, true).unwrap();
+        assert_eq!(clash.overlap, Some(Overlap { first: 1, second: 3, step: 3 }));
+        // Planned against planned is still found with trust.
+        let planned = validate_with_fixed(&bs, &[0, 8, 24, 28], &is_fixed, true).unwrap();
+        assert_eq!(planned.overlap, Some(Overlap { first: 2, second: 3, step: 3 }));
+        // Without fixed overlaps the verdict is validate's.
+        let none = validate_with_fixed(&bs, &[0, 16, 32, 32], &[false; 4], true).unwrap();
+        assert_eq!(none.overlap, Some(Overlap { first: 2, second: 3, step: 3 }));
+        assert_eq!(none.fixed_overlaps, FixedOverlaps::default());
     }
 }

@@ -214,7 +214,7 @@ impl Placement {
 /// A planning algorithm. Implementations must return a valid plan (no two
 /// buffers live at one step overlap, fixed buffers keep their offsets, every
 /// offset aligned) for any [`Problem`] whose fixed buffers do not overlap
-/// each other.
+/// each other (the planner hands them such a problem; see `plan::fixed`).
 pub trait PlacementAlgorithm: Sync {
     /// Which algorithm this is.
     fn algorithm(&self) -> Algorithm;
@@ -283,4 +283,4 @@ pub fn peak_of(problem: &Problem, offsets: &[u64]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

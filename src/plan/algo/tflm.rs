@@ -11,6 +11,11 @@
 //!    offset (0, then the running maximum of the ends walked past) whose gap
 //!    to the next entry holds it. Zero-size entries count in the walk, as in
 //!    TFLM.
+//! 3. Fixed buffers may overlap each other (TFLM trusts an offline plan).
+//!    They all enter the list; the walk above then passes overlapping
+//!    entries, where the gap to an entry that starts below the candidate is
+//!    negative (TFLM subtracts in signed int) and never fits, and the
+//!    candidate only grows.
 //!
 //! Cost: O(n^2) time like the original; use `size-first-fit` for the same
 //! plan (without fixed buffers) in O(n log n · log m).
@@ -77,5 +82,80 @@ impl PlacementAlgorithm for Tflm {
             list.insert(at, Entry { offset, end: offset + b.size, first_step: s, end_step: e });
         }
         Placement::heuristic(offsets, self.algorithm())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::problem::{Lifetime, Problem};
+    use crate::plan::{Algorithm, Planner};
+
+    fn tflm(spec: &[(u64, i64, i64, Option<u64>)]) -> Vec<u64> {
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Tflm);
+        for &(size, first, last, fixed) in spec {
+            p.add_buffer(size, Lifetime::inclusive(first, last).unwrap(), fixed).unwrap();
+        }
+        p.plan().unwrap().offsets.clone()
+    }
+
+    #[test]
+    fn tflm_micro_allocator_offline_planner_overlapping_allocation() {
+        // TFLite Micro's micro_allocator_test.cc,
+        // "OfflinePlannerOverlappingAllocation": four 48 B tensors, offline
+        // offsets t0 = 0, t1 = 0 (both live at the first operator), t2 = 48,
+        // t3 online; TFLM puts t3 at 0. Lifetimes as its allocation info
+        // marks them (operator k at step k + 1; t1 is only read, so its first
+        // step is TFLM's -1, here 0, which meets the same buffers).
+        let offsets = tflm(&[(48, 0, 1, Some(0)), (48, 0, 1, Some(0)), (48, 1, 2, Some(48)), (48, 2, 2, None)]);
+        assert_eq!(offsets, vec![0, 0, 48, 0]);
+    }
+
+    #[test]
+    fn tflm_micro_allocator_offline_planner_offline_online() {
+        // micro_allocator_test.cc, "OfflinePlannerOfflineOnline": t0 = 0,
+        // t1 = 48 offline, t2 and t4 online, t3 = 0 offline; TFLM gives t2 96
+        // and t4 48.
+        let offsets = tflm(&[
+            (48, 0, 1, Some(0)),
+            (48, 0, 1, Some(48)),
+            (48, 1, 2, None),
+            (48, 2, 2, Some(0)),
+            (48, 2, 2, None),
+        ]);
+        assert_eq!(offsets, vec![0, 48, 96, 0, 48]);
+    }
+
+    #[test]
+    fn the_candidate_is_the_running_maximum_of_the_ends_walked_past() {
+        // B lies inside A; walking past B must not pull the candidate back
+        // down to B's end (80), which is inside A. The gap to C is measured
+        // from 100 (120 - 100 = 20 fits 20 B); before A, 0 - 0 does not.
+        let offsets = tflm(&[(100, 0, 9, Some(0)), (30, 0, 9, Some(50)), (10, 0, 9, Some(120)), (20, 5, 5, None)]);
+        assert_eq!(offsets[3], 100);
+        // Behind an entry that starts below the candidate the gap is
+        // negative and never fits, even for a zero-size buffer.
+        let offsets = tflm(&[(64, 0, 9, Some(0)), (64, 0, 9, Some(32)), (0, 3, 3, None), (8, 3, 3, None)]);
+        assert_eq!(offsets[2..], [0, 96]);
+    }
+
+    #[test]
+    fn overlapping_fixed_buffers_are_walked_as_tflm_walks_them() {
+        // Same offset: a new entry goes after those at its offset, and the
+        // walk passes both. The 16 B buffer fits the gap 32..48 that both
+        // leave; the 24 B one goes to the top.
+        let offsets = tflm(&[(32, 0, 4, Some(0)), (16, 2, 4, Some(0)), (16, 0, 4, Some(48)), (16, 3, 3, None), (24, 3, 3, None)]);
+        assert_eq!(offsets[3..], [32, 64]);
+        let problem = Problem::from_buffers(
+            1,
+            [(32, 0, Some(0)), (16, 2, Some(0)), (8, 0, None)].map(|(size, s, fixed_offset)| crate::plan::Buffer {
+                size,
+                lifetime: Lifetime::half_open(s, 5).unwrap(),
+                fixed_offset,
+            }),
+        )
+        .unwrap();
+        assert_eq!(tflm_order(&problem), vec![0, 1, 2]);
     }
 }
