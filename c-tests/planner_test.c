@@ -896,6 +896,214 @@ static void test_last_error_is_thread_local(void) {
     nnm_planner_free(p);
 }
 
+/* ---- offline plans whose fixed buffers overlap (TFLite Micro trusts them) -- */
+
+/* TFLite Micro's micro_allocator_test.cc, OfflinePlannerOverlappingAllocation:
+ * four 48 B tensors, offline offsets t0 = 0 and t1 = 0 (both live at the first
+ * operator), t2 = 48, t3 online; TFLM places t3 at 0. */
+static const test_buffer TFLM_OVERLAPPING_OFFLINE[] = {
+    {48, 0, 1, 1, 0}, {48, 0, 1, 1, 0}, {48, 1, 2, 1, 48}, {48, 2, 2, 0, 0},
+};
+
+/* Two fixed buffers sharing bytes 64..128 at steps 2..3, and planned ones
+ * live with them. Shared bytes counted once, the most live is 240 B at step
+ * 3 (192 fixed + 32 + 16), which a plan reaches; counted twice it would be
+ * 304. */
+static const test_buffer SHARED_OFFLINE[] = {
+    {128, 0, 3, 1, 0}, {128, 2, 5, 1, 64}, {64, 0, 1, 0, 0},
+    {32, 3, 3, 0, 0},  {64, 4, 6, 0, 0},   {16, 0, 6, 0, 0},
+};
+
+/* Validates the plan of `p` with nnm_plan_validate_ex, fixed buffers marked,
+ * with and without NNM_VALIDATE_TRUST_FIXED; returns the trusted verdict. */
+static nnm_validation validate_trusting(const nnm_planner *p, const test_buffer *b, size_t n) {
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_plan_buffer plan[MAX_BUFFERS];
+    uint8_t fixed[MAX_BUFFERS];
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, n));
+    for (size_t i = 0; i < n; ++i) {
+        plan[i].size = b[i].size;
+        plan[i].first_use = b[i].first_use;
+        plan[i].last_use = b[i].last_use;
+        plan[i].offset = offsets[i];
+        fixed[i] = (uint8_t)(b[i].fixed != 0);
+        if (b[i].fixed) CHECK(offsets[i] == b[i].offset);
+    }
+    nnm_validation strict, trusted;
+    memset(&strict, 0xAB, sizeof strict);
+    CHECK_OK(nnm_plan_validate_ex(plan, n, fixed, 0, &strict));
+    CHECK(strict.valid == 0); /* the fixed buffers themselves overlap */
+    memset(&trusted, 0xAB, sizeof trusted);
+    CHECK_OK(nnm_plan_validate_ex(plan, n, fixed, NNM_VALIDATE_TRUST_FIXED, &trusted));
+    CHECK(trusted.valid == 1);
+    CHECK(trusted.fixed_overlap_count == strict.fixed_overlap_count);
+    CHECK(trusted.fixed_overlap_first == strict.fixed_overlap_first);
+    CHECK(trusted.fixed_overlap_second == strict.fixed_overlap_second);
+    CHECK(trusted.peak_bytes == max_end(b, offsets, n));
+    return trusted;
+}
+
+static void test_overlapping_offline_plans(void) {
+    const size_t n_tflm = COUNT_OF(TFLM_OVERLAPPING_OFFLINE);
+    const size_t n = COUNT_OF(SHARED_OFFLINE);
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_plan_result r;
+
+    /* tflm trusts the offline plan as TFLM does, trust-fixed or not. */
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_TFLM));
+    add_all(p, TFLM_OVERLAPPING_OFFLINE, n_tflm);
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, n_tflm));
+    CHECK(offsets[0] == 0 && offsets[1] == 0 && offsets[2] == 48 && offsets[3] == 0);
+    memset(&r, 0xAB, sizeof r);
+    CHECK_OK(nnm_planner_get_result(p, &r));
+    CHECK(r.fixed_overlap_count == 1);
+    CHECK(r.fixed_overlap_first == 0 && r.fixed_overlap_second == 1 && r.fixed_overlap_step == 0);
+    CHECK(r.peak_bytes == 96 && r.lower_bound_bytes == 96);
+    nnm_validation v = validate_trusting(p, TFLM_OVERLAPPING_OFFLINE, n_tflm);
+    CHECK(v.fixed_overlap_count == 1 && v.fixed_overlap_first == 0 && v.fixed_overlap_second == 1);
+    CHECK(v.fixed_overlap_step == 0);
+    nnm_planner_free(p);
+
+    /* Any other algorithm refuses it unless told to trust it. */
+    for (size_t a = 0; a < COUNT_OF(ALL_ALGORITHMS); ++a) {
+        p = new_planner();
+        CHECK_OK(nnm_planner_set_algorithm(p, ALL_ALGORITHMS[a]));
+        add_all(p, SHARED_OFFLINE, n);
+        uint64_t lower = 0;
+        CHECK_OK(nnm_planner_lower_bound(p, &lower));
+        CHECK(lower == 240);
+        if (ALL_ALGORITHMS[a] != NNM_ALGORITHM_TFLM) {
+            CHECK_FAILS(nnm_planner_plan(p), NNM_INVALID_ARGUMENT);
+            CHECK(strstr(nnm_last_error(), "fixed buffers 0 and 1 overlap in memory at step 2") != NULL);
+        }
+        CHECK_FAILS(nnm_planner_set_trust_fixed(p, 2), NNM_INVALID_ARGUMENT);
+        CHECK_OK(nnm_planner_set_trust_fixed(p, 1));
+        CHECK_OK(nnm_planner_plan(p));
+        memset(&r, 0xAB, sizeof r);
+        CHECK_OK(nnm_planner_get_result(p, &r));
+        CHECK(r.fixed_overlap_count == 1 && r.fixed_overlap_first == 0);
+        CHECK(r.fixed_overlap_second == 1 && r.fixed_overlap_step == 2);
+        CHECK(r.lower_bound_bytes == 240 && r.peak_bytes >= 240);
+        v = validate_trusting(p, SHARED_OFFLINE, n);
+        CHECK(v.fixed_overlap_count == 1 && v.fixed_overlap_step == 2);
+        CHECK(v.peak_bytes == r.peak_bytes);
+        if (ALL_ALGORITHMS[a] == NNM_ALGORITHM_EXACT) {
+            CHECK(r.peak_bytes == 240 && r.proven_optimal == 1);
+        }
+        /* The setting survives a reset, and can be turned off again. */
+        CHECK_OK(nnm_planner_reset(p));
+        add_all(p, SHARED_OFFLINE, n);
+        CHECK_OK(nnm_planner_plan(p));
+        CHECK_OK(nnm_planner_reset(p));
+        CHECK_OK(nnm_planner_set_trust_fixed(p, 0));
+        add_all(p, SHARED_OFFLINE, n);
+        if (ALL_ALGORITHMS[a] != NNM_ALGORITHM_TFLM) {
+            CHECK_FAILS(nnm_planner_plan(p), NNM_INVALID_ARGUMENT);
+        }
+        nnm_planner_free(p);
+    }
+    CHECK_FAILS(nnm_planner_set_trust_fixed(NULL, 1), NNM_NULL_ARGUMENT);
+}
+
+static void test_validate_ex(void) {
+    /* 0 and 1 fixed, sharing bytes 8..16 at steps 1..2; 2 planned above
+     * them; 3 planned, clashing with fixed 1 at step 3 only. */
+    nnm_plan_buffer plan[4];
+    static const int64_t steps[4][2] = {{0, 2}, {1, 3}, {0, 3}, {3, 4}};
+    static const uint64_t sizes[4] = {16, 16, 8, 8};
+    static const uint64_t offsets[4] = {0, 8, 24, 16};
+    for (size_t i = 0; i < 4; ++i) {
+        plan[i].size = sizes[i];
+        plan[i].first_use = steps[i][0];
+        plan[i].last_use = steps[i][1];
+        plan[i].offset = offsets[i];
+    }
+    const uint8_t fixed[4] = {1, 1, 0, 0};
+    nnm_validation v;
+    memset(&v, 0xAB, sizeof v);
+    CHECK_OK(nnm_plan_validate_ex(plan, 4, fixed, NNM_VALIDATE_TRUST_FIXED, &v));
+    CHECK(v.valid == 0); /* planned 3 meets fixed 1 */
+    CHECK(v.first == 1 && v.second == 3 && v.step == 3);
+    CHECK(strstr(nnm_last_error(), "buffers 1 and 3") != NULL);
+    CHECK(v.fixed_overlap_count == 1 && v.fixed_overlap_first == 0);
+    CHECK(v.fixed_overlap_second == 1 && v.fixed_overlap_step == 1);
+    CHECK(v.peak_bytes == 32);
+
+    plan[3].offset = 32; /* out of the way: only the trusted overlap is left */
+    CHECK_OK(nnm_plan_validate_ex(plan, 4, fixed, NNM_VALIDATE_TRUST_FIXED, &v));
+    CHECK(v.valid == 1 && v.peak_bytes == 40 && v.fixed_overlap_count == 1);
+    CHECK_OK(nnm_plan_validate_ex(plan, 4, fixed, 0, &v));
+    CHECK(v.valid == 0 && v.first == 0 && v.second == 1 && v.step == 1);
+    /* No buffer marked fixed: nnm_plan_validate's verdict, no fixed pairs. */
+    nnm_validation plain;
+    CHECK_OK(nnm_plan_validate(plan, 4, &plain));
+    memset(&v, 0xAB, sizeof v);
+    CHECK_OK(nnm_plan_validate_ex(plan, 4, NULL, NNM_VALIDATE_TRUST_FIXED, &v));
+    CHECK(v.valid == plain.valid && v.first == plain.first && v.second == plain.second);
+    CHECK(v.step == plain.step && v.peak_bytes == plain.peak_bytes);
+    CHECK(v.fixed_overlap_count == 0 && plain.fixed_overlap_count == 0);
+
+    /* Argument errors leave `out` alone. */
+    const uint8_t not_a_flag[4] = {1, 2, 0, 0};
+    memset(&v, 0xAB, sizeof v);
+    CHECK_FAILS(nnm_plan_validate_ex(plan, 4, not_a_flag, 0, &v), NNM_INVALID_ARGUMENT);
+    CHECK(strstr(nnm_last_error(), "is_fixed[1]") != NULL);
+    CHECK_FAILS(nnm_plan_validate_ex(plan, 4, fixed, 2, &v), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_plan_validate_ex(NULL, 4, fixed, 0, &v), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_plan_validate_ex(plan, 4, fixed, 0, NULL), NNM_NULL_ARGUMENT);
+    CHECK(v.valid == 0xAB);
+    CHECK_OK(nnm_plan_validate_ex(NULL, 0, NULL, 0, &v));
+    CHECK(v.valid == 1 && v.peak_bytes == 0);
+}
+
+/* The OVERFLOW rules as the header states them. */
+static void test_overflow_rules_as_documented(void) {
+    size_t index = 99;
+    nnm_planner *p = new_planner();
+    /* last_use + 1 must fit: steps are kept half-open. */
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 0, INT64_MAX, &index), NNM_OVERFLOW);
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, 0, INT64_MAX, 0, &index), NNM_OVERFLOW);
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 0, INT64_MAX - 1, &index));
+    CHECK(index == 0);
+    nnm_plan_buffer one;
+    one.size = 8;
+    one.first_use = 0;
+    one.last_use = INT64_MAX;
+    one.offset = 0;
+    nnm_validation v;
+    memset(&v, 0xAB, sizeof v);
+    CHECK_FAILS(nnm_plan_validate(&one, 1, &v), NNM_OVERFLOW);
+    nnm_planner_free(p);
+
+    /* The bound is on the sum of all sizes, live together or not: after a
+     * buffer of 2^64 - 1 B, a 1 B buffer never live with it is refused. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_add_buffer(p, UINT64_MAX, 0, 1, NULL));
+    CHECK_FAILS(nnm_planner_add_buffer(p, 1, 5, 6, NULL), NNM_OVERFLOW);
+    nnm_planner_free(p);
+
+    /* A fixed end plus the total of all sizes: offset + size fits here, the
+     * sum with the 2^63 B buffer does not. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_add_buffer(p, UINT64_C(1) << 63, 0, 1, NULL));
+    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, 5, 6, UINT64_C(1) << 63, NULL), NNM_OVERFLOW);
+    CHECK_OK(nnm_planner_add_fixed_buffer(p, 8, 5, 6, (UINT64_C(1) << 63) - 32, NULL));
+    nnm_planner_free(p);
+
+    /* nnm_plan_validate checks offset + size of never-used buffers too. */
+    one.first_use = NNM_UNUSED_STEP;
+    one.last_use = NNM_UNUSED_STEP;
+    one.offset = UINT64_MAX - 3;
+    CHECK_FAILS(nnm_plan_validate(&one, 1, &v), NNM_OVERFLOW);
+    CHECK(strstr(nnm_last_error(), "buffer 0") != NULL);
+    CHECK(v.valid == 0xAB);
+    one.offset = UINT64_MAX - 8;
+    CHECK_OK(nnm_plan_validate(&one, 1, &v));
+    CHECK(v.valid == 1 && v.peak_bytes == 0);
+}
+
 int main(void) {
     test_last_error_starts_empty(); /* must run first */
     test_version();
@@ -916,5 +1124,8 @@ int main(void) {
     test_draw();
     test_validate();
     test_last_error_is_thread_local();
+    test_overlapping_offline_plans();
+    test_validate_ex();
+    test_overflow_rules_as_documented();
     return nnm_check_report();
 }

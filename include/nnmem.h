@@ -103,6 +103,13 @@ struct list_head {
 #define NNM_UNUSED_STEP -1
 
 /**
+ * `nnm_plan_validate_ex` flag: overlaps among fixed buffers are counted but
+ * do not make the plan invalid (an offline plan may share memory on
+ * purpose). An overlap involving a buffer not marked fixed still does.
+ */
+#define NNM_VALIDATE_TRUST_FIXED 1
+
+/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  *
@@ -766,6 +773,29 @@ typedef struct nnm_plan_result {
    * 1 when the plan fits the capacity (always 1 without one).
    */
   uint8_t fits;
+  /**
+   * Pairs of fixed buffers that share a byte at some step: accepted by
+   * TFLM, or with `nnm_planner_set_trust_fixed`. Each unordered pair of
+   * fixed buffers (both of non-zero size and used) live at a common step
+   * with a byte in common counts once.
+   */
+  uint64_t fixed_overlap_count;
+  /**
+   * When `fixed_overlap_count` > 0: the lower index (in order of
+   * addition) of the first such pair, met by a sweep over steps (the
+   * earliest step at which two fixed buffers overlap). 0 otherwise.
+   */
+  uint64_t fixed_overlap_first;
+  /**
+   * When `fixed_overlap_count` > 0: the higher index of that pair. 0
+   * otherwise.
+   */
+  uint64_t fixed_overlap_second;
+  /**
+   * When `fixed_overlap_count` > 0: the first step at which that pair
+   * overlaps. 0 otherwise.
+   */
+  int64_t fixed_overlap_step;
 } nnm_plan_result;
 
 /**
@@ -811,9 +841,31 @@ typedef struct nnm_validation {
    */
   int64_t step;
   /**
-   * 1 when no two buffers live at the same step share a byte.
+   * 1 when no two buffers live at the same step share a byte (with
+   * NNM_VALIDATE_TRUST_FIXED: except pairs of fixed buffers).
    */
   uint8_t valid;
+  /**
+   * Pairs of buffers marked fixed (`nnm_plan_validate_ex`) that share a
+   * byte at some step, counted as in `nnm_plan_result`; always 0 from
+   * `nnm_plan_validate`, which knows no fixed buffers.
+   */
+  uint64_t fixed_overlap_count;
+  /**
+   * When `fixed_overlap_count` > 0: the lower index of the first such
+   * pair (earliest step). 0 otherwise.
+   */
+  size_t fixed_overlap_first;
+  /**
+   * When `fixed_overlap_count` > 0: the higher index of that pair. 0
+   * otherwise.
+   */
+  size_t fixed_overlap_second;
+  /**
+   * When `fixed_overlap_count` > 0: the first step at which that pair
+   * overlaps. 0 otherwise.
+   */
+  int64_t fixed_overlap_step;
 } nnm_validation;
 
 
@@ -1438,13 +1490,32 @@ enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
                                              const struct nnm_cancel_token *token);
 
 /**
+ * Trusts fixed buffers that overlap each other (`trust` 1) or not (0, the
+ * default). An offline plan may share memory between tensors on purpose,
+ * even while both are live; TFLite Micro trusts it, and so does NNM_TFLM
+ * always. With trust, every algorithm plans around all fixed buffers
+ * (planned buffers never overlap any fixed or planned buffer; the lower
+ * bound counts bytes that fixed buffers share once) and the overlaps are
+ * only reported in `nnm_plan_result`. Without it, `nnm_planner_plan` fails
+ * on them with any other algorithm. Kept by `nnm_planner_reset`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
+ */
+enum nnm_status nnm_planner_set_trust_fixed(struct nnm_planner *planner, uint8_t trust);
+
+/**
  * Adds a buffer of `size` bytes live from step `first_use` to `last_use`
  * (inclusive; both NNM_UNUSED_STEP for a buffer never used). Zero sizes are
  * legal. Writes its index to `out_index` when not NULL.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, negative
- * step), OVERFLOW (sizes past 2^64), WRONG_STATE (already planned; reset
- * first).
+ * step), OVERFLOW (`last_use` is INT64_MAX: steps are kept half-open, so
+ * `last_use + 1` must fit; `size` rounded up to the alignment passes
+ * 2^64 - 1; or the sizes of all buffers added, rounded up and summed
+ * whether or not they are live at the same time, plus the highest
+ * `offset + size` of a fixed buffer, pass 2^64 - 1: this bound keeps every
+ * algorithm's arithmetic within 64 bits), WRONG_STATE (already planned;
+ * reset first).
  */
 enum nnm_status nnm_planner_add_buffer(struct nnm_planner *planner,
                                        uint64_t size,
@@ -1457,8 +1528,12 @@ enum nnm_status nnm_planner_add_buffer(struct nnm_planner *planner,
  * and the others are planned around it. `offset` must be a multiple of the
  * alignment.
  *
- * Errors: as `nnm_planner_add_buffer`, plus INVALID_ARGUMENT for an
- * unaligned offset and OVERFLOW when `offset + size` overflows.
+ * Fixed buffers may overlap each other; see `nnm_planner_set_trust_fixed`.
+ *
+ * Errors: as `nnm_planner_add_buffer` (whose OVERFLOW bound counts this
+ * buffer's `offset + size` as a fixed end), plus INVALID_ARGUMENT for an
+ * unaligned offset and OVERFLOW when `offset + size` (size rounded up)
+ * passes 2^64 - 1.
  */
 enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
                                              uint64_t size,
@@ -1471,7 +1546,9 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  * Plans the buffers added so far.
  *
  * Errors: NULL_ARGUMENT; WRONG_STATE (already planned); INVALID_ARGUMENT
- * (two fixed buffers overlap); DOES_NOT_FIT when a capacity is set and the
+ * (two fixed buffers share a byte at a step, unless the algorithm is
+ * NNM_TFLM or `nnm_planner_set_trust_fixed` is on: the message names the
+ * first pair, the step and the number of pairs); DOES_NOT_FIT when a capacity is set and the
  * best plan exceeds it: the message reads "requested X B, available Y B,
  * missing Z B" and `nnm_planner_required_bytes` gives X (offsets stay
  * readable).
@@ -1509,7 +1586,9 @@ enum nnm_status nnm_planner_get_result(const struct nnm_planner *planner,
 
 /**
  * Writes the lower bound of the buffers added so far: the largest total
- * size live at one step. Available at any time. O(n log n).
+ * size live at one step, where bytes that fixed buffers share count once.
+ * Available at any time. O(n log n), plus the union of the fixed buffers
+ * when they overlap.
  *
  * Errors: NULL_ARGUMENT.
  */
@@ -1531,8 +1610,8 @@ enum nnm_status nnm_planner_required_bytes(const struct nnm_planner *planner, ui
 enum nnm_status nnm_planner_buffer_count(const struct nnm_planner *planner, size_t *out_count);
 
 /**
- * Drops every buffer and the plan; keeps algorithm, alignment, capacity and
- * time limit.
+ * Drops every buffer and the plan; keeps algorithm, alignment, capacity,
+ * time limit and trust-fixed.
  *
  * Errors: NULL_ARGUMENT.
  */
@@ -1558,14 +1637,38 @@ enum nnm_status nnm_planner_draw(const struct nnm_planner *planner,
  * and writes the verdict: `valid`, the peak, and for an invalid plan the
  * first overlapping pair (earliest step, then lowest index) and the step;
  * the message of `nnm_last_error()` also names them. O(n log n).
+ * Equivalent to `nnm_plan_validate_ex` with no fixed buffers and no flags.
  *
  * Errors: NULL_ARGUMENT (`buffers` NULL with `count` > 0, or `out` NULL),
  * INVALID_ARGUMENT (a buffer's lifetime is malformed), OVERFLOW
- * (`count` too large, or `offset + size` overflows).
+ * (`count` too large, a `last_use` of INT64_MAX, or `offset + size`
+ * overflows for any buffer, used or not).
  */
 enum nnm_status nnm_plan_validate(const struct nnm_plan_buffer *buffers,
                                   size_t count,
                                   struct nnm_validation *out);
+
+/**
+ * `nnm_plan_validate` for a plan with fixed (offline-planned) buffers:
+ * `is_fixed` (NULL: none fixed; else `count` entries, each 0 or 1) marks
+ * them. Overlaps among fixed buffers are counted in `fixed_overlap_count`
+ * (with the first pair and step) and make the plan invalid unless `flags`
+ * has NNM_VALIDATE_TRUST_FIXED; an overlap involving a buffer not marked
+ * fixed always does. The first overlapping pair reported is the one
+ * `nnm_plan_validate` reports, except with trust and overlapping fixed
+ * buffers, where it is the first overlap (earliest step) involving a
+ * buffer not fixed, paired with the lowest-indexed fixed buffer it meets
+ * at that step if it meets one. O(n log n) plus, with trust and
+ * overlapping fixed buffers, the union of the fixed ones.
+ *
+ * Errors: as `nnm_plan_validate`, plus INVALID_ARGUMENT for an `is_fixed`
+ * entry other than 0 or 1 and for unknown bits in `flags`.
+ */
+enum nnm_status nnm_plan_validate_ex(const struct nnm_plan_buffer *buffers,
+                                     size_t count,
+                                     const uint8_t *is_fixed,
+                                     uint32_t flags,
+                                     struct nnm_validation *out);
 
 #ifdef __cplusplus
 }  // extern "C"

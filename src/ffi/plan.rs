@@ -9,7 +9,7 @@ use super::error::{guard, guard_void, non_null, read_str, write_out};
 use super::text::copy_text;
 use super::cancel::{nnm_cancel_token, token_ref};
 use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
-use crate::plan::{validate, Algorithm, Buffer, Invalid, Lifetime, Planner};
+use crate::plan::{validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner, Verdict};
 use super::status::nnm_status;
 use crate::status::Error;
 
@@ -60,6 +60,21 @@ pub struct nnm_plan_result {
     pub proven_optimal: u8,
     /// 1 when the plan fits the capacity (always 1 without one).
     pub fits: u8,
+    /// Pairs of fixed buffers that share a byte at some step: accepted by
+    /// TFLM, or with `nnm_planner_set_trust_fixed`. Each unordered pair of
+    /// fixed buffers (both of non-zero size and used) live at a common step
+    /// with a byte in common counts once.
+    pub fixed_overlap_count: u64,
+    /// When `fixed_overlap_count` > 0: the lower index (in order of
+    /// addition) of the first such pair, met by a sweep over steps (the
+    /// earliest step at which two fixed buffers overlap). 0 otherwise.
+    pub fixed_overlap_first: u64,
+    /// When `fixed_overlap_count` > 0: the higher index of that pair. 0
+    /// otherwise.
+    pub fixed_overlap_second: u64,
+    /// When `fixed_overlap_count` > 0: the first step at which that pair
+    /// overlaps. 0 otherwise.
+    pub fixed_overlap_step: i64,
 }
 
 /// A buffer with its offset, for `nnm_plan_validate`.
@@ -88,9 +103,28 @@ pub struct nnm_validation {
     pub second: usize,
     /// When invalid: the first step at which both are live.
     pub step: i64,
-    /// 1 when no two buffers live at the same step share a byte.
+    /// 1 when no two buffers live at the same step share a byte (with
+    /// NNM_VALIDATE_TRUST_FIXED: except pairs of fixed buffers).
     pub valid: u8,
+    /// Pairs of buffers marked fixed (`nnm_plan_validate_ex`) that share a
+    /// byte at some step, counted as in `nnm_plan_result`; always 0 from
+    /// `nnm_plan_validate`, which knows no fixed buffers.
+    pub fixed_overlap_count: u64,
+    /// When `fixed_overlap_count` > 0: the lower index of the first such
+    /// pair (earliest step). 0 otherwise.
+    pub fixed_overlap_first: usize,
+    /// When `fixed_overlap_count` > 0: the higher index of that pair. 0
+    /// otherwise.
+    pub fixed_overlap_second: usize,
+    /// When `fixed_overlap_count` > 0: the first step at which that pair
+    /// overlaps. 0 otherwise.
+    pub fixed_overlap_step: i64,
 }
+
+/// `nnm_plan_validate_ex` flag: overlaps among fixed buffers are counted but
+/// do not make the plan invalid (an offline plan may share memory on
+/// purpose). An overlap involving a buffer not marked fixed still does.
+pub const NNM_VALIDATE_TRUST_FIXED: u32 = 1;
 
 unsafe fn planner_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut Planner> {
     value_mut(p, "planner").map(|h| &mut h.planner)
@@ -250,13 +284,40 @@ pub unsafe extern "C" fn nnm_planner_set_cancel_token(planner: *mut nnm_planner,
     })
 }
 
+/// Trusts fixed buffers that overlap each other (`trust` 1) or not (0, the
+/// default). An offline plan may share memory between tensors on purpose,
+/// even while both are live; TFLite Micro trusts it, and so does NNM_TFLM
+/// always. With trust, every algorithm plans around all fixed buffers
+/// (planned buffers never overlap any fixed or planned buffer; the lower
+/// bound counts bytes that fixed buffers share once) and the overlaps are
+/// only reported in `nnm_plan_result`. Without it, `nnm_planner_plan` fails
+/// on them with any other algorithm. Kept by `nnm_planner_reset`.
+///
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_planner_set_trust_fixed(planner: *mut nnm_planner, trust: u8) -> nnm_status {
+    guard(|| {
+        let p = planner_mut(planner)?;
+        if trust > 1 {
+            return Err(Error::invalid(format!("trust {trust} must be 0 (off) or 1 (on)")));
+        }
+        p.set_trust_fixed(trust == 1);
+        Ok(())
+    })
+}
+
 /// Adds a buffer of `size` bytes live from step `first_use` to `last_use`
 /// (inclusive; both NNM_UNUSED_STEP for a buffer never used). Zero sizes are
 /// legal. Writes its index to `out_index` when not NULL.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, negative
-/// step), OVERFLOW (sizes past 2^64), WRONG_STATE (already planned; reset
-/// first).
+/// step), OVERFLOW (`last_use` is INT64_MAX: steps are kept half-open, so
+/// `last_use + 1` must fit; `size` rounded up to the alignment passes
+/// 2^64 - 1; or the sizes of all buffers added, rounded up and summed
+/// whether or not they are live at the same time, plus the highest
+/// `offset + size` of a fixed buffer, pass 2^64 - 1: this bound keeps every
+/// algorithm's arithmetic within 64 bits), WRONG_STATE (already planned;
+/// reset first).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_add_buffer(
     planner: *mut nnm_planner,
@@ -279,8 +340,12 @@ pub unsafe extern "C" fn nnm_planner_add_buffer(
 /// and the others are planned around it. `offset` must be a multiple of the
 /// alignment.
 ///
-/// Errors: as `nnm_planner_add_buffer`, plus INVALID_ARGUMENT for an
-/// unaligned offset and OVERFLOW when `offset + size` overflows.
+/// Fixed buffers may overlap each other; see `nnm_planner_set_trust_fixed`.
+///
+/// Errors: as `nnm_planner_add_buffer` (whose OVERFLOW bound counts this
+/// buffer's `offset + size` as a fixed end), plus INVALID_ARGUMENT for an
+/// unaligned offset and OVERFLOW when `offset + size` (size rounded up)
+/// passes 2^64 - 1.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
     planner: *mut nnm_planner,
@@ -303,7 +368,9 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
 /// Plans the buffers added so far.
 ///
 /// Errors: NULL_ARGUMENT; WRONG_STATE (already planned); INVALID_ARGUMENT
-/// (two fixed buffers overlap); DOES_NOT_FIT when a capacity is set and the
+/// (two fixed buffers share a byte at a step, unless the algorithm is
+/// NNM_TFLM or `nnm_planner_set_trust_fixed` is on: the message names the
+/// first pair, the step and the number of pairs); DOES_NOT_FIT when a capacity is set and the
 /// best plan exceeds it: the message reads "requested X B, available Y B,
 /// missing Z B" and `nnm_planner_required_bytes` gives X (offsets stay
 /// readable).
@@ -372,6 +439,10 @@ pub unsafe extern "C" fn nnm_planner_get_result(planner: *const nnm_planner, out
                 algorithm: o.algorithm as u32,
                 proven_optimal: o.proven_optimal as u8,
                 fits: o.fits as u8,
+                fixed_overlap_count: o.fixed_overlaps.count,
+                fixed_overlap_first: o.fixed_overlaps.first.map_or(0, |f| f.first as u64),
+                fixed_overlap_second: o.fixed_overlaps.first.map_or(0, |f| f.second as u64),
+                fixed_overlap_step: o.fixed_overlaps.first.map_or(0, |f| f.step),
             },
         );
         Ok(())
@@ -379,7 +450,9 @@ pub unsafe extern "C" fn nnm_planner_get_result(planner: *const nnm_planner, out
 }
 
 /// Writes the lower bound of the buffers added so far: the largest total
-/// size live at one step. Available at any time. O(n log n).
+/// size live at one step, where bytes that fixed buffers share count once.
+/// Available at any time. O(n log n), plus the union of the fixed buffers
+/// when they overlap.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
@@ -419,8 +492,8 @@ pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, o
     })
 }
 
-/// Drops every buffer and the plan; keeps algorithm, alignment, capacity and
-/// time limit.
+/// Drops every buffer and the plan; keeps algorithm, alignment, capacity,
+/// time limit and trust-fixed.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
@@ -456,10 +529,12 @@ pub unsafe extern "C" fn nnm_planner_draw(
 /// and writes the verdict: `valid`, the peak, and for an invalid plan the
 /// first overlapping pair (earliest step, then lowest index) and the step;
 /// the message of `nnm_last_error()` also names them. O(n log n).
+/// Equivalent to `nnm_plan_validate_ex` with no fixed buffers and no flags.
 ///
 /// Errors: NULL_ARGUMENT (`buffers` NULL with `count` > 0, or `out` NULL),
 /// INVALID_ARGUMENT (a buffer's lifetime is malformed), OVERFLOW
-/// (`count` too large, or `offset + size` overflows).
+/// (`count` too large, a `last_use` of INT64_MAX, or `offset + size`
+/// overflows for any buffer, used or not).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_plan_validate(
     buffers: *const nnm_plan_buffer,
@@ -468,34 +543,113 @@ pub unsafe extern "C" fn nnm_plan_validate(
 ) -> nnm_status {
     guard(|| {
         non_null(out, "out")?;
-        if count > isize::MAX as usize / std::mem::size_of::<nnm_plan_buffer>() {
-            return Err(Error::overflow(format!("count {count} is too large")));
-        }
-        let items: &[nnm_plan_buffer] = if count == 0 {
-            &[]
-        } else {
-            non_null(buffers, "buffers")?;
-            std::slice::from_raw_parts(buffers, count)
-        };
-        let mut specs = Vec::with_capacity(count);
-        let mut offsets = Vec::with_capacity(count);
-        for (i, b) in items.iter().enumerate() {
-            let lifetime = Lifetime::inclusive(b.first_use, b.last_use)
-                .map_err(|e| Error::new(e.status(), format!("buffer {i}: {}", e.message())))?;
-            specs.push(Buffer { size: b.size, lifetime, fixed_offset: None });
-            offsets.push(b.offset);
-        }
-        let verdict = match validate(&specs, &offsets) {
-            Ok(peak) => nnm_validation { peak_bytes: peak, valid: 1, ..Default::default() },
-            Err(Invalid::Overlap(o)) => {
-                super::error::set_last_error(&format!("invalid plan: {o}"));
-                let peak = specs.iter().zip(&offsets).filter(|(b, _)| b.occupies()).map(|(b, &o)| o + b.size).max().unwrap_or(0);
-                nnm_validation { peak_bytes: peak, first: o.first, second: o.second, step: o.step, valid: 0 }
-            }
-            Err(e @ Invalid::OffsetOverflow(_)) => return Err(Error::overflow(e.to_string())),
-            Err(e) => return Err(Error::invalid(e.to_string())),
-        };
+        // SAFETY: the caller passes `count` readable entries (checked for
+        // NULL and size there).
+        let (specs, offsets) = read_plan(buffers, count)?;
+        let verdict = check_plan(&specs, &offsets, &vec![false; count], false)?;
         write_out(out, verdict);
         Ok(())
     })
+}
+
+/// `nnm_plan_validate` for a plan with fixed (offline-planned) buffers:
+/// `is_fixed` (NULL: none fixed; else `count` entries, each 0 or 1) marks
+/// them. Overlaps among fixed buffers are counted in `fixed_overlap_count`
+/// (with the first pair and step) and make the plan invalid unless `flags`
+/// has NNM_VALIDATE_TRUST_FIXED; an overlap involving a buffer not marked
+/// fixed always does. The first overlapping pair reported is the one
+/// `nnm_plan_validate` reports, except with trust and overlapping fixed
+/// buffers, where it is the first overlap (earliest step) involving a
+/// buffer not fixed, paired with the lowest-indexed fixed buffer it meets
+/// at that step if it meets one. O(n log n) plus, with trust and
+/// overlapping fixed buffers, the union of the fixed ones.
+///
+/// Errors: as `nnm_plan_validate`, plus INVALID_ARGUMENT for an `is_fixed`
+/// entry other than 0 or 1 and for unknown bits in `flags`.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_plan_validate_ex(
+    buffers: *const nnm_plan_buffer,
+    count: usize,
+    is_fixed: *const u8,
+    flags: u32,
+    out: *mut nnm_validation,
+) -> nnm_status {
+    guard(|| {
+        non_null(out, "out")?;
+        if flags & !NNM_VALIDATE_TRUST_FIXED != 0 {
+            return Err(Error::invalid(format!(
+                "unknown flags 0x{:x} (known: NNM_VALIDATE_TRUST_FIXED = 0x{NNM_VALIDATE_TRUST_FIXED:x})",
+                flags & !NNM_VALIDATE_TRUST_FIXED
+            )));
+        }
+        // SAFETY: the caller passes `count` readable entries (checked for
+        // NULL and size there).
+        let (specs, offsets) = read_plan(buffers, count)?;
+        let marks: &[u8] = if is_fixed.is_null() || count == 0 {
+            &[]
+        } else {
+            // SAFETY: non-NULL and, per the contract, `count` readable
+            // bytes; `count` fits isize (checked by `read_plan`).
+            std::slice::from_raw_parts(is_fixed, count)
+        };
+        if let Some(i) = marks.iter().position(|&m| m > 1) {
+            return Err(Error::invalid(format!("is_fixed[{i}] is {}; it must be 0 or 1", marks[i])));
+        }
+        let fixed: Vec<bool> = if marks.is_empty() { vec![false; count] } else { marks.iter().map(|&m| m == 1).collect() };
+        let verdict = check_plan(&specs, &offsets, &fixed, flags & NNM_VALIDATE_TRUST_FIXED != 0)?;
+        write_out(out, verdict);
+        Ok(())
+    })
+}
+
+/// Reads `count` plan entries into buffers and offsets.
+///
+/// # Safety
+/// `buffers` is NULL or points to `count` readable entries.
+unsafe fn read_plan(buffers: *const nnm_plan_buffer, count: usize) -> crate::Result<(Vec<Buffer>, Vec<u64>)> {
+    if count > isize::MAX as usize / std::mem::size_of::<nnm_plan_buffer>() {
+        return Err(Error::overflow(format!("count {count} is too large")));
+    }
+    let items: &[nnm_plan_buffer] = if count == 0 {
+        &[]
+    } else {
+        non_null(buffers, "buffers")?;
+        // SAFETY: non-NULL, `count` entries by the caller's contract, and the
+        // byte length fits isize (checked above).
+        std::slice::from_raw_parts(buffers, count)
+    };
+    let mut specs = Vec::with_capacity(count);
+    let mut offsets = Vec::with_capacity(count);
+    for (i, b) in items.iter().enumerate() {
+        let lifetime = Lifetime::inclusive(b.first_use, b.last_use)
+            .map_err(|e| Error::new(e.status(), format!("buffer {i}: {}", e.message())))?;
+        specs.push(Buffer { size: b.size, lifetime, fixed_offset: None });
+        offsets.push(b.offset);
+    }
+    Ok((specs, offsets))
+}
+
+/// Runs the validator and turns its verdict into `nnm_validation`; an
+/// invalid plan also sets the last error (the call itself succeeds).
+fn check_plan(specs: &[Buffer], offsets: &[u64], is_fixed: &[bool], trust_fixed: bool) -> crate::Result<nnm_validation> {
+    let Verdict { peak, overlap, fixed_overlaps } = match validate_with_fixed(specs, offsets, is_fixed, trust_fixed) {
+        Ok(v) => v,
+        Err(e @ Invalid::OffsetOverflow(_)) => return Err(Error::overflow(e.to_string())),
+        Err(e) => return Err(Error::invalid(e.to_string())),
+    };
+    let mut verdict = nnm_validation { peak_bytes: peak, valid: 1, ..Default::default() };
+    if let Some(f) = fixed_overlaps.first {
+        verdict.fixed_overlap_count = fixed_overlaps.count;
+        verdict.fixed_overlap_first = f.first;
+        verdict.fixed_overlap_second = f.second;
+        verdict.fixed_overlap_step = f.step;
+    }
+    if let Some(o) = overlap {
+        super::error::set_last_error(&format!("invalid plan: {o}"));
+        verdict.valid = 0;
+        verdict.first = o.first;
+        verdict.second = o.second;
+        verdict.step = o.step;
+    }
+    Ok(verdict)
 }
