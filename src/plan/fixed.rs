@@ -338,6 +338,66 @@ mod tests {
         }
     }
 
+    /// A random problem whose fixed buffers often overlap each other.
+    fn overlapping_problem(rng: &mut Rng, n: usize) -> Problem {
+        let mut p = Problem::new(8).unwrap();
+        for _ in 0..n {
+            let start = rng.below(10) as i64;
+            let lifetime = Lifetime::half_open(start, start + rng.below(5) as i64).unwrap();
+            let size = [0, 8, 16, 24, 40, 64][rng.below(6) as usize];
+            let fixed = (rng.below(2) == 0).then(|| rng.below(8) * 8);
+            p.push(size, lifetime, fixed).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn every_algorithm_plans_around_trusted_overlapping_fixed_buffers() {
+        use crate::plan::{validate_with_fixed, Algorithm, Planner};
+        let mut rng = Rng::new(3);
+        let mut overlapping = 0;
+        for round in 0..120 {
+            let problem = overlapping_problem(&mut rng, 2 + round % 18);
+            let is_fixed: Vec<bool> = problem.buffers().iter().map(|b| b.fixed_offset.is_some()).collect();
+            for algorithm in Algorithm::all() {
+                let mut planner = Planner::new();
+                planner.set_alignment(8).unwrap();
+                planner.set_algorithm(algorithm);
+                planner.set_trust_fixed(true);
+                planner.set_node_limit(Some(2000));
+                for b in problem.buffers() {
+                    planner.add_buffer(b.size, b.lifetime, b.fixed_offset).unwrap();
+                }
+                let o = planner.plan().unwrap_or_else(|e| panic!("round {round}, {algorithm:?}: {e:?}")).clone();
+                let verdict = validate_with_fixed(problem.buffers(), &o.offsets, &is_fixed, true).unwrap();
+                assert_eq!(verdict.overlap, None, "round {round}, {algorithm:?}");
+                assert_eq!((verdict.peak, verdict.fixed_overlaps), (o.peak, o.fixed_overlaps));
+                assert!(o.peak >= o.lower_bound && o.offsets.iter().all(|x| x % 8 == 0));
+                overlapping += usize::from(algorithm == Algorithm::Auto && o.fixed_overlaps.count > 0);
+            }
+        }
+        assert!(overlapping > 40, "only {overlapping} instances with overlapping fixed buffers");
+    }
+
+    #[test]
+    fn tflm_places_around_the_blocks_as_around_the_overlapping_buffers() {
+        // So `auto`, which runs the others on the blocks, keeps its promise
+        // of never being worse than `tflm` with trusted overlaps too.
+        use crate::plan::algo::SearchLimits;
+        use crate::plan::Algorithm;
+        let mut rng = Rng::new(9);
+        for round in 0..400 {
+            let problem = overlapping_problem(&mut rng, 2 + round % 18);
+            let rects = fixed_rects(&problem);
+            let flat = Flat::new(&problem, &rects);
+            let limits = SearchLimits::unlimited(0);
+            let tflm = Algorithm::Tflm.implementation();
+            let direct = tflm.place(&problem, &limits).offsets;
+            let around_blocks = flat.to_original(&problem, &tflm.place(&flat.problem, &limits).offsets);
+            assert_eq!(direct, around_blocks, "round {round}: {:?}", problem.buffers());
+        }
+    }
+
     #[test]
     fn a_range_that_does_not_change_stays_one_block() {
         // 1 overlaps 0 at steps 2..4 only: 0's range is split there, and
