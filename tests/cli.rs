@@ -147,3 +147,51 @@ fn node_limit_is_validated() {
     assert_eq!(out.status.code(), Some(2));
     assert!(text(&out.stderr).contains("--node-limit"), "{}", text(&out.stderr));
 }
+
+/// Fixed buffers a and b share bytes 8..16 at steps 1..3; c is planned.
+const SHARED_OFFLINE: &str = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,\n";
+
+#[test]
+fn trust_fixed_plans_around_overlapping_fixed_buffers_and_reports_them() {
+    let out = nnmem(&["plan", "-", "--algorithm", "size-best-fit"], Some(SHARED_OFFLINE));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("fixed buffers 0 and 1 overlap in memory at step 1"), "{}", text(&out.stderr));
+    let out = nnmem(&["plan", "-", "--algorithm", "size-best-fit", "--trust-fixed"], Some(SHARED_OFFLINE));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(text(&out.stdout), "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,24\n");
+    let report = text(&out.stderr);
+    assert!(report.contains("fixed overlaps  1 pair(s) of fixed buffers share memory (trusted), first on input lines 2 and 3 at step 1"), "{report}");
+    assert!(report.contains("lower bound     32 B"), "{report}");
+    // tflm trusts them without being told, as TFLite Micro does.
+    let out = nnmem(&["plan", "-", "--algorithm", "tflm"], Some(SHARED_OFFLINE));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("fixed overlaps  1 pair(s)"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn validate_trusts_fixed_buffers_named_by_the_input_trace() {
+    let dir = std::env::temp_dir().join(format!("nnmem-cli-fixed-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let input = dir.join("input.csv");
+    std::fs::write(&input, SHARED_OFFLINE).unwrap();
+    let input = input.to_str().unwrap();
+    let plan = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,24\n";
+    let out = nnmem(&["validate", "-"], Some(plan));
+    assert_eq!(out.status.code(), Some(1), "without --fixed-from every overlap counts");
+    let out = nnmem(&["validate", "-", "--fixed-from", input], Some(plan));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("fixed overlaps: 1 pair(s), first a (line 2) and b (line 3) at step 1"), "{}", text(&out.stderr));
+    let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(plan));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("valid: 3 buffers, peak 32 B, lower bound 32 B"), "{report}");
+    assert!(report.contains("fixed overlaps: 1 pair(s), first a (line 2) and b (line 3) at step 1 (trusted)"), "{report}");
+    // A planned buffer on a fixed one is still invalid; a moved fixed buffer is refused.
+    let clash = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,16\n";
+    let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(clash));
+    assert!(text(&out.stderr).contains("b (line 3) and c (line 4) overlap in memory at step 1"), "{}", text(&out.stderr));
+    let moved = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,16\nc,0,4,8,32\n";
+    let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(moved));
+    assert!(text(&out.stderr).contains("fixed buffer b is at 16 but"), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

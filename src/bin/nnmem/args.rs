@@ -5,7 +5,8 @@ use nnmem::plan::Algorithm;
 pub const USAGE: &str = "\
 usage:
   nnmem plan [FILE.csv|-] [options]   plan a trace (without FILE: a built-in ResNet-50 trace)
-  nnmem validate FILE.csv|-           check a plan (CSV with an offset column)
+  nnmem validate FILE.csv|- [--fixed-from INPUT.csv] [--trust-fixed]
+                                      check a plan (CSV with an offset column)
   nnmem help | --help                 this text
   nnmem --version
 
@@ -21,6 +22,16 @@ plan options:
   --output OUT.csv     write the plan there instead of stdout
   --svg OUT.svg        draw the plan (steps across, addresses up)
   --picture            print a TFLite-Micro-style text picture of the plan
+  --trust-fixed        fixed buffers may overlap each other (an offline plan that
+                       shares memory on purpose): plan around all of them and
+                       report the overlaps (tflm always does)
+
+validate options:
+  --fixed-from INPUT.csv  the trace the plan was made from: rows with an offset
+                       there are the fixed buffers (matched by id; they must keep
+                       that offset); overlaps among them are reported
+  --trust-fixed        overlaps among those fixed buffers do not make the plan
+                       invalid
 
 CSV input: header id,lower,upper,size[,offset]; lifetimes are half-open
 [lower, upper); an empty offset cell is planned, a number is kept fixed.
@@ -35,7 +46,15 @@ pub enum Command {
     Help,
     Version,
     Plan(PlanArgs),
-    Validate(String),
+    Validate(ValidateArgs),
+}
+
+/// Options of `nnmem validate`.
+#[derive(Debug, PartialEq)]
+pub struct ValidateArgs {
+    pub input: String,
+    pub fixed_from: Option<String>,
+    pub trust_fixed: bool,
 }
 
 /// Options of `nnmem plan`.
@@ -50,6 +69,7 @@ pub struct PlanArgs {
     pub output: Option<String>,
     pub svg: Option<String>,
     pub picture: bool,
+    pub trust_fixed: bool,
 }
 
 fn number<T: std::str::FromStr>(flag: &str, value: Option<&String>) -> Result<T, String> {
@@ -62,10 +82,7 @@ pub fn parse(argv: &[String]) -> Result<Command, String> {
     match first.as_str() {
         "help" | "--help" | "-h" => Ok(Command::Help),
         "--version" | "-V" => Ok(Command::Version),
-        "validate" => match argv.get(1..) {
-            Some([path]) => Ok(Command::Validate(path.clone())),
-            _ => Err("validate takes exactly one FILE (or -)".into()),
-        },
+        "validate" => parse_validate(&argv[1..]).map(Command::Validate),
         "plan" => parse_plan(&argv[1..]).map(Command::Plan),
         other => Err(format!("unknown command '{other}'")),
     }
@@ -82,6 +99,7 @@ fn parse_plan(argv: &[String]) -> Result<PlanArgs, String> {
         output: None,
         svg: None,
         picture: false,
+        trust_fixed: false,
     };
     let mut it = argv.iter();
     while let Some(arg) = it.next() {
@@ -103,6 +121,7 @@ fn parse_plan(argv: &[String]) -> Result<PlanArgs, String> {
             "--output" => a.output = Some(it.next().ok_or("--output needs a path")?.clone()),
             "--svg" => a.svg = Some(it.next().ok_or("--svg needs a path")?.clone()),
             "--picture" => a.picture = true,
+            "--trust-fixed" => a.trust_fixed = true,
             flag if flag.starts_with("--") => return Err(format!("unknown option '{flag}'")),
             path => {
                 if a.input.is_some() {
@@ -113,6 +132,22 @@ fn parse_plan(argv: &[String]) -> Result<PlanArgs, String> {
         }
     }
     Ok(a)
+}
+
+fn parse_validate(argv: &[String]) -> Result<ValidateArgs, String> {
+    let (mut input, mut fixed_from, mut trust_fixed) = (None, None, false);
+    let mut it = argv.iter();
+    while let Some(arg) = it.next() {
+        match arg.as_str() {
+            "--fixed-from" => fixed_from = Some(it.next().ok_or("--fixed-from needs a path")?.clone()),
+            "--trust-fixed" => trust_fixed = true,
+            flag if flag.starts_with("--") => return Err(format!("unknown option '{flag}'")),
+            path if input.is_none() => input = Some(path.to_string()),
+            path => return Err(format!("only one input file, got a second: '{path}'")),
+        }
+    }
+    let input = input.ok_or("validate takes exactly one FILE (or -)")?;
+    Ok(ValidateArgs { input, fixed_from, trust_fixed })
 }
 
 #[cfg(test)]
@@ -146,5 +181,18 @@ mod tests {
         assert!(parse(&v(&["frobnicate"])).is_err());
         assert!(parse(&v(&["plan", "--bogus"])).is_err());
         assert_eq!(parse(&[]).unwrap(), Command::Help);
+    }
+
+    #[test]
+    fn parses_trust_fixed_options() {
+        let Command::Plan(a) = parse(&v(&["plan", "x.csv", "--trust-fixed"])).unwrap() else { panic!("not a plan command") };
+        assert!(a.trust_fixed);
+        let Command::Validate(a) = parse(&v(&["validate", "p.csv", "--fixed-from", "in.csv", "--trust-fixed"])).unwrap() else {
+            panic!("not a validate command")
+        };
+        assert_eq!(a, ValidateArgs { input: "p.csv".into(), fixed_from: Some("in.csv".into()), trust_fixed: true });
+        assert!(parse(&v(&["validate"])).is_err());
+        assert!(parse(&v(&["validate", "a", "b"])).is_err());
+        assert!(parse(&v(&["validate", "a", "--fixed-from"])).is_err());
     }
 }

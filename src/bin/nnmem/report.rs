@@ -31,6 +31,16 @@ pub fn summary(name: &str, planner: &Planner, o: &PlanOutcome) -> String {
         let _ = writeln!(s, "search          {} nodes, best lower bound {} B", o.nodes, o.best_bound);
     }
     let _ = writeln!(s, "algorithm       {algorithm}");
+    if let Some(f) = o.fixed_overlaps.first {
+        let _ = writeln!(
+            s,
+            "fixed overlaps  {} pair(s) of fixed buffers share memory (trusted), first on input lines {} and {} at step {}",
+            o.fixed_overlaps.count,
+            f.first + 2,
+            f.second + 2,
+            f.step
+        );
+    }
     let _ = writeln!(s, "plan time       {:.3} ms", o.elapsed.as_secs_f64() * 1e3);
     if let Some(c) = planner.capacity() {
         let verdict = if o.fits { "fits".to_string() } else { format!("does NOT fit, missing {} B", o.peak - c) };
