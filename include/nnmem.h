@@ -193,6 +193,7 @@ typedef enum nnm_algorithm {
    * Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
    * fixed buffers first, then by size descending (later-added first on
    * ties), each at the lowest gap that fits. O(n^2), like the original.
+   * Fixed buffers may overlap each other: TFLM trusts an offline plan.
    */
   NNM_ALGORITHM_TFLM = 1,
   /**

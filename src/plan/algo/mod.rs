@@ -36,6 +36,7 @@ pub enum Algorithm {
     /// Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
     /// fixed buffers first, then by size descending (later-added first on
     /// ties), each at the lowest gap that fits. O(n^2), like the original.
+    /// Fixed buffers may overlap each other: TFLM trusts an offline plan.
     Tflm = 1,
     /// No reuse: buffers stacked in order of addition, like TFLite Micro's
     /// `LinearMemoryPlanner`.
