@@ -26,7 +26,7 @@ use nnmem::ffi::net::{
     list_head, nnm_cache, nnm_layer_data, nnm_net, nnm_net_bytes, nnm_net_report, nnm_param, nnm_tensor, NNM_MAX_DIMS,
     NNM_NAME_MAX,
 };
-use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP};
+use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP, NNM_VALIDATE_TRUST_FIXED};
 use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::ffi::status::nnm_status;
 use nnmem::plan::Algorithm;
@@ -190,6 +190,7 @@ fn c_view() -> &'static BTreeMap<String, u64> {
             line(&format!("macro {m} %lld"), &format!("(long long)({m})"));
         }
         line("macro NNM_UNUSED_STEP %lld", "(long long)(NNM_UNUSED_STEP)");
+        line("macro NNM_VALIDATE_TRUST_FIXED %lld", "(long long)(NNM_VALIDATE_TRUST_FIXED)");
         line("macro NNM_MAX_DIMS %lld", "(long long)(NNM_MAX_DIMS)");
         line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
         src.push_str("    return 0;\n}\n");
@@ -294,10 +295,24 @@ fn rust_structs() -> Vec<RustStruct> {
             search_nodes,
             algorithm,
             proven_optimal,
-            fits
+            fits,
+            fixed_overlap_count,
+            fixed_overlap_first,
+            fixed_overlap_second,
+            fixed_overlap_step
         }),
         rust_struct!(nnm_plan_buffer { size, first_use, last_use, offset }),
-        rust_struct!(nnm_validation { peak_bytes, first, second, step, valid }),
+        rust_struct!(nnm_validation {
+            peak_bytes,
+            first,
+            second,
+            step,
+            valid,
+            fixed_overlap_count,
+            fixed_overlap_first,
+            fixed_overlap_second,
+            fixed_overlap_step
+        }),
         rust_struct!(nnm_arena_sizes {
             capacity_bytes,
             alignment_lost_bytes,
@@ -482,6 +497,7 @@ fn version_macros_match_cargo_and_nnm_version() {
     assert_eq!(runtime, env!("CARGO_PKG_VERSION"), "nnm_version() vs Cargo.toml");
     assert_eq!(runtime, nnmem::VERSION);
     assert_eq!(c["macro NNM_UNUSED_STEP"] as i64, NNM_UNUSED_STEP, "NNM_UNUSED_STEP in C and Rust");
+    assert_eq!(c["macro NNM_VALIDATE_TRUST_FIXED"], u64::from(NNM_VALIDATE_TRUST_FIXED), "NNM_VALIDATE_TRUST_FIXED in C and Rust");
 }
 
 #[test]
