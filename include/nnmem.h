@@ -1419,7 +1419,8 @@ const char *nnm_algorithm_name(uint32_t algorithm);
 
 /**
  * Creates a planner: algorithm AUTO, alignment 1, no capacity, time limit
- * 1 s, no node limit, no cancellation token. Free it with `nnm_planner_free`.
+ * 1 s, no node limit, no cancellation token, overlapping fixed buffers not
+ * trusted. Free it with `nnm_planner_free`.
  *
  * Errors: NULL_ARGUMENT.
  */

@@ -173,7 +173,8 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
 }
 
 /// Creates a planner: algorithm AUTO, alignment 1, no capacity, time limit
-/// 1 s, no node limit, no cancellation token. Free it with `nnm_planner_free`.
+/// 1 s, no node limit, no cancellation token, overlapping fixed buffers not
+/// trusted. Free it with `nnm_planner_free`.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
