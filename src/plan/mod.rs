@@ -283,7 +283,10 @@ impl Planner {
             None => validate(self.problem.buffers(), &placement.offsets),
         };
         let peak = checked.map_err(|e| {
-            Error::new(Status::Panic, format!("internal error: {} produced an invalid plan: {e}", placement.algorithm.name()))
+            // With overlapping fixed buffers the indices are those of the
+            // problem with the blocks of their union.
+            let indices = if flat.is_some() { " (indices with the fixed buffers as union blocks)" } else { "" };
+            Error::new(Status::Panic, format!("internal error: {} produced an invalid plan: {e}{indices}", placement.algorithm.name()))
         })?;
         let offsets = std::mem::take(&mut placement.offsets);
         let fits = self.capacity.is_none_or(|c| peak <= c);
