@@ -1494,12 +1494,13 @@ enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
 /**
  * Trusts fixed buffers that overlap each other (`trust` 1) or not (0, the
  * default). An offline plan may share memory between tensors on purpose,
- * even while both are live; TFLite Micro trusts it, and so does NNM_TFLM
- * always. With trust, every algorithm plans around all fixed buffers
- * (planned buffers never overlap any fixed or planned buffer; the lower
- * bound counts bytes that fixed buffers share once) and the overlaps are
- * only reported in `nnm_plan_result`. Without it, `nnm_planner_plan` fails
- * on them with any other algorithm. Kept by `nnm_planner_reset`.
+ * even while both are live; TFLite Micro trusts it, and so does
+ * NNM_ALGORITHM_TFLM always. With trust, every algorithm plans around all
+ * fixed buffers (planned buffers never overlap any fixed or planned
+ * buffer; the lower bound counts bytes that fixed buffers share once) and
+ * the overlaps are only reported in `nnm_plan_result`. Without it,
+ * `nnm_planner_plan` fails on them with any other algorithm. Kept by
+ * `nnm_planner_reset`.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
  */
@@ -1549,11 +1550,11 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  *
  * Errors: NULL_ARGUMENT; WRONG_STATE (already planned); INVALID_ARGUMENT
  * (two fixed buffers share a byte at a step, unless the algorithm is
- * NNM_TFLM or `nnm_planner_set_trust_fixed` is on: the message names the
- * first pair, the step and the number of pairs); DOES_NOT_FIT when a capacity is set and the
- * best plan exceeds it: the message reads "requested X B, available Y B,
- * missing Z B" and `nnm_planner_required_bytes` gives X (offsets stay
- * readable).
+ * NNM_ALGORITHM_TFLM or `nnm_planner_set_trust_fixed` is on: the message
+ * names the first pair, the step and the number of pairs); DOES_NOT_FIT
+ * when a capacity is set and the best plan exceeds it: the message reads
+ * "requested X B, available Y B, missing Z B" and
+ * `nnm_planner_required_bytes` gives X (offsets stay readable).
  */
 enum nnm_status nnm_planner_plan(struct nnm_planner *planner);
 
