@@ -896,6 +896,46 @@ static void test_last_error_is_thread_local(void) {
     nnm_planner_free(p);
 }
 
+/* Pictures of plans the library accepts never fail: zero-size buffers take no
+ * space, so they neither stretch the picture's scale nor get drawn, even
+ * where their offset lies past the peak (these two used to return NNM_PANIC). */
+static void draw_ok(nnm_planner *p, const char *expect) {
+    size_t needed = 0;
+    CHECK_OK(nnm_planner_draw(p, NULL, 0, &needed));
+    char text[4096];
+    CHECK(needed > 1 && needed <= sizeof text);
+    if (needed > sizeof text) {
+        return;
+    }
+    CHECK_OK(nnm_planner_draw(p, text, sizeof text, &needed));
+    CHECK(strstr(text, expect) != NULL);
+}
+
+static void test_draw_zero_size_past_peak(void) {
+    /* A zero-size fixed buffer at an offset past the peak. */
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_add_buffer(p, 16, 0, 1, NULL));
+    CHECK_OK(nnm_planner_add_fixed_buffer(p, 0, 0, 1, 4096, NULL));
+    CHECK_OK(nnm_planner_plan(p));
+    draw_ok(p, "2 buffers, peak 16 B\n");
+    nnm_planner_free(p);
+
+    /* linear: an unused 100 B buffer, then a 0 B buffer live at step 0 that
+     * linear places at offset 100; nothing occupies memory. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_LINEAR));
+    CHECK_OK(nnm_planner_add_buffer(p, 100, -1, -1, NULL));
+    CHECK_OK(nnm_planner_add_buffer(p, 0, 0, 0, NULL));
+    CHECK_OK(nnm_planner_plan(p));
+    uint64_t offsets[2] = {SENTINEL, SENTINEL};
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, 2));
+    CHECK(offsets[1] == 100);
+    draw_ok(p, "1 (id=1): size=0, offset=100, first_used=0 last_used=0\n");
+    nnm_planner_free(p);
+}
+
 int main(void) {
     test_last_error_starts_empty(); /* must run first */
     test_version();
@@ -916,5 +956,6 @@ int main(void) {
     test_draw();
     test_validate();
     test_last_error_is_thread_local();
+    test_draw_zero_size_past_peak();
     return nnm_check_report();
 }

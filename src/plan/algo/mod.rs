@@ -283,4 +283,4 @@ pub fn peak_of(problem: &Problem, offsets: &[u64]) -> u64 {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
