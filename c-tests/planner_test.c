@@ -668,30 +668,47 @@ static void test_capacity(void) {
     uint64_t offsets[MAX_BUFFERS];
     nnm_planner *p = new_planner();
     CHECK_OK(nnm_planner_set_alignment(p, 1));
-    CHECK_OK(nnm_planner_set_capacity(p, 11)); /* one byte short of the optimum */
+    /* Below the lower bound (12) no plan can fit: refused at once, with both
+     * figures, no search and no plan; the planner is still collecting. */
+    CHECK_OK(nnm_planner_set_capacity(p, 11));
     add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
     CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
+    CHECK(strstr(nnm_last_error(), "capacity 11 B is below the lower bound 12 B") != NULL);
     uint64_t required = SENTINEL;
-    CHECK_OK(nnm_planner_required_bytes(p, &required));
-    CHECK(required == 12);
-    nnm_plan_result r;
-    memset(&r, 0, sizeof r);
-    CHECK_OK(nnm_planner_get_result(p, &r)); /* the plan is kept, marked as not fitting */
-    CHECK(r.fits == 0);
-    CHECK(r.peak_bytes == 12);
-    CHECK_OK(nnm_planner_get_offsets(p, offsets, COUNT_OF(MINIMALLOC)));
-    CHECK(max_end(MINIMALLOC, offsets, COUNT_OF(MINIMALLOC)) == 12);
+    CHECK_FAILS(nnm_planner_required_bytes(p, &required), NNM_WRONG_STATE);
+    CHECK(required == SENTINEL);
+    CHECK_OK(nnm_planner_set_capacity(p, 12)); /* exactly enough fits */
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_plan_result r = check_plan(p, MINIMALLOC, COUNT_OF(MINIMALLOC), offsets);
+    CHECK(r.peak_bytes == 12 && r.fits == 1);
 
-    /* Capacity is a setting: it survives reset. Exactly enough fits. */
+    /* Above the bound but below what the algorithm reaches: linear stacks all
+     * five buffers (20 B). The plan is kept, marked as not fitting. */
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_LINEAR));
+    CHECK_OK(nnm_planner_set_capacity(p, 19));
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
+    CHECK(strstr(nnm_last_error(), "requested 20 B, available 19 B, missing 1 B") != NULL);
+    CHECK_OK(nnm_planner_required_bytes(p, &required));
+    CHECK(required == 20);
+    memset(&r, 0, sizeof r);
+    CHECK_OK(nnm_planner_get_result(p, &r));
+    CHECK(r.fits == 0);
+    CHECK(r.peak_bytes == 20);
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, COUNT_OF(MINIMALLOC)));
+    CHECK(max_end(MINIMALLOC, offsets, COUNT_OF(MINIMALLOC)) == 20);
+
+    /* Capacity is a setting: it survives reset. */
     CHECK_OK(nnm_planner_reset(p));
     add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
     CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
     CHECK_OK(nnm_planner_reset(p));
-    CHECK_OK(nnm_planner_set_capacity(p, 12));
+    CHECK_OK(nnm_planner_set_capacity(p, 20));
     add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
     CHECK_OK(nnm_planner_plan(p));
     r = check_plan(p, MINIMALLOC, COUNT_OF(MINIMALLOC), offsets);
-    CHECK(r.peak_bytes == 12 && r.fits == 1);
+    CHECK(r.peak_bytes == 20 && r.fits == 1);
 
     /* 0 removes the capacity. */
     CHECK_OK(nnm_planner_reset(p));

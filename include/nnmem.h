@@ -1403,7 +1403,8 @@ enum nnm_status nnm_planner_set_alignment(struct nnm_planner *planner, uint64_t 
 
 /**
  * Sets the capacity the plan must fit; 0 means no capacity. When the best
- * plan is larger, `nnm_planner_plan` returns DOES_NOT_FIT.
+ * plan is larger, `nnm_planner_plan` returns DOES_NOT_FIT; a capacity below
+ * the lower bound is refused by `nnm_planner_plan` at once, without planning.
  *
  * Errors: NULL_ARGUMENT.
  */
@@ -1474,7 +1475,10 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  * (two fixed buffers overlap); DOES_NOT_FIT when a capacity is set and the
  * best plan exceeds it: the message reads "requested X B, available Y B,
  * missing Z B" and `nnm_planner_required_bytes` gives X (offsets stay
- * readable).
+ * readable). A capacity below the lower bound is DOES_NOT_FIT at once, with
+ * no search and no plan: the message reads "capacity Y B is below the lower
+ * bound L B: no plan fits", the planner stays collecting (buffers may be
+ * added, the capacity raised) and `nnm_planner_lower_bound` gives L.
  */
 enum nnm_status nnm_planner_plan(struct nnm_planner *planner);
 

@@ -210,7 +210,9 @@ impl Planner {
     /// `InvalidArgument` when fixed buffers overlap each other, `DoesNotFit`
     /// when a capacity is set and the best peak exceeds it; the outcome is
     /// then still kept, so [`Planner::outcome`] and the message give the
-    /// bytes needed.
+    /// bytes needed. A capacity below the lower bound is `DoesNotFit` at
+    /// once, with no search and no outcome (the planner stays collecting);
+    /// the message names both figures.
     pub fn plan(&mut self) -> Result<&PlanOutcome> {
         if self.outcome.is_some() {
             return Err(Error::wrong_state("already planned; reset the planner to plan again"));
@@ -218,6 +220,13 @@ impl Planner {
         check_fixed_buffers(&self.problem)?;
         let started = Instant::now();
         let lb = self.lower_bound();
+        // No plan can be below the lower bound: say so without searching.
+        if let Some(capacity) = self.capacity.filter(|&c| c < lb) {
+            return Err(Error::new(
+                Status::DoesNotFit,
+                format!("capacity {capacity} B is below the lower bound {lb} B: no plan fits (missing at least {} B)", lb - capacity),
+            ));
+        }
         let limits = SearchLimits {
             lower_bound: lb,
             capacity: self.capacity,
@@ -351,15 +360,34 @@ mod tests {
 
     #[test]
     fn capacity_reports_bytes_needed_and_keeps_the_plan() {
+        // linear stacks the two buffers (16 B) where 8 B would do.
         let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Linear);
         p.set_capacity(Some(10));
         p.add_buffer(8, lt(0, 1), None).unwrap();
-        p.add_buffer(8, lt(1, 2), None).unwrap();
+        p.add_buffer(8, lt(2, 3), None).unwrap();
         let e = p.plan().unwrap_err();
         assert_eq!(e.status(), Status::DoesNotFit);
         assert!(e.message().contains("requested 16 B, available 10 B, missing 6 B"), "{}", e.message());
         assert_eq!(p.outcome().unwrap().peak, 16);
         assert!(!p.outcome().unwrap().fits);
+    }
+
+    #[test]
+    fn capacity_below_the_lower_bound_fails_at_once() {
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Exact);
+        p.set_capacity(Some(1000));
+        p.add_buffer(600, lt(0, 1), None).unwrap();
+        p.add_buffer(600, lt(1, 2), None).unwrap();
+        let e = p.plan().unwrap_err();
+        assert_eq!(e.status(), Status::DoesNotFit);
+        assert_eq!(e.message(), "capacity 1000 B is below the lower bound 1200 B: no plan fits (missing at least 200 B)");
+        assert!(p.outcome().is_none());
+        // Still collecting: a buffer may be added, and a larger capacity plans.
+        p.add_buffer(1, lt(5, 6), None).unwrap();
+        p.set_capacity(Some(1200));
+        assert_eq!(p.plan().unwrap().peak, 1200);
     }
 
     #[test]
