@@ -14,7 +14,7 @@ const HEIGHT: f64 = 900.0;
 const MARGIN: f64 = 60.0;
 
 /// Renders `buffers` at `offsets` with a title line.
-pub fn render(buffers: &[Buffer], offsets: &[u64], lower_bound: u64, title: &str) -> String {
+pub fn render(buffers: &[Buffer], offsets: &[u64], names: Option<&[&str]>, lower_bound: u64, title: &str) -> String {
     assert_eq!(buffers.len(), offsets.len(), "one offset per buffer");
     let live: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].occupies()).collect();
     let peak = live.iter().map(|&i| offsets[i] + buffers[i].size).max().unwrap_or(0);
@@ -94,7 +94,7 @@ mod tests {
     #[test]
     fn one_rect_per_occupying_buffer_and_both_marks() {
         let b = |size, s, e| Buffer { size, lifetime: Lifetime::half_open(s, e).unwrap(), fixed_offset: None };
-        let svg = render(&[b(10, 0, 2), b(10, 1, 3), b(0, 0, 1)], &[0, 10, 0], 20, "a <test>");
+        let svg = render(&[b(10, 0, 2), b(10, 1, 3), b(0, 0, 1)], &[0, 10, 0], None, 20, "a <test>");
         assert_eq!(svg.matches("<rect x=").count(), 2);
         assert!(svg.contains("peak 20 B") && svg.contains("lower bound 20 B"));
         assert!(svg.contains("a &lt;test&gt;"));

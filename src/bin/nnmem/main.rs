@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! nnmem plan [FILE.csv|-] [--algorithm NAME] [--alignment N] [--capacity BYTES]
-//!            [--time-limit SECONDS] [--node-limit N] [--output OUT.csv] [--svg OUT.svg] [--picture]
+//!            [--time-limit SECONDS] [--node-limit N] [--output FILE] [--json FILE]
+//!            [--svg FILE] [--picture[=FILE]]
 //! nnmem validate FILE.csv|-
+//! nnmem help [plan|validate]
 //! ```
 
 mod args;
@@ -14,10 +16,11 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use nnmem::plan::{csv, svg, validate, Invalid, Planner};
+use nnmem::plan::csv::{self, Row};
+use nnmem::plan::{picture, svg, validate, Buffer, Invalid, Lifetime, Planner};
 use nnmem::{Error, Status};
 
-use args::{Command, PlanArgs};
+use args::{Command, Dest, PictureDest, PlanArgs, Usage};
 
 /// The built-in example: ResNet-50 training trace from MindSpore's SOMAS
 /// planner (idealloc benchmarks, MIT licence; see benches/data/README.md).
@@ -27,8 +30,8 @@ const BUILTIN_TRACE: &str = include_str!("../../../benches/data/idealloc/somas_t
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match args::parse(&argv) {
-        Ok(Command::Help) => {
-            print!("{}", args::USAGE);
+        Ok(Command::Help(text)) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Ok(Command::Version) => {
@@ -37,8 +40,8 @@ fn main() -> ExitCode {
         }
         Ok(Command::Plan(a)) => finish(run_plan(&a)),
         Ok(Command::Validate(path)) => finish(run_validate(&path)),
-        Err(message) => {
-            eprintln!("nnmem: {message}\n\n{}", args::USAGE);
+        Err(Usage { message, usage }) => {
+            eprintln!("nnmem: {message}\n\n{usage}");
             ExitCode::from(2)
         }
     }
@@ -54,27 +57,67 @@ fn finish(result: Result<(), Error>) -> ExitCode {
     }
 }
 
-fn read_input(path: &str) -> Result<String, Error> {
+/// How errors name an input: its path, "stdin" for `-`.
+fn display_name(path: &str) -> &str {
     if path == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Error::invalid(format!("reading standard input: {e}")))?;
-        return Ok(text);
+        "stdin"
+    } else {
+        path
     }
-    std::fs::read_to_string(path).map_err(|e| Error::invalid(format!("{path}: {e}")))
 }
 
-fn write_file(path: &str, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|e| Error::invalid(format!("writing {path}: {e}")))
+/// An input error, prefixed with the input's name.
+fn input_error(name: &str, e: Error) -> Error {
+    Error::new(e.status(), format!("{name}: {}", e.message()))
+}
+
+/// Reads and parses a trace; errors name the input and the line.
+fn read_rows(path: &str) -> Result<Vec<Row>, Error> {
+    let name = display_name(path);
+    let bytes = if path == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map(|_| bytes)
+    } else {
+        std::fs::read(path)
+    }
+    .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+    csv::parse_bytes(&bytes).map_err(|e| input_error(name, e))
+}
+
+fn write_to(dest: &Dest, text: &str) -> Result<(), Error> {
+    match dest {
+        Dest::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        }
+        Dest::File(path) => std::fs::write(path, text),
+    }
+    .map_err(|e| match dest {
+        Dest::Stdout => Error::invalid(format!("writing standard output: {e}")),
+        Dest::File(path) => Error::invalid(format!("writing {path}: {e}")),
+    })
+}
+
+/// A validation failure with buffers named by id and line; `index` maps the
+/// checked buffers' indices to rows.
+fn describe_invalid(rows: &[Row], invalid: &Invalid, index: impl Fn(usize) -> usize) -> String {
+    match invalid {
+        Invalid::Overlap(o) => format!(
+            "{} and {} overlap in memory at step {}",
+            rows[index(o.first)].describe(),
+            rows[index(o.second)].describe(),
+            o.step
+        ),
+        Invalid::OffsetOverflow(i) => format!("{}: offset + size overflows 64 bits", rows[index(*i)].describe()),
+        other => other.to_string(),
+    }
 }
 
 fn run_plan(a: &PlanArgs) -> Result<(), Error> {
-    let (name, text) = match &a.input {
-        Some(path) => (path.clone(), read_input(path)?),
-        None => (BUILTIN_NAME.to_string(), BUILTIN_TRACE.to_string()),
+    let (name, rows) = match &a.input {
+        Some(path) => (display_name(path).to_string(), read_rows(path)?),
+        None => (BUILTIN_NAME.to_string(), csv::parse(BUILTIN_TRACE)?),
     };
-    let rows = csv::parse(&text).map_err(|e| Error::new(e.status(), format!("{name}: {}", e.message())))?;
     let mut planner = Planner::new();
     planner.set_algorithm(a.algorithm);
     planner.set_alignment(a.alignment)?;
@@ -83,73 +126,77 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
         planner.set_time_limit(Duration::from_secs_f64(seconds))?;
     }
     planner.set_node_limit(a.node_limit);
-    for (i, r) in rows.iter().enumerate() {
-        let lifetime = nnmem::plan::Lifetime::half_open(r.lower, r.upper)?;
+    for r in &rows {
+        let lifetime = Lifetime::half_open(r.lower, r.upper)?;
         planner
             .add_buffer(r.size, lifetime, r.offset)
-            .map_err(|e| Error::new(e.status(), format!("{name}: line {} (id {}): {}", i + 2, r.id, e.message())))?;
+            .map_err(|e| Error::new(e.status(), format!("{name}: {}: {}", r.describe(), e.message())))?;
+    }
+    // Fixed offsets are checked here, not left to the planner, so that the
+    // error names ids and lines instead of the planner's indices.
+    let fixed: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].offset.is_some()).collect();
+    let buffers = planner.problem().buffers();
+    let fixed_buffers: Vec<Buffer> = fixed.iter().map(|&i| buffers[i]).collect();
+    let fixed_offsets: Vec<u64> = fixed.iter().map(|&i| buffers[i].fixed_offset.unwrap_or(0)).collect();
+    if let Err(e) = validate(&fixed_buffers, &fixed_offsets) {
+        return Err(Error::invalid(format!("{name}: fixed offsets: {}", describe_invalid(&rows, &e, |i| fixed[i]))));
     }
     let planned = planner.plan().map(|_| ());
-    let outcome = planner.outcome().cloned();
-    if let Some(o) = &outcome {
-        let report = report::summary(&name, &planner, o);
-        // The built-in example's report is the main output; with a file, the
-        // CSV owns stdout and the report goes to stderr.
-        if a.input.is_none() {
+    // A summary when there is a plan, or when the capacity was refused
+    // against the lower bound; other failures are only the error.
+    let refused = matches!(&planned, Err(e) if e.status() == Status::DoesNotFit);
+    if planner.outcome().is_some() || refused {
+        let summary = report::Summary { input: &name, planner: &planner, outcome: planner.outcome() };
+        let report = summary.text();
+        if a.summary_on_stdout {
             print!("{report}");
         } else {
             eprint!("{report}");
         }
+        if let Some(dest) = &a.json {
+            write_to(dest, &summary.json())?;
+        }
     }
     planned?;
-    let o = outcome.expect("planned");
-    let plan_csv = csv::write(&rows, &o.offsets);
-    match (&a.output, &a.input) {
-        (Some(path), _) => write_file(path, &plan_csv)?,
-        (None, Some(_)) => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(plan_csv.as_bytes());
+    let o = planner.outcome().expect("planned");
+    if let Some(dest) = &a.output {
+        write_to(dest, &csv::write(&rows, &o.offsets))?;
+    }
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    if let Some(dest) = &a.svg {
+        let title = format!("{name}: {} buffers, algorithm {}", rows.len(), report::algorithm(&planner, o));
+        write_to(dest, &svg::render(planner.problem().buffers(), &o.offsets, Some(&ids), o.lower_bound, &title))?;
+    }
+    if let Some(dest) = &a.picture {
+        let text = picture::draw_named(planner.problem().buffers(), &o.offsets, Some(&ids));
+        match dest {
+            PictureDest::To(dest) => write_to(dest, &text)?,
+            PictureDest::Stderr => eprint!("{text}"),
         }
-        (None, None) => {}
-    }
-    if let Some(path) = &a.svg {
-        let title = format!(
-            "{name}: {} buffers, {} ({}), peak {} B, lower bound {} B",
-            rows.len(),
-            a.algorithm.name(),
-            o.algorithm.name(),
-            o.peak,
-            o.lower_bound
-        );
-        write_file(path, &svg::render(planner.problem().buffers(), &o.offsets, o.lower_bound, &title))?;
-    }
-    if a.picture {
-        print!("{}", planner.draw()?);
     }
     Ok(())
 }
 
 fn run_validate(path: &str) -> Result<(), Error> {
-    let rows = csv::parse(&read_input(path)?).map_err(|e| Error::new(e.status(), format!("{path}: {}", e.message())))?;
-    if let Some(i) = rows.iter().position(|r| r.offset.is_none()) {
-        return Err(Error::invalid(format!("{path}: line {}: no offset to validate", i + 2)));
+    let name = display_name(path);
+    let rows = read_rows(path)?;
+    if let Some(r) = rows.iter().find(|r| r.offset.is_none()) {
+        return Err(Error::invalid(format!("{name}: {}: no offset to validate", r.describe())));
     }
-    let problem = csv::to_problem(&rows, 1)?;
+    let problem = csv::to_problem(&rows, 1).map_err(|e| input_error(name, e))?;
     let offsets: Vec<u64> = rows.iter().map(|r| r.offset.unwrap_or(0)).collect();
     let lb = nnmem::plan::lower_bound(problem.buffers()).bytes;
     match validate(problem.buffers(), &offsets) {
         Ok(peak) => {
-            println!("valid: {} buffers, peak {peak} B, lower bound {lb} B, peak/lower bound {}", rows.len(), report::ratio(peak, lb));
+            println!(
+                "valid: {} buffers, peak {}, lower bound {}, peak/lower bound {}",
+                rows.len(),
+                report::bytes(peak),
+                report::bytes(lb),
+                report::ratio(peak, lb)
+            );
             Ok(())
         }
-        Err(Invalid::Overlap(o)) => Err(Error::invalid(format!(
-            "invalid plan: {} (line {}) and {} (line {}) overlap in memory at step {}",
-            rows[o.first].id,
-            o.first + 2,
-            rows[o.second].id,
-            o.second + 2,
-            o.step
-        ))),
-        Err(e) => Err(Error::invalid(format!("invalid plan: {e}"))),
+        Err(e) => Err(Error::invalid(format!("{name}: invalid plan: {}", describe_invalid(&rows, &e, |i| i)))),
     }
 }
