@@ -115,7 +115,11 @@ fn writes_output_svg_and_picture() {
     let plan = std::fs::read_to_string(&csv).unwrap();
     assert!(plan.lines().skip(1).all(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap() % 16 == 0));
     let picture = std::fs::read_to_string(&svg).unwrap();
-    assert_eq!(picture.matches("<rect x=").count(), 5);
+    assert_eq!(picture.matches("<rect class=\"buf\"").count(), 5);
+    // Axes, legend, ids in the rectangles and tooltips by CSV id.
+    for part in ["address (offset in the block)", "execution step", "<g class=\"legend\"", ">16 B</text>", ">20</text>", ">b5</text>", "<title>b3: size 16 B, steps [0, 9)"] {
+        assert!(picture.contains(part), "{part}: {picture}");
+    }
     // The plan went to a file, so the picture has standard output to itself.
     assert!(text(&out.stdout).starts_with("5 buffers, peak 48 B\n0 (id=b1): size=16"), "{}", text(&out.stdout));
     std::fs::remove_dir_all(&dir).unwrap();

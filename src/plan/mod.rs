@@ -30,6 +30,7 @@ mod occupancy;
 pub mod picture;
 pub mod problem;
 pub mod svg;
+pub mod units;
 pub mod validate;
 
 use std::sync::atomic::AtomicBool;

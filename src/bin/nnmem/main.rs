@@ -17,7 +17,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use nnmem::plan::csv::{self, Row};
-use nnmem::plan::{picture, svg, validate, Buffer, Invalid, Lifetime, Planner};
+use nnmem::plan::{picture, svg, units, validate, Buffer, Invalid, Lifetime, Planner};
 use nnmem::{Error, Status};
 
 use args::{Command, Dest, PictureDest, PlanArgs, Usage};
@@ -164,7 +164,13 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
     }
     let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
     if let Some(dest) = &a.svg {
-        let title = format!("{name}: {} buffers, algorithm {}", rows.len(), report::algorithm(&planner, o));
+        let title = format!(
+            "{name}: {} buffers, {}, peak {} B, lower bound {} B",
+            rows.len(),
+            report::algorithm(&planner, o),
+            o.peak,
+            o.lower_bound
+        );
         write_to(dest, &svg::render(planner.problem().buffers(), &o.offsets, Some(&ids), o.lower_bound, &title))?;
     }
     if let Some(dest) = &a.picture {
@@ -191,8 +197,8 @@ fn run_validate(path: &str) -> Result<(), Error> {
             println!(
                 "valid: {} buffers, peak {}, lower bound {}, peak/lower bound {}",
                 rows.len(),
-                report::bytes(peak),
-                report::bytes(lb),
+                units::bytes(peak),
+                units::bytes(lb),
                 report::ratio(peak, lb)
             );
             Ok(())

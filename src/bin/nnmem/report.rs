@@ -3,6 +3,7 @@
 
 use std::fmt::Write;
 
+use nnmem::plan::units::bytes;
 use nnmem::plan::{PlanOutcome, Planner};
 
 /// `peak / lower bound` with four decimals ("-" when the bound is zero).
@@ -11,21 +12,6 @@ pub fn ratio(peak: u64, lower_bound: u64) -> String {
         return "-".into();
     }
     format!("{:.4}", peak as f64 / lower_bound as f64)
-}
-
-/// Bytes with binary units where they help: `512 B`, `5530099775 B (5.15 GiB)`.
-pub fn bytes(n: u64) -> String {
-    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
-    if n < 1024 {
-        return format!("{n} B");
-    }
-    let mut value = n as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit + 1 < UNITS.len() {
-        value /= 1024.0;
-        unit += 1;
-    }
-    format!("{n} B ({value:.2} {})", UNITS[unit])
 }
 
 /// The algorithm asked for, and for `auto` the heuristic that won:
@@ -144,15 +130,6 @@ fn string(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bytes_in_binary_units() {
-        assert_eq!(bytes(0), "0 B");
-        assert_eq!(bytes(1023), "1023 B");
-        assert_eq!(bytes(1024), "1024 B (1.00 KiB)");
-        assert_eq!(bytes(5530099775), "5530099775 B (5.15 GiB)");
-        assert_eq!(bytes(u64::MAX), "18446744073709551615 B (16.00 EiB)");
-    }
 
     #[test]
     fn json_strings_are_escaped() {
