@@ -436,7 +436,9 @@ pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> nnm_sta
 }
 
 /// Writes a TFLite-Micro-style text picture of the plan, NUL-terminated,
-/// into `buf` (`len` bytes). With `buf` NULL and `len` 0 it only writes the
+/// into `buf` (`len` bytes). Buffers are named by index; those that occupy
+/// no memory (size 0 or never used) are listed but not drawn, wherever
+/// their offset lies. With `buf` NULL and `len` 0 it only writes the
 /// bytes needed (NUL included) to `out_written`; on success `out_written`
 /// receives the bytes written (NUL included).
 ///

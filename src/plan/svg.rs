@@ -241,7 +241,7 @@ mod tests {
         let buffers = [b(600 * mib, 0, 50), b(400 * mib, 25, 100), b(mib, 60, 61)];
         let svg = render(&buffers, &[0, 600 * mib, 0], Some(&["big", "second", "t<1>"]), 1000 * mib, "t");
         // Address ticks in binary units, a power of two apart.
-        for tick in [">0 B<", ">128 MiB<", ">512 MiB<", ">896 MiB<"] {
+        for tick in [">0 B<", ">256 MiB<", ">768 MiB<", ">1 GiB<"] {
             assert!(svg.contains(tick), "{tick}: {svg}");
         }
         // Step ticks at round figures, and both axes named.

@@ -111,20 +111,7 @@ impl Summary<'_> {
 
 /// A JSON string literal.
 fn string(text: &str) -> String {
-    let mut s = String::with_capacity(text.len() + 2);
-    s.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
-            }
-            c => s.push(c),
-        }
-    }
-    s.push('"');
-    s
+    format!("\"{}\"", nnmem::json::escape(text))
 }
 
 #[cfg(test)]
