@@ -668,30 +668,47 @@ static void test_capacity(void) {
     uint64_t offsets[MAX_BUFFERS];
     nnm_planner *p = new_planner();
     CHECK_OK(nnm_planner_set_alignment(p, 1));
-    CHECK_OK(nnm_planner_set_capacity(p, 11)); /* one byte short of the optimum */
+    /* Below the lower bound (12) no plan can fit: refused at once, with both
+     * figures, no search and no plan; the planner is still collecting. */
+    CHECK_OK(nnm_planner_set_capacity(p, 11));
     add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
     CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
+    CHECK(strstr(nnm_last_error(), "capacity 11 B is below the lower bound 12 B") != NULL);
     uint64_t required = SENTINEL;
-    CHECK_OK(nnm_planner_required_bytes(p, &required));
-    CHECK(required == 12);
-    nnm_plan_result r;
-    memset(&r, 0, sizeof r);
-    CHECK_OK(nnm_planner_get_result(p, &r)); /* the plan is kept, marked as not fitting */
-    CHECK(r.fits == 0);
-    CHECK(r.peak_bytes == 12);
-    CHECK_OK(nnm_planner_get_offsets(p, offsets, COUNT_OF(MINIMALLOC)));
-    CHECK(max_end(MINIMALLOC, offsets, COUNT_OF(MINIMALLOC)) == 12);
+    CHECK_FAILS(nnm_planner_required_bytes(p, &required), NNM_WRONG_STATE);
+    CHECK(required == SENTINEL);
+    CHECK_OK(nnm_planner_set_capacity(p, 12)); /* exactly enough fits */
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_plan_result r = check_plan(p, MINIMALLOC, COUNT_OF(MINIMALLOC), offsets);
+    CHECK(r.peak_bytes == 12 && r.fits == 1);
 
-    /* Capacity is a setting: it survives reset. Exactly enough fits. */
+    /* Above the bound but below what the algorithm reaches: linear stacks all
+     * five buffers (20 B). The plan is kept, marked as not fitting. */
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_LINEAR));
+    CHECK_OK(nnm_planner_set_capacity(p, 19));
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
+    CHECK(strstr(nnm_last_error(), "requested 20 B, available 19 B, missing 1 B") != NULL);
+    CHECK_OK(nnm_planner_required_bytes(p, &required));
+    CHECK(required == 20);
+    memset(&r, 0, sizeof r);
+    CHECK_OK(nnm_planner_get_result(p, &r));
+    CHECK(r.fits == 0);
+    CHECK(r.peak_bytes == 20);
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, COUNT_OF(MINIMALLOC)));
+    CHECK(max_end(MINIMALLOC, offsets, COUNT_OF(MINIMALLOC)) == 20);
+
+    /* Capacity is a setting: it survives reset. */
     CHECK_OK(nnm_planner_reset(p));
     add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
     CHECK_FAILS(nnm_planner_plan(p), NNM_DOES_NOT_FIT);
     CHECK_OK(nnm_planner_reset(p));
-    CHECK_OK(nnm_planner_set_capacity(p, 12));
+    CHECK_OK(nnm_planner_set_capacity(p, 20));
     add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
     CHECK_OK(nnm_planner_plan(p));
     r = check_plan(p, MINIMALLOC, COUNT_OF(MINIMALLOC), offsets);
-    CHECK(r.peak_bytes == 12 && r.fits == 1);
+    CHECK(r.peak_bytes == 20 && r.fits == 1);
 
     /* 0 removes the capacity. */
     CHECK_OK(nnm_planner_reset(p));
@@ -1104,6 +1121,46 @@ static void test_overflow_rules_as_documented(void) {
     CHECK(v.valid == 1 && v.peak_bytes == 0);
 }
 
+/* Pictures of plans the library accepts never fail: zero-size buffers take no
+ * space, so they neither stretch the picture's scale nor get drawn, even
+ * where their offset lies past the peak (these two used to return NNM_PANIC). */
+static void draw_ok(nnm_planner *p, const char *expect) {
+    size_t needed = 0;
+    CHECK_OK(nnm_planner_draw(p, NULL, 0, &needed));
+    char text[4096];
+    CHECK(needed > 1 && needed <= sizeof text);
+    if (needed > sizeof text) {
+        return;
+    }
+    CHECK_OK(nnm_planner_draw(p, text, sizeof text, &needed));
+    CHECK(strstr(text, expect) != NULL);
+}
+
+static void test_draw_zero_size_past_peak(void) {
+    /* A zero-size fixed buffer at an offset past the peak. */
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_add_buffer(p, 16, 0, 1, NULL));
+    CHECK_OK(nnm_planner_add_fixed_buffer(p, 0, 0, 1, 4096, NULL));
+    CHECK_OK(nnm_planner_plan(p));
+    draw_ok(p, "2 buffers, peak 16 B\n");
+    nnm_planner_free(p);
+
+    /* linear: an unused 100 B buffer, then a 0 B buffer live at step 0 that
+     * linear places at offset 100; nothing occupies memory. */
+    p = new_planner();
+    CHECK_OK(nnm_planner_set_alignment(p, 1));
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_LINEAR));
+    CHECK_OK(nnm_planner_add_buffer(p, 100, -1, -1, NULL));
+    CHECK_OK(nnm_planner_add_buffer(p, 0, 0, 0, NULL));
+    CHECK_OK(nnm_planner_plan(p));
+    uint64_t offsets[2] = {SENTINEL, SENTINEL};
+    CHECK_OK(nnm_planner_get_offsets(p, offsets, 2));
+    CHECK(offsets[1] == 100);
+    draw_ok(p, "1 (id=1): size=0, offset=100, first_used=0 last_used=0\n");
+    nnm_planner_free(p);
+}
+
 int main(void) {
     test_last_error_starts_empty(); /* must run first */
     test_version();
@@ -1127,5 +1184,6 @@ int main(void) {
     test_overlapping_offline_plans();
     test_validate_ex();
     test_overflow_rules_as_documented();
+    test_draw_zero_size_past_peak();
     return nnm_check_report();
 }

@@ -1457,7 +1457,8 @@ enum nnm_status nnm_planner_set_alignment(struct nnm_planner *planner, uint64_t 
 
 /**
  * Sets the capacity the plan must fit; 0 means no capacity. When the best
- * plan is larger, `nnm_planner_plan` returns DOES_NOT_FIT.
+ * plan is larger, `nnm_planner_plan` returns DOES_NOT_FIT; a capacity below
+ * the lower bound is refused by `nnm_planner_plan` at once, without planning.
  *
  * Errors: NULL_ARGUMENT.
  */
@@ -1554,7 +1555,11 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  * names the first pair, the step and the number of pairs); DOES_NOT_FIT
  * when a capacity is set and the best plan exceeds it: the message reads
  * "requested X B, available Y B, missing Z B" and
- * `nnm_planner_required_bytes` gives X (offsets stay readable).
+ * `nnm_planner_required_bytes` gives X (offsets stay readable). A capacity
+ * below the lower bound is DOES_NOT_FIT at once, with no search and no
+ * plan: the message reads "capacity Y B is below the lower bound L B: no
+ * plan fits", the planner stays collecting (buffers may be added, the
+ * capacity raised) and `nnm_planner_lower_bound` gives L.
  */
 enum nnm_status nnm_planner_plan(struct nnm_planner *planner);
 
@@ -1622,7 +1627,9 @@ enum nnm_status nnm_planner_reset(struct nnm_planner *planner);
 
 /**
  * Writes a TFLite-Micro-style text picture of the plan, NUL-terminated,
- * into `buf` (`len` bytes). With `buf` NULL and `len` 0 it only writes the
+ * into `buf` (`len` bytes). Buffers are named by index; those that occupy
+ * no memory (size 0 or never used) are listed but not drawn, wherever
+ * their offset lies. With `buf` NULL and `len` 0 it only writes the
  * bytes needed (NUL included) to `out_written`; on success `out_written`
  * receives the bytes written (NUL included).
  *

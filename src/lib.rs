@@ -24,6 +24,7 @@
 
 pub mod arena;
 pub mod ffi;
+pub mod json;
 pub mod net;
 pub mod plan;
 pub mod status;

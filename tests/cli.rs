@@ -27,6 +27,13 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// A fresh directory for one test's files.
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("nnmem-cli-{}-{name}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
 const EXAMPLE: &str = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
 
 #[test]
@@ -35,7 +42,7 @@ fn built_in_example_prints_a_report() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = text(&out.stdout);
     assert!(report.contains("buffers         1042"), "{report}");
-    assert!(report.contains("lower bound     1515472556 B"), "{report}");
+    assert!(report.contains("lower bound     1515472556 B (1.41 GiB)"), "{report}");
     assert!(report.contains("peak/lower"), "{report}");
 }
 
@@ -60,7 +67,7 @@ fn plans_a_csv_from_stdin_in_input_order() {
 fn bad_rows_name_their_line() {
     let out = nnmem(&["plan", "-"], Some("id,lower,upper,size\na,0,3,4\nb,5,2,4\n"));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("line 3: upper 2 is below lower 5"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("stdin: line 3: upper 2 is below lower 5"), "{}", text(&out.stderr));
     let out = nnmem(&["plan", "-"], Some("id,lower,upper,size\na,0,3,four\n"));
     assert_eq!(out.status.code(), Some(1));
     assert!(text(&out.stderr).contains("line 2: size 'four'"));
@@ -68,9 +75,12 @@ fn bad_rows_name_their_line() {
 
 #[test]
 fn capacity_too_small_exits_3_with_the_missing_bytes() {
-    let out = nnmem(&["plan", "-", "--capacity", "10"], Some(EXAMPLE));
+    // linear stacks all five buffers (20 B); the lower bound is 12.
+    let out = nnmem(&["plan", "-", "--algorithm", "linear", "--capacity", "19"], Some(EXAMPLE));
     assert_eq!(out.status.code(), Some(3));
-    assert!(text(&out.stderr).contains("requested 12 B, available 10 B, missing 2 B"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("requested 20 B, available 19 B, missing 1 B"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("capacity        19 B: does NOT fit, missing 1 B"), "{}", text(&out.stderr));
+    assert!(out.stdout.is_empty(), "no plan CSV for a plan that does not fit");
 }
 
 #[test]
@@ -78,13 +88,12 @@ fn validate_names_the_overlapping_pair() {
     let plan = "id,lower,upper,size,offset\nx,0,4,8,0\ny,2,6,8,4\n";
     let out = nnmem(&["validate", "-"], Some(plan));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("x (line 2) and y (line 3) overlap in memory at step 2"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("stdin: invalid plan: x (line 2) and y (line 3) overlap in memory at step 2"), "{}", text(&out.stderr));
 }
 
 #[test]
 fn writes_output_svg_and_picture() {
-    let dir = std::env::temp_dir().join(format!("nnmem-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = temp_dir("outputs");
     let (csv, svg) = (dir.join("plan.csv"), dir.join("plan.svg"));
     let out = nnmem(
         &[
@@ -106,16 +115,14 @@ fn writes_output_svg_and_picture() {
     let plan = std::fs::read_to_string(&csv).unwrap();
     assert!(plan.lines().skip(1).all(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap() % 16 == 0));
     let picture = std::fs::read_to_string(&svg).unwrap();
-    assert_eq!(picture.matches("<rect x=").count(), 5);
-    assert!(text(&out.stdout).contains("0 (id=0): size=16"));
+    assert_eq!(picture.matches("<rect class=\"buf\"").count(), 5);
+    // Axes, legend, ids in the rectangles and tooltips by CSV id.
+    for part in ["address (offset in the block)", "execution step", "<g class=\"legend\"", ">16 B</text>", ">20</text>", ">b5</text>", "<title>b3: size 16 B, steps [0, 9)"] {
+        assert!(picture.contains(part), "{part}: {picture}");
+    }
+    // The plan went to a file, so the picture has standard output to itself.
+    assert!(text(&out.stdout).starts_with("5 buffers, peak 48 B\n0 (id=b1): size=16"), "{}", text(&out.stdout));
     std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn usage_errors_exit_2() {
-    assert_eq!(nnmem(&["plan", "--algorithm", "magic"], None).status.code(), Some(2));
-    assert_eq!(nnmem(&["bogus"], None).status.code(), Some(2));
-    assert!(nnmem(&["--help"], None).status.success());
 }
 
 #[test]
@@ -124,7 +131,7 @@ fn exact_with_a_capacity_fits_a_minimalloc_instance() {
     let out = nnmem(&["plan", path, "--algorithm", "exact", "--capacity", "1048576", "--time-limit", "30"], None);
     let report = text(&out.stderr);
     assert!(out.status.success(), "{report}");
-    assert!(report.contains("capacity        1048576 B: fits"), "{report}");
+    assert!(report.contains("capacity        1048576 B (1.00 MiB): fits"), "{report}");
     assert!(report.contains("proven optimal  yes"), "{report}");
     assert!(report.contains("search          "), "the report gives the nodes: {report}");
     // The plan on stdout is valid.
@@ -134,11 +141,14 @@ fn exact_with_a_capacity_fits_a_minimalloc_instance() {
 }
 
 #[test]
-fn exact_reports_a_capacity_it_cannot_meet() {
-    // The lower bound is 12: nothing fits 11, and the search proves it.
-    let out = nnmem(&["plan", "-", "--algorithm", "exact", "--capacity", "11"], Some(EXAMPLE));
+fn a_capacity_below_the_lower_bound_is_refused_at_once() {
+    // The lower bound is 12: nothing fits 11, said without searching.
+    let out = nnmem(&["plan", "-", "--algorithm", "exact", "--capacity", "11", "--time-limit", "60"], Some(EXAMPLE));
     assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
-    assert!(text(&out.stderr).contains("missing 1 B"), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("capacity 11 B is below the lower bound 12 B: no plan fits (missing at least 1 B)"), "{err}");
+    assert!(err.contains("capacity        11 B: does NOT fit, missing at least 1 B"), "{err}");
+    assert!(out.stdout.is_empty());
 }
 
 #[test]
@@ -155,12 +165,12 @@ const SHARED_OFFLINE: &str = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8
 fn trust_fixed_plans_around_overlapping_fixed_buffers_and_reports_them() {
     let out = nnmem(&["plan", "-", "--algorithm", "size-best-fit"], Some(SHARED_OFFLINE));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("fixed buffers 0 and 1 overlap in memory at step 1"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("fixed offsets: a (line 2) and b (line 3) overlap in memory at step 1"), "{}", text(&out.stderr));
     let out = nnmem(&["plan", "-", "--algorithm", "size-best-fit", "--trust-fixed"], Some(SHARED_OFFLINE));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,24\n");
     let report = text(&out.stderr);
-    assert!(report.contains("fixed overlaps  1 pair(s) of fixed buffers share memory (trusted), first on input lines 2 and 3 at step 1"), "{report}");
+    assert!(report.contains("fixed overlaps  1 pair(s) of fixed buffers share memory (trusted), first a (line 2) and b (line 3) at step 1"), "{report}");
     assert!(report.contains("lower bound     32 B"), "{report}");
     // tflm trusts them without being told, as TFLite Micro does.
     let out = nnmem(&["plan", "-", "--algorithm", "tflm"], Some(SHARED_OFFLINE));
@@ -192,6 +202,148 @@ fn validate_trusts_fixed_buffers_named_by_the_input_trace() {
     assert!(text(&out.stderr).contains("b (line 3) and c (line 4) overlap in memory at step 1"), "{}", text(&out.stderr));
     let moved = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,16\nc,0,4,8,32\n";
     let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(moved));
-    assert!(text(&out.stderr).contains("fixed buffer b is at 16 but"), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("fixed buffer b (line 3) is at offset 16 but"), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_command_has_its_own_help() {
+    for (args, first) in [
+        (&["plan", "--help"][..], "usage: nnmem plan "),
+        (&["plan", "-h"], "usage: nnmem plan "),
+        (&["help", "plan"], "usage: nnmem plan "),
+        (&["validate", "--help"], "usage: nnmem validate "),
+        (&["validate", "-h"], "usage: nnmem validate "),
+        (&["help", "validate"], "usage: nnmem validate "),
+        (&["help"], "usage:\n  nnmem plan"),
+        (&["--help"], "usage:\n  nnmem plan"),
+    ] {
+        let out = nnmem(args, None);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stdout).starts_with(first), "{args:?}: {}", text(&out.stdout));
+    }
+}
+
+#[test]
+fn usage_errors_exit_2_with_the_commands_usage() {
+    for (args, message, usage) in [
+        (&["plan", "--algorithm", "magic"][..], "--algorithm: unknown algorithm 'magic'", "usage: nnmem plan "),
+        (&["plan", "--alignment", "3"], "--alignment: alignment 3 is not a power of two", "usage: nnmem plan "),
+        (&["plan", "--alignment", "x"], "--alignment: 'x' is not a power of two", "usage: nnmem plan "),
+        (&["plan", "--capacity"], "--capacity needs a number of bytes", "usage: nnmem plan "),
+        (&["plan", "--frobnicate"], "unknown option '--frobnicate'", "usage: nnmem plan "),
+        (&["plan", "a.csv", "b.csv"], "plan takes one input FILE, got 'a.csv' and 'b.csv'", "usage: nnmem plan "),
+        (&["plan", "a.csv", "--json", "-"], "the plan CSV and --json would both go to standard output", "usage: nnmem plan "),
+        (&["validate"], "validate needs a FILE", "usage: nnmem validate "),
+        (&["validate", "a.csv", "b.csv"], "validate takes one FILE, got also 'b.csv'", "usage: nnmem validate "),
+        (&["validate", "--strict"], "unknown option '--strict'", "usage: nnmem validate "),
+        (&["bogus"], "unknown command 'bogus'", "usage:\n  nnmem plan"),
+        (&["help", "bogus"], "no help on 'bogus'", "usage:\n  nnmem plan"),
+    ] {
+        let out = nnmem(args, None);
+        let err = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.starts_with(&format!("nnmem: {message}")), "{args:?}: {err}");
+        assert!(err.contains(usage), "{args:?}: {err}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}
+
+#[test]
+fn input_errors_name_the_file_and_the_line() {
+    let dir = temp_dir("input-errors");
+    for (name, content, message) in [
+        ("big.csv", &b"id,lower,upper,size\na,0,1,99999999999999999999\n"[..], "line 2: size 99999999999999999999 is too large for 64 bits"),
+        ("dup.csv", b"id,lower,upper,size\na,0,1,4\nb,0,1,4\na,1,2,4\n", "line 4: id 'a' is already used on line 2"),
+        ("neg.csv", b"id,lower,upper,size\na,0,1,4\nb,-1,1,4\n", "line 3: lower -1 is negative"),
+        ("empty.csv", b"id,lower,upper,size\na,3,3,4\n", "line 2: empty lifetime: upper equals lower (3)"),
+        ("utf8.csv", b"id,lower,upper,size\na,0,1,4\nb\xc3,0,1,4\n", "line 3: invalid UTF-8 at column 2"),
+        ("fixed.csv", b"id,lower,upper,size,offset\nin,0,4,8,0\nmid,0,4,8,\nw,2,6,8,4\n", "fixed offsets: in (line 2) and w (line 4) overlap in memory at step 2"),
+    ] {
+        let path = dir.join(name);
+        std::fs::write(&path, content).unwrap();
+        for command in ["plan", "validate"] {
+            if command == "validate" && name == "fixed.csv" {
+                continue; // a row without offset: not a plan
+            }
+            let out = nnmem(&[command, path.to_str().unwrap()], None);
+            let err = text(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{command} {name}: {err}");
+            assert!(err.contains(&format!("nnmem: {}: {message}", path.display())), "{command} {name}: {err}");
+        }
+    }
+    // Standard input is named as such.
+    let out = nnmem(&["plan", "-"], Some("id,lower,upper,size\na,0,1,4\na,0,1,4\n"));
+    assert!(text(&out.stderr).contains("nnmem: stdin: line 3: id 'a' is already used on line 2"), "{}", text(&out.stderr));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn the_picture_never_mixes_into_the_plan_csv() {
+    let dir = temp_dir("picture");
+    let input = dir.join("in.csv");
+    std::fs::write(&input, EXAMPLE).unwrap();
+    // nnmem plan in.csv --picture > plan.csv && nnmem validate plan.csv
+    let out = nnmem(&["plan", input.to_str().unwrap(), "--picture"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let plan = dir.join("plan.csv");
+    std::fs::write(&plan, &out.stdout).unwrap();
+    let check = nnmem(&["validate", plan.to_str().unwrap()], None);
+    assert!(check.status.success(), "{}\n{}", text(&check.stderr), text(&out.stdout));
+    assert!(text(&out.stderr).contains("0 (id=b1): size=4"), "the picture went to stderr: {}", text(&out.stderr));
+    // --picture=FILE writes a file.
+    let picture = dir.join("picture.txt");
+    let out = nnmem(&["plan", input.to_str().unwrap(), &format!("--picture={}", picture.display())], None);
+    assert!(out.status.success());
+    assert!(std::fs::read_to_string(&picture).unwrap().contains("4 (id=b5): size=4"));
+    assert!(!text(&out.stdout).contains("id=b5") && !text(&out.stderr).contains("id=b5"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+fn json(out: &Output) -> serde_json::Value {
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out.stdout)))
+}
+
+#[test]
+fn json_summary_has_every_field() {
+    let out = nnmem(&["plan", "-", "--output", "/dev/null", "--json", "-", "--capacity", "16"], Some(EXAMPLE));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j = json(&out);
+    assert_eq!(j["format"], "nnmem-plan-summary/1");
+    assert_eq!(j["input"], "stdin");
+    assert_eq!(j["buffers"], 5);
+    assert_eq!(j["alignment"], 1);
+    assert_eq!(j["lower_bound_bytes"], 12);
+    assert_eq!(j["peak_bytes"], 12);
+    assert_eq!(j["peak_to_lower_bound"], 1.0);
+    assert_eq!(j["proven_optimal"], true);
+    assert_eq!(j["best_lower_bound_bytes"], 12);
+    assert_eq!(j["algorithm"], "auto");
+    assert!(j["winner"].as_str().is_some_and(|w| w != "auto"), "{j}");
+    assert!(j["plan_time_ms"].as_f64().is_some_and(|t| t >= 0.0), "{j}");
+    assert_eq!(j["search_nodes"], 0);
+    assert_eq!(j["capacity_bytes"], 16);
+    assert_eq!(j["fits"], true);
+    assert_eq!(j["missing_bytes"], 0);
+    assert_eq!((j["fixed_overlap_count"].as_u64(), j["fixed_overlap_first"].is_null()), (Some(0), true), "{j}");
+    assert_eq!(j.as_object().unwrap().len(), 18, "{j}");
+    // Does not fit: the plan's shortfall; below the bound: no peak.
+    let out = nnmem(&["plan", "-", "--output", "/dev/null", "--json", "-", "--algorithm", "linear", "--capacity", "19"], Some(EXAMPLE));
+    assert_eq!(out.status.code(), Some(3));
+    let j = json(&out);
+    assert_eq!((j["peak_bytes"].as_u64(), j["fits"].as_bool(), j["missing_bytes"].as_u64()), (Some(20), Some(false), Some(1)));
+    let out = nnmem(&["plan", "-", "--output", "/dev/null", "--json", "-", "--capacity", "10"], Some(EXAMPLE));
+    assert_eq!(out.status.code(), Some(3));
+    let j = json(&out);
+    assert!(j["peak_bytes"].is_null() && j["winner"].is_null(), "{j}");
+    assert_eq!((j["fits"].as_bool(), j["missing_bytes"].as_u64()), (Some(false), Some(2)));
+    // Without a capacity: null capacity and missing bytes. To a file, the
+    // plan CSV keeps stdout.
+    let dir = temp_dir("json");
+    let file = dir.join("summary.json");
+    let out = nnmem(&["plan", "-", "--json", file.to_str().unwrap()], Some(EXAMPLE));
+    assert!(text(&out.stdout).starts_with("id,lower,upper,size,offset\n"));
+    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert!(j["capacity_bytes"].is_null() && j["missing_bytes"].is_null() && j["fits"] == true, "{j}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 
 use super::arena::Arena;
 use super::memory::Memory;
+use crate::json::escape;
 
 /// The report formats.
 #[repr(u32)]
@@ -132,22 +133,6 @@ fn json<M: Memory>(arena: &Arena<M>) -> String {
         );
     }
     out.push_str("\n  ]\n}\n");
-    out
-}
-
-/// Escapes a string for a JSON string literal.
-fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
     out
 }
 

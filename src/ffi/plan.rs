@@ -229,7 +229,8 @@ pub unsafe extern "C" fn nnm_planner_set_alignment(planner: *mut nnm_planner, al
 }
 
 /// Sets the capacity the plan must fit; 0 means no capacity. When the best
-/// plan is larger, `nnm_planner_plan` returns DOES_NOT_FIT.
+/// plan is larger, `nnm_planner_plan` returns DOES_NOT_FIT; a capacity below
+/// the lower bound is refused by `nnm_planner_plan` at once, without planning.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
@@ -375,7 +376,11 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
 /// names the first pair, the step and the number of pairs); DOES_NOT_FIT
 /// when a capacity is set and the best plan exceeds it: the message reads
 /// "requested X B, available Y B, missing Z B" and
-/// `nnm_planner_required_bytes` gives X (offsets stay readable).
+/// `nnm_planner_required_bytes` gives X (offsets stay readable). A capacity
+/// below the lower bound is DOES_NOT_FIT at once, with no search and no
+/// plan: the message reads "capacity Y B is below the lower bound L B: no
+/// plan fits", the planner stays collecting (buffers may be added, the
+/// capacity raised) and `nnm_planner_lower_bound` gives L.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_plan(planner: *mut nnm_planner) -> nnm_status {
     guard(|| planner_mut(planner)?.plan().map(|_| ()))
@@ -507,7 +512,9 @@ pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> nnm_sta
 }
 
 /// Writes a TFLite-Micro-style text picture of the plan, NUL-terminated,
-/// into `buf` (`len` bytes). With `buf` NULL and `len` 0 it only writes the
+/// into `buf` (`len` bytes). Buffers are named by index; those that occupy
+/// no memory (size 0 or never used) are listed but not drawn, wherever
+/// their offset lies. With `buf` NULL and `len` 0 it only writes the
 /// bytes needed (NUL included) to `out_written`; on success `out_written`
 /// receives the bytes written (NUL included).
 ///

@@ -1,10 +1,12 @@
 //! The MiniMalloc CSV interchange format, used by MiniMalloc and idealloc:
 //! a header `id,lower,upper,size` and an optional `offset` column, one buffer
-//! per row, half-open lifetimes `[lower, upper)`, ids opaque tokens. An
-//! empty `offset` cell means "plan it"; a number fixes the offset.
+//! per row, half-open non-empty lifetimes `[lower, upper)` with `lower >= 0`,
+//! ids unique opaque tokens. An empty `offset` cell means "plan it"; a
+//! number fixes the offset.
 //!
 //! Output adds (or fills) the `offset` column: `id,lower,upper,size,offset`.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 
 use super::problem::{Lifetime, Problem};
@@ -13,7 +15,7 @@ use crate::status::{Error, Result};
 /// One row of a trace.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Row {
-    /// Opaque id token.
+    /// Opaque id token, unique in the trace.
     pub id: String,
     /// First live step.
     pub lower: i64,
@@ -23,10 +25,74 @@ pub struct Row {
     pub size: u64,
     /// A fixed offset, if given.
     pub offset: Option<u64>,
+    /// The row's line in the input (1-based; the header is line 1, blank
+    /// lines count).
+    pub line: usize,
+}
+
+impl Row {
+    /// How errors name the row: its id and line, e.g. `conv1 (line 7)`.
+    pub fn describe(&self) -> String {
+        format!("{} (line {})", self.id, self.line)
+    }
+}
+
+/// Parses a trace given as bytes: as [`parse`], and input that is not UTF-8
+/// is an error naming the line and column of the first bad byte.
+pub fn parse_bytes(bytes: &[u8]) -> Result<Vec<Row>> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => parse(text),
+        Err(e) => {
+            let good = &bytes[..e.valid_up_to()];
+            let line = 1 + good.iter().filter(|&&b| b == b'\n').count();
+            let column = 1 + good.len() - good.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            Err(Error::invalid(format!("line {line}: invalid UTF-8 at column {column} (byte {})", e.valid_up_to())))
+        }
+    }
+}
+
+/// One cell as a 64-bit integer; errors say whether it is too large, too
+/// small, negative where it may not be, or not a number at all.
+fn integer<T>(cell: &str, what: &str, line: usize) -> Result<T>
+where
+    T: std::str::FromStr<Err = std::num::ParseIntError> + std::fmt::Display + Bounded,
+{
+    use std::num::IntErrorKind;
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    cell.parse::<T>().map_err(|e| {
+        let why = match e.kind() {
+            IntErrorKind::Empty => format!("{what} is empty"),
+            IntErrorKind::PosOverflow => format!("{what} {cell} is too large for 64 bits (the largest is {})", T::MAX),
+            IntErrorKind::NegOverflow => format!("{what} {cell} is too small for 64 bits (the smallest is {})", T::MIN),
+            // Only an unsigned cell fails on a minus sign before digits.
+            _ if cell.strip_prefix('-').is_some_and(digits) => format!("{what} {cell} is negative"),
+            _ => format!("{what} '{cell}' is not an integer"),
+        };
+        Error::invalid(format!("line {line}: {why}"))
+    })
+}
+
+/// The range of a cell's integer type, for error messages.
+trait Bounded {
+    const MIN: Self;
+    const MAX: Self;
+}
+
+impl Bounded for i64 {
+    const MIN: i64 = i64::MIN;
+    const MAX: i64 = i64::MAX;
+}
+
+impl Bounded for u64 {
+    const MIN: u64 = u64::MIN;
+    const MAX: u64 = u64::MAX;
 }
 
 /// Parses a trace. Errors name the line (1-based, header is line 1) and the
-/// reason.
+/// reason: a malformed header or row, a number that is not an integer or
+/// does not fit 64 bits, a negative size, offset or `lower`, an `upper` not
+/// above `lower` (an empty lifetime is refused: half-open `[5, 6)` is the
+/// buffer live at step 5 only), or an id already used (both lines named).
 pub fn parse(text: &str) -> Result<Vec<Row>> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
     let (_, header) = lines.next().ok_or_else(|| Error::invalid("line 1: empty input, expected header id,lower,upper,size"))?;
@@ -43,6 +109,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>> {
     };
     let offset = find("offset");
     let mut rows = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
     for (n, line) in lines {
         let line_no = n + 1;
         let cells: Vec<&str> = line.split(',').map(str::trim).collect();
@@ -53,46 +120,51 @@ pub fn parse(text: &str) -> Result<Vec<Row>> {
                 cells.len()
             )));
         }
-        let int = |col: usize, what: &str| -> Result<i64> {
-            cells[col].parse::<i64>().map_err(|_| {
-                Error::invalid(format!("line {line_no}: {what} '{}' is not an integer", cells[col]))
-            })
-        };
-        let uint = |col: usize, what: &str| -> Result<u64> {
-            cells[col].parse::<u64>().map_err(|_| {
-                Error::invalid(format!("line {line_no}: {what} '{}' is not a non-negative integer", cells[col]))
-            })
-        };
         if cells[id].is_empty() {
             return Err(Error::invalid(format!("line {line_no}: empty id")));
         }
         let row = Row {
             id: cells[id].to_string(),
-            lower: int(lower, "lower")?,
-            upper: int(upper, "upper")?,
-            size: uint(size, "size")?,
+            lower: integer(cells[lower], "lower", line_no)?,
+            upper: integer(cells[upper], "upper", line_no)?,
+            size: integer(cells[size], "size", line_no)?,
             offset: match offset {
-                Some(col) if !cells[col].is_empty() => Some(uint(col, "offset")?),
+                Some(col) if !cells[col].is_empty() => Some(integer(cells[col], "offset", line_no)?),
                 _ => None,
             },
+            line: line_no,
         };
+        if row.lower < 0 {
+            return Err(Error::invalid(format!("line {line_no}: lower {} is negative (steps start at 0)", row.lower)));
+        }
         if row.upper < row.lower {
             return Err(Error::invalid(format!(
                 "line {line_no}: upper {} is below lower {}",
                 row.upper, row.lower
             )));
         }
+        if row.upper == row.lower {
+            return Err(Error::invalid(format!(
+                "line {line_no}: empty lifetime: upper equals lower ({}); upper is exclusive, a buffer live at step {} only has upper {}",
+                row.lower,
+                row.lower,
+                row.lower.saturating_add(1)
+            )));
+        }
+        if let Some(first) = seen.insert(row.id.clone(), line_no) {
+            return Err(Error::invalid(format!("line {line_no}: id '{}' is already used on line {first}", row.id)));
+        }
         rows.push(row);
     }
     Ok(rows)
 }
 
-/// Builds a problem from rows. Errors name the row's line.
+/// Builds a problem from rows. Errors name the row's id and line.
 pub fn to_problem(rows: &[Row], alignment: u64) -> Result<Problem> {
     let mut p = Problem::new(alignment)?;
-    for (i, r) in rows.iter().enumerate() {
+    for r in rows {
         p.push(r.size, Lifetime::half_open(r.lower, r.upper)?, r.offset)
-            .map_err(|e| Error::new(e.status(), format!("line {} (id {}): {}", i + 2, r.id, e.message())))?;
+            .map_err(|e| Error::new(e.status(), format!("{}: {}", r.describe(), e.message())))?;
     }
     Ok(p)
 }
@@ -115,7 +187,8 @@ mod tests {
     fn parses_with_and_without_offsets() {
         let rows = parse("id,lower,upper,size\nb1,0,3,4\n\nb2,3,9,4\n").unwrap();
         assert_eq!(rows.len(), 2);
-        assert_eq!(rows[1], Row { id: "b2".into(), lower: 3, upper: 9, size: 4, offset: None });
+        assert_eq!(rows[1], Row { id: "b2".into(), lower: 3, upper: 9, size: 4, offset: None, line: 4 });
+        assert_eq!(rows[1].describe(), "b2 (line 4)");
         let rows = parse("id,lower,upper,size,offset\nx,0,1,8,\ny,0,1,8,16\n").unwrap();
         assert_eq!((rows[0].offset, rows[1].offset), (None, Some(16)));
     }
@@ -131,10 +204,45 @@ mod tests {
         let e = parse("a,b,c\n").unwrap_err();
         assert!(e.message().starts_with("line 1: header"));
         let e = parse("id,lower,upper,size\na,0,1,-4\n").unwrap_err();
-        assert!(e.message().contains("not a non-negative integer"));
+        assert_eq!(e.message(), "line 2: size -4 is negative");
+        let e = parse("id,lower,upper,size\na,0,1,\n").unwrap_err();
+        assert_eq!(e.message(), "line 2: size is empty");
         let rows = parse("id,lower,upper,size,offset\na,0,1,8,3\n").unwrap();
         let e = to_problem(&rows, 4).unwrap_err();
-        assert!(e.message().starts_with("line 2 (id a): fixed offset 3"), "{}", e.message());
+        assert!(e.message().starts_with("a (line 2): fixed offset 3"), "{}", e.message());
+    }
+
+    #[test]
+    fn numbers_past_64_bits_are_too_large_not_malformed() {
+        let e = parse("id,lower,upper,size\na,0,1,18446744073709551616\n").unwrap_err();
+        assert_eq!(e.message(), "line 2: size 18446744073709551616 is too large for 64 bits (the largest is 18446744073709551615)");
+        let e = parse("id,lower,upper,size\na,0,9223372036854775808,1\n").unwrap_err();
+        assert_eq!(e.message(), "line 2: upper 9223372036854775808 is too large for 64 bits (the largest is 9223372036854775807)");
+        let e = parse("id,lower,upper,size\na,-9223372036854775809,1,1\n").unwrap_err();
+        assert!(e.message().starts_with("line 2: lower -9223372036854775809 is too small for 64 bits"), "{}", e.message());
+        // The largest values themselves are read.
+        let rows = parse("id,lower,upper,size,offset\na,0,9223372036854775807,18446744073709551615,0\n").unwrap();
+        assert_eq!((rows[0].upper, rows[0].size), (i64::MAX, u64::MAX));
+    }
+
+    #[test]
+    fn negative_lower_empty_lifetime_and_duplicate_ids_are_refused() {
+        let e = parse("id,lower,upper,size\na,0,2,4\nb,-3,2,4\n").unwrap_err();
+        assert_eq!(e.message(), "line 3: lower -3 is negative (steps start at 0)");
+        let e = parse("id,lower,upper,size\na,5,5,4\n").unwrap_err();
+        assert!(e.message().starts_with("line 2: empty lifetime: upper equals lower (5)"), "{}", e.message());
+        assert!(e.message().ends_with("a buffer live at step 5 only has upper 6"), "{}", e.message());
+        let e = parse("id,lower,upper,size\nx,0,2,4\ny,0,2,4\n\nx,1,3,8\n").unwrap_err();
+        assert_eq!(e.message(), "line 5: id 'x' is already used on line 2");
+    }
+
+    #[test]
+    fn invalid_utf8_names_line_and_column() {
+        let e = parse_bytes(b"id,lower,upper,size\na,0,1,4\nb\xff,0,1,4\n").unwrap_err();
+        assert_eq!(e.message(), "line 3: invalid UTF-8 at column 2 (byte 29)");
+        let e = parse_bytes(b"\xfe").unwrap_err();
+        assert_eq!(e.message(), "line 1: invalid UTF-8 at column 1 (byte 0)");
+        assert_eq!(parse_bytes(b"id,lower,upper,size\na,0,1,4\n").unwrap().len(), 1);
     }
 
     #[test]

@@ -31,6 +31,7 @@ mod occupancy;
 pub mod picture;
 pub mod problem;
 pub mod svg;
+pub mod units;
 pub mod validate;
 
 use std::sync::atomic::AtomicBool;
@@ -240,7 +241,10 @@ impl Planner {
     /// `InvalidArgument` when fixed buffers overlap each other (unless the
     /// algorithm is `tflm` or they are trusted), `DoesNotFit` when a capacity
     /// is set and the best peak exceeds it; the outcome is then still kept,
-    /// so [`Planner::outcome`] and the message give the bytes needed.
+    /// so [`Planner::outcome`] and the message give the bytes needed. A
+    /// capacity below the lower bound is `DoesNotFit` at once, with no search
+    /// and no outcome (the planner stays collecting); the message names both
+    /// figures.
     pub fn plan(&mut self) -> Result<&PlanOutcome> {
         if self.outcome.is_some() {
             return Err(Error::wrong_state("already planned; reset the planner to plan again"));
@@ -263,6 +267,13 @@ impl Planner {
         let flat = (fixed_overlaps.count > 0).then(|| fixed::Flat::new(&self.problem, &rects));
         let solved = flat.as_ref().map_or(&self.problem, |f| &f.problem);
         let lb = lower_bound(solved.buffers()).bytes;
+        // No plan can be below the lower bound: say so without searching.
+        if let Some(capacity) = self.capacity.filter(|&c| c < lb) {
+            return Err(Error::new(
+                Status::DoesNotFit,
+                format!("capacity {capacity} B is below the lower bound {lb} B: no plan fits (missing at least {} B)", lb - capacity),
+            ));
+        }
         let limits = SearchLimits {
             lower_bound: lb,
             capacity: self.capacity,
@@ -392,15 +403,34 @@ mod tests {
 
     #[test]
     fn capacity_reports_bytes_needed_and_keeps_the_plan() {
+        // linear stacks the two buffers (16 B) where 8 B would do.
         let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Linear);
         p.set_capacity(Some(10));
         p.add_buffer(8, lt(0, 1), None).unwrap();
-        p.add_buffer(8, lt(1, 2), None).unwrap();
+        p.add_buffer(8, lt(2, 3), None).unwrap();
         let e = p.plan().unwrap_err();
         assert_eq!(e.status(), Status::DoesNotFit);
         assert!(e.message().contains("requested 16 B, available 10 B, missing 6 B"), "{}", e.message());
         assert_eq!(p.outcome().unwrap().peak, 16);
         assert!(!p.outcome().unwrap().fits);
+    }
+
+    #[test]
+    fn capacity_below_the_lower_bound_fails_at_once() {
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Exact);
+        p.set_capacity(Some(1000));
+        p.add_buffer(600, lt(0, 1), None).unwrap();
+        p.add_buffer(600, lt(1, 2), None).unwrap();
+        let e = p.plan().unwrap_err();
+        assert_eq!(e.status(), Status::DoesNotFit);
+        assert_eq!(e.message(), "capacity 1000 B is below the lower bound 1200 B: no plan fits (missing at least 200 B)");
+        assert!(p.outcome().is_none());
+        // Still collecting: a buffer may be added, and a larger capacity plans.
+        p.add_buffer(1, lt(5, 6), None).unwrap();
+        p.set_capacity(Some(1200));
+        assert_eq!(p.plan().unwrap().peak, 1200);
     }
 
     #[test]

@@ -24,32 +24,54 @@ fn ordinal(i: usize) -> char {
     }
 }
 
-/// Draws `buffers` at `offsets` (same length).
+/// Draws `buffers` at `offsets` (same length), naming each buffer by its
+/// index.
 pub fn draw(buffers: &[Buffer], offsets: &[u64]) -> String {
+    draw_named(buffers, offsets, None)
+}
+
+/// Draws `buffers` at `offsets`, naming buffer `i` `names[i]` (the CLI
+/// passes its CSV ids) or, without names, by its index.
+///
+/// Only buffers that occupy memory (non-zero size, non-empty lifetime) are
+/// drawn and counted in the scale: a zero-size buffer may sit at any offset,
+/// also past the peak, and must not stretch or break the picture.
+pub fn draw_named(buffers: &[Buffer], offsets: &[u64], names: Option<&[&str]>) -> String {
     assert_eq!(buffers.len(), offsets.len(), "one offset per buffer");
+    if let Some(names) = names {
+        assert_eq!(names.len(), buffers.len(), "one name per buffer");
+    }
+    let name = |i: usize| match names {
+        Some(names) => names[i].to_string(),
+        None => i.to_string(),
+    };
     let mut out = String::new();
-    let peak = buffers.iter().zip(offsets).filter(|(b, _)| b.occupies()).map(|(b, &o)| o + b.size).max().unwrap_or(0);
+    // u128: offsets come from the caller and `offset + size` may pass 2^64.
+    let end = |i: usize| offsets[i] as u128 + buffers[i].size as u128;
+    let occupying: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].occupies()).collect();
+    let peak = occupying.iter().map(|&i| end(i)).max().unwrap_or(0);
     let _ = writeln!(out, "{} buffers, peak {} B", buffers.len(), peak);
     for (i, (b, &o)) in buffers.iter().zip(offsets).enumerate() {
         if b.lifetime.is_empty() {
-            let _ = writeln!(out, "{} (id={i}): size={}, offset={o}, never used", ordinal(i), b.size);
+            let _ = writeln!(out, "{} (id={}): size={}, offset={o}, never used", ordinal(i), name(i), b.size);
         } else {
             let _ = writeln!(
                 out,
-                "{} (id={i}): size={}, offset={o}, first_used={} last_used={}",
+                "{} (id={}): size={}, offset={o}, first_used={} last_used={}",
                 ordinal(i),
+                name(i),
                 b.size,
                 b.lifetime.start,
                 b.lifetime.end - 1
             );
         }
     }
-    let scale = (peak as u128).max(LINE_WIDTH);
+    let scale = peak.max(LINE_WIDTH);
     // Steps where the picture changes, and the buffers live in each.
     let mut events: Vec<(i64, bool, usize)> = Vec::new();
-    for (i, b) in buffers.iter().enumerate().filter(|(_, b)| !b.lifetime.is_empty()) {
-        events.push((b.lifetime.start, true, i));
-        events.push((b.lifetime.end, false, i));
+    for &i in &occupying {
+        events.push((buffers[i].lifetime.start, true, i));
+        events.push((buffers[i].lifetime.end, false, i));
     }
     events.sort_unstable();
     let mut live: Vec<usize> = Vec::new();
@@ -77,10 +99,10 @@ pub fn draw(buffers: &[Buffer], offsets: &[u64]) -> String {
         let mut line = ['.'; LINE_WIDTH as usize];
         let mut bytes: u128 = 0;
         for &i in &live {
-            let (o, s) = (offsets[i] as u128, buffers[i].size as u128);
-            bytes += s;
-            let (from, to) = (o * LINE_WIDTH / scale, (o + s) * LINE_WIDTH / scale);
-            for cell in &mut line[from as usize..(to as usize).min(LINE_WIDTH as usize)] {
+            bytes += buffers[i].size as u128;
+            // end(i) <= peak <= scale, so both cells are within the line.
+            let (from, to) = (offsets[i] as u128 * LINE_WIDTH / scale, end(i) * LINE_WIDTH / scale);
+            for cell in &mut line[from as usize..to as usize] {
                 *cell = if *cell == '.' { ordinal(i) } else { '!' };
             }
         }
@@ -109,5 +131,71 @@ mod tests {
         assert!(text.contains(&row0), "{text}");
         // Overlaps show as '!'.
         assert!(draw(&buffers[..2], &[0, 20]).contains('!'));
+    }
+
+    #[test]
+    fn names_replace_indices() {
+        let b = Buffer { size: 8, lifetime: Lifetime::half_open(0, 1).unwrap(), fixed_offset: None };
+        let text = draw_named(&[b, b], &[0, 8], Some(&["in", "out"]));
+        assert!(text.contains("0 (id=in): size=8") && text.contains("1 (id=out): size=8"), "{text}");
+    }
+
+    /// The two plans that made the picture panic: a zero-size buffer past
+    /// the peak, with and without a buffer that occupies memory.
+    #[test]
+    fn zero_size_buffers_past_the_peak_are_not_drawn() {
+        let b = |size, s, e| Buffer { size, lifetime: Lifetime::half_open(s, e).unwrap(), fixed_offset: None };
+        let text = draw(&[b(16, 0, 2), b(0, 1, 2)], &[0, 4096]);
+        assert!(text.starts_with("2 buffers, peak 16 B\n"), "{text}");
+        assert!(text.contains(&format!(" 0: {}{} (1k)", "0".repeat(16), ".".repeat(64))), "{text}");
+        // linear: an unused 100 B buffer at 0, then a 0 B one at 100.
+        let text = draw(&[b(100, 0, 0), b(0, 0, 1)], &[0, 100]);
+        assert!(text.contains("0 (id=0): size=100, offset=0, never used"), "{text}");
+        assert!(text.contains("1 (id=1): size=0, offset=100, first_used=0 last_used=0"), "{text}");
+        assert!(!text.contains(" 0: "), "nothing occupies memory at step 0: {text}");
+        // Offsets near 2^64 do not overflow the scale.
+        let text = draw(&[b(16, 0, 1)], &[u64::MAX - 8]);
+        assert!(text.contains(&format!(" 0: {}0 (1k)", ".".repeat(79))), "{text}");
+    }
+
+    /// Every plan the planner accepts draws, whatever the algorithm: random
+    /// instances with zero sizes, unused buffers and fixed buffers, some of
+    /// them zero-size and past the peak. Each drawn cell belongs to a buffer
+    /// that occupies memory.
+    #[test]
+    fn every_accepted_plan_draws() {
+        use crate::plan::algo::tests::{random_problem, Rng};
+        use crate::plan::{Algorithm, Planner};
+        let mut rng = Rng::new(12);
+        for round in 0..1500 {
+            let n = 1 + rng.below(12) as usize;
+            let alignment = 1 << rng.below(4);
+            let problem = random_problem(&mut rng, n, alignment, round % 3 == 0);
+            let mut planner = Planner::new();
+            let algorithm = Algorithm::all()[round % Algorithm::all().len()];
+            planner.set_algorithm(algorithm);
+            planner.set_node_limit(Some(200));
+            planner.set_alignment(problem.alignment()).unwrap();
+            for b in problem.buffers() {
+                planner.add_buffer(b.size, b.lifetime, b.fixed_offset).unwrap();
+            }
+            if round % 5 == 0 {
+                // A zero-size fixed buffer far past anything else.
+                let far = problem.alignment() * (1 << 20);
+                planner.add_buffer(0, Lifetime::half_open(0, 3).unwrap(), Some(far)).unwrap();
+            }
+            let peak = planner.plan().unwrap().peak;
+            let text = planner.draw().unwrap();
+            assert!(text.starts_with(&format!("{} buffers, peak {peak} B\n", planner.buffer_count())), "{algorithm:?}: {text}");
+            // One line per step where an occupying buffer starts or ends,
+            // each 80 cells wide.
+            let rows: Vec<&str> = text.lines().filter(|l| l.ends_with("k)")).collect();
+            let occupying = planner.problem().buffers().iter().filter(|b| b.occupies()).count();
+            assert!(rows.len() <= 2 * occupying && (occupying == 0) == rows.is_empty(), "{algorithm:?}: {text}");
+            for row in rows {
+                let cells = row.split(": ").nth(1).unwrap().split(" (").next().unwrap();
+                assert_eq!(cells.chars().count(), 80, "{algorithm:?}: {row}");
+            }
+        }
     }
 }

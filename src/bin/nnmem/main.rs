@@ -3,8 +3,10 @@
 //!
 //! ```text
 //! nnmem plan [FILE.csv|-] [--algorithm NAME] [--alignment N] [--capacity BYTES]
-//!            [--time-limit SECONDS] [--node-limit N] [--output OUT.csv] [--svg OUT.svg] [--picture]
-//! nnmem validate FILE.csv|- [--fixed-from INPUT.csv] [--trust-fixed]
+//!            [--time-limit SECONDS] [--node-limit N] [--output FILE] [--json FILE]
+//!            [--svg FILE] [--picture[=FILE]] [--trust-fixed]
+//! nnmem validate FILE.csv|- [--fixed-from INPUT.csv [--trust-fixed]]
+//! nnmem help [plan|validate]
 //! ```
 
 mod args;
@@ -14,10 +16,11 @@ use std::io::{Read, Write};
 use std::process::ExitCode;
 use std::time::Duration;
 
-use nnmem::plan::{csv, svg, validate_with_fixed, Invalid, Planner};
+use nnmem::plan::csv::{self, Row};
+use nnmem::plan::{picture, svg, units, validate, validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner};
 use nnmem::{Error, Status};
 
-use args::{Command, PlanArgs, ValidateArgs};
+use args::{Command, Dest, PictureDest, PlanArgs, Usage, ValidateArgs};
 
 /// The built-in example: ResNet-50 training trace from MindSpore's SOMAS
 /// planner (idealloc benchmarks, MIT licence; see benches/data/README.md).
@@ -27,8 +30,8 @@ const BUILTIN_TRACE: &str = include_str!("../../../benches/data/idealloc/somas_t
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match args::parse(&argv) {
-        Ok(Command::Help) => {
-            print!("{}", args::USAGE);
+        Ok(Command::Help(text)) => {
+            print!("{text}");
             ExitCode::SUCCESS
         }
         Ok(Command::Version) => {
@@ -37,8 +40,8 @@ fn main() -> ExitCode {
         }
         Ok(Command::Plan(a)) => finish(run_plan(&a)),
         Ok(Command::Validate(a)) => finish(run_validate(&a)),
-        Err(message) => {
-            eprintln!("nnmem: {message}\n\n{}", args::USAGE);
+        Err(Usage { message, usage }) => {
+            eprintln!("nnmem: {message}\n\n{usage}");
             ExitCode::from(2)
         }
     }
@@ -54,27 +57,67 @@ fn finish(result: Result<(), Error>) -> ExitCode {
     }
 }
 
-fn read_input(path: &str) -> Result<String, Error> {
+/// How errors name an input: its path, "stdin" for `-`.
+fn display_name(path: &str) -> &str {
     if path == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Error::invalid(format!("reading standard input: {e}")))?;
-        return Ok(text);
+        "stdin"
+    } else {
+        path
     }
-    std::fs::read_to_string(path).map_err(|e| Error::invalid(format!("{path}: {e}")))
 }
 
-fn write_file(path: &str, text: &str) -> Result<(), Error> {
-    std::fs::write(path, text).map_err(|e| Error::invalid(format!("writing {path}: {e}")))
+/// An input error, prefixed with the input's name.
+fn input_error(name: &str, e: Error) -> Error {
+    Error::new(e.status(), format!("{name}: {}", e.message()))
+}
+
+/// Reads and parses a trace; errors name the input and the line.
+fn read_rows(path: &str) -> Result<Vec<Row>, Error> {
+    let name = display_name(path);
+    let bytes = if path == "-" {
+        let mut bytes = Vec::new();
+        std::io::stdin().read_to_end(&mut bytes).map(|_| bytes)
+    } else {
+        std::fs::read(path)
+    }
+    .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
+    csv::parse_bytes(&bytes).map_err(|e| input_error(name, e))
+}
+
+fn write_to(dest: &Dest, text: &str) -> Result<(), Error> {
+    match dest {
+        Dest::Stdout => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(text.as_bytes()).and_then(|_| out.flush())
+        }
+        Dest::File(path) => std::fs::write(path, text),
+    }
+    .map_err(|e| match dest {
+        Dest::Stdout => Error::invalid(format!("writing standard output: {e}")),
+        Dest::File(path) => Error::invalid(format!("writing {path}: {e}")),
+    })
+}
+
+/// A validation failure with buffers named by id and line; `index` maps the
+/// checked buffers' indices to rows.
+fn describe_invalid(rows: &[Row], invalid: &Invalid, index: impl Fn(usize) -> usize) -> String {
+    match invalid {
+        Invalid::Overlap(o) => format!(
+            "{} and {} overlap in memory at step {}",
+            rows[index(o.first)].describe(),
+            rows[index(o.second)].describe(),
+            o.step
+        ),
+        Invalid::OffsetOverflow(i) => format!("{}: offset + size overflows 64 bits", rows[index(*i)].describe()),
+        other => other.to_string(),
+    }
 }
 
 fn run_plan(a: &PlanArgs) -> Result<(), Error> {
-    let (name, text) = match &a.input {
-        Some(path) => (path.clone(), read_input(path)?),
-        None => (BUILTIN_NAME.to_string(), BUILTIN_TRACE.to_string()),
+    let (name, rows) = match &a.input {
+        Some(path) => (display_name(path).to_string(), read_rows(path)?),
+        None => (BUILTIN_NAME.to_string(), csv::parse(BUILTIN_TRACE)?),
     };
-    let rows = csv::parse(&text).map_err(|e| Error::new(e.status(), format!("{name}: {}", e.message())))?;
     let mut planner = Planner::new();
     planner.set_algorithm(a.algorithm);
     planner.set_alignment(a.alignment)?;
@@ -84,124 +127,133 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
     }
     planner.set_node_limit(a.node_limit);
     planner.set_trust_fixed(a.trust_fixed);
-    for (i, r) in rows.iter().enumerate() {
-        let lifetime = nnmem::plan::Lifetime::half_open(r.lower, r.upper)?;
+    for r in &rows {
+        let lifetime = Lifetime::half_open(r.lower, r.upper)?;
         planner
             .add_buffer(r.size, lifetime, r.offset)
-            .map_err(|e| Error::new(e.status(), format!("{name}: line {} (id {}): {}", i + 2, r.id, e.message())))?;
+            .map_err(|e| Error::new(e.status(), format!("{name}: {}: {}", r.describe(), e.message())))?;
+    }
+    // Fixed offsets are checked here, not left to the planner, so that the
+    // error names ids and lines instead of the planner's indices. Trusted
+    // overlaps (and tflm, which always trusts them) are reported in the
+    // summary instead.
+    let trusts_fixed = a.trust_fixed || a.algorithm == Algorithm::Tflm;
+    let fixed: Vec<usize> = (0..rows.len()).filter(|&i| rows[i].offset.is_some()).collect();
+    let buffers = planner.problem().buffers();
+    let fixed_buffers: Vec<Buffer> = fixed.iter().map(|&i| buffers[i]).collect();
+    let fixed_offsets: Vec<u64> = fixed.iter().map(|&i| buffers[i].fixed_offset.unwrap_or(0)).collect();
+    if let (false, Err(e)) = (trusts_fixed, validate(&fixed_buffers, &fixed_offsets)) {
+        return Err(Error::invalid(format!("{name}: fixed offsets: {}", describe_invalid(&rows, &e, |i| fixed[i]))));
     }
     let planned = planner.plan().map(|_| ());
-    let outcome = planner.outcome().cloned();
-    if let Some(o) = &outcome {
-        let report = report::summary(&name, &planner, o);
-        // The built-in example's report is the main output; with a file, the
-        // CSV owns stdout and the report goes to stderr.
-        if a.input.is_none() {
+    // A summary when there is a plan, or when the capacity was refused
+    // against the lower bound; other failures are only the error.
+    let refused = matches!(&planned, Err(e) if e.status() == Status::DoesNotFit);
+    if planner.outcome().is_some() || refused {
+        let summary = report::Summary { input: &name, rows: &rows, planner: &planner, outcome: planner.outcome() };
+        let report = summary.text();
+        if a.summary_on_stdout {
             print!("{report}");
         } else {
             eprint!("{report}");
         }
+        if let Some(dest) = &a.json {
+            write_to(dest, &summary.json())?;
+        }
     }
     planned?;
-    let o = outcome.expect("planned");
-    let plan_csv = csv::write(&rows, &o.offsets);
-    match (&a.output, &a.input) {
-        (Some(path), _) => write_file(path, &plan_csv)?,
-        (None, Some(_)) => {
-            let mut out = std::io::stdout().lock();
-            let _ = out.write_all(plan_csv.as_bytes());
-        }
-        (None, None) => {}
+    let o = planner.outcome().expect("planned");
+    if let Some(dest) = &a.output {
+        write_to(dest, &csv::write(&rows, &o.offsets))?;
     }
-    if let Some(path) = &a.svg {
+    let ids: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+    if let Some(dest) = &a.svg {
         let title = format!(
-            "{name}: {} buffers, {} ({}), peak {} B, lower bound {} B",
+            "{name}: {} buffers, {}, peak {} B, lower bound {} B",
             rows.len(),
-            a.algorithm.name(),
-            o.algorithm.name(),
+            report::algorithm(&planner, o),
             o.peak,
             o.lower_bound
         );
-        write_file(path, &svg::render(planner.problem().buffers(), &o.offsets, o.lower_bound, &title))?;
+        write_to(dest, &svg::render(planner.problem().buffers(), &o.offsets, Some(&ids), o.lower_bound, &title))?;
     }
-    if a.picture {
-        print!("{}", planner.draw()?);
+    if let Some(dest) = &a.picture {
+        let text = picture::draw_named(planner.problem().buffers(), &o.offsets, Some(&ids));
+        match dest {
+            PictureDest::To(dest) => write_to(dest, &text)?,
+            PictureDest::Stderr => eprint!("{text}"),
+        }
     }
     Ok(())
 }
 
 fn run_validate(a: &ValidateArgs) -> Result<(), Error> {
-    let path = a.input.as_str();
-    let rows = csv::parse(&read_input(path)?).map_err(|e| Error::new(e.status(), format!("{path}: {}", e.message())))?;
-    if let Some(i) = rows.iter().position(|r| r.offset.is_none()) {
-        return Err(Error::invalid(format!("{path}: line {}: no offset to validate", i + 2)));
+    let name = display_name(&a.input);
+    let rows = read_rows(&a.input)?;
+    if let Some(r) = rows.iter().find(|r| r.offset.is_none()) {
+        return Err(Error::invalid(format!("{name}: {}: no offset to validate", r.describe())));
     }
-    let problem = csv::to_problem(&rows, 1)?;
+    let problem = csv::to_problem(&rows, 1).map_err(|e| input_error(name, e))?;
     let offsets: Vec<u64> = rows.iter().map(|r| r.offset.unwrap_or(0)).collect();
     let is_fixed = match &a.fixed_from {
-        Some(input) => fixed_rows(&rows, input)?,
+        Some(input) => fixed_rows(name, &rows, input)?,
         None => vec![false; rows.len()],
     };
-    let line = |i: usize| format!("{} (line {})", rows[i].id, i + 2);
     let verdict = validate_with_fixed(problem.buffers(), &offsets, &is_fixed, a.trust_fixed)
-        .map_err(|e: Invalid| Error::invalid(format!("invalid plan: {e}")))?;
+        .map_err(|e| Error::invalid(format!("{name}: invalid plan: {}", describe_invalid(&rows, &e, |i| i))))?;
     let fixed = match verdict.fixed_overlaps.first {
         Some(f) => format!(
             "\nfixed overlaps: {} pair(s), first {} and {} at step {}{}",
             verdict.fixed_overlaps.count,
-            line(f.first),
-            line(f.second),
+            rows[f.first].describe(),
+            rows[f.second].describe(),
             f.step,
             if a.trust_fixed { " (trusted)" } else { "" }
         ),
         None => String::new(),
     };
     if let Some(o) = verdict.overlap {
-        return Err(Error::invalid(format!(
-            "invalid plan: {} and {} overlap in memory at step {}{fixed}",
-            line(o.first),
-            line(o.second),
-            o.step
-        )));
+        return Err(Error::invalid(format!("{name}: invalid plan: {}{fixed}", describe_invalid(&rows, &Invalid::Overlap(o), |i| i))));
     }
     // The lower bound of the plan as trusted: bytes fixed buffers share count once.
     let mut planner = Planner::new();
-    for (b, &f) in problem.buffers().iter().zip(&is_fixed) {
-        planner.add_buffer(b.size, b.lifetime, f.then_some(b.fixed_offset.unwrap_or(0)))?;
+    for (b, (&f, &offset)) in problem.buffers().iter().zip(is_fixed.iter().zip(&offsets)) {
+        planner.add_buffer(b.size, b.lifetime, f.then_some(offset))?;
     }
     let (peak, lb) = (verdict.peak, planner.lower_bound());
-    println!("valid: {} buffers, peak {peak} B, lower bound {lb} B, peak/lower bound {}{fixed}", rows.len(), report::ratio(peak, lb));
+    println!(
+        "valid: {} buffers, peak {}, lower bound {}, peak/lower bound {}{fixed}",
+        rows.len(),
+        units::bytes(peak),
+        units::bytes(lb),
+        report::ratio(peak, lb)
+    );
     Ok(())
 }
 
 /// Which rows of a plan are fixed: those whose id has an offset in the
-/// trace `input` the plan was made from. Each must have kept that offset.
-fn fixed_rows(rows: &[csv::Row], input: &str) -> Result<Vec<bool>, Error> {
-    let trace = csv::parse(&read_input(input)?).map_err(|e| Error::new(e.status(), format!("{input}: {}", e.message())))?;
-    let mut fixed = std::collections::HashMap::new();
-    for (i, r) in trace.iter().enumerate() {
-        if let Some(offset) = r.offset {
-            if fixed.insert(r.id.as_str(), offset).is_some() {
-                return Err(Error::invalid(format!("{input}: line {}: id {} is fixed twice", i + 2, r.id)));
-            }
-        }
-    }
-    let is_fixed: Vec<bool> = rows.iter().map(|r| fixed.contains_key(r.id.as_str())).collect();
-    for (i, r) in rows.iter().enumerate() {
-        if let Some(&want) = fixed.get(r.id.as_str()) {
+/// trace `input` the plan was made from. Each must have kept that offset,
+/// and each of the trace's fixed buffers must be in the plan.
+fn fixed_rows(name: &str, rows: &[Row], input: &str) -> Result<Vec<bool>, Error> {
+    let input_name = display_name(input);
+    let trace = read_rows(input)?;
+    let fixed: std::collections::HashMap<&str, (u64, &Row)> =
+        trace.iter().filter_map(|r| r.offset.map(|o| (r.id.as_str(), (o, r)))).collect();
+    for r in rows {
+        if let Some(&(want, source)) = fixed.get(r.id.as_str()) {
             if r.offset != Some(want) {
                 return Err(Error::invalid(format!(
-                    "line {}: fixed buffer {} is at {} but {input} fixes it at {want}",
-                    i + 2,
-                    r.id,
-                    r.offset.unwrap_or(0)
+                    "{name}: fixed buffer {} is at offset {} but {input_name} ({}) fixes it at {want}",
+                    r.describe(),
+                    r.offset.unwrap_or(0),
+                    source.describe()
                 )));
             }
         }
     }
     let planned: std::collections::HashSet<&str> = rows.iter().map(|r| r.id.as_str()).collect();
-    if let Some((i, r)) = trace.iter().enumerate().find(|(_, r)| r.offset.is_some() && !planned.contains(r.id.as_str())) {
-        return Err(Error::invalid(format!("{input}: line {}: fixed buffer {} is not in the plan", i + 2, r.id)));
+    if let Some(r) = trace.iter().find(|r| r.offset.is_some() && !planned.contains(r.id.as_str())) {
+        return Err(Error::invalid(format!("{input_name}: fixed buffer {} is not in the plan", r.describe())));
     }
-    Ok(is_fixed)
+    Ok(rows.iter().map(|r| fixed.contains_key(r.id.as_str())).collect())
 }
