@@ -10,6 +10,15 @@
  * - Out-parameters are written only on success.
  * - Handles come from nnm_<thing>_new and go back through nnm_<thing>_free,
  *   which accepts NULL and detects double frees.
+ * - Stale handles: every call on an nnm_planner, nnm_arena or
+ *   nnm_cancel_token looks the handle up in nnmem's registry before reading
+ *   it, so a call on a freed one returns NNM_INVALID_ARGUMENT ("... is not a
+ *   live nnm_planner (already freed, or not made by nnmem)"); so do the
+ *   nnm_net attach calls, nnm_net_get_report and every nnm_<thing>_free.
+ *   The hot calls only check a type tag and are undefined on a freed
+ *   handle: nnm_net_*_get and nnm_cache_*. Not detectable:
+ *   once the allocator hands a freed address to a new handle of the same
+ *   type, a stale pointer to it is that handle.
  * - Buffers handed to C have their own free function; never use free().
  *
  * Thread safety:
@@ -404,8 +413,13 @@ typedef struct nnm_arena nnm_arena;
  * A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
  * `nnm_cancel_token_reset` and `nnm_cancel_token_is_cancelled` may be
  * called from any thread at any time, also while a planner that holds the
- * token is planning. A planner keeps its own reference, so the token may be
- * freed before the planner (but not while another thread still calls it).
+ * token is planning. The token may be freed before the planners it was set
+ * on (but not while another thread still calls it): freeing detaches it,
+ * and their later plans run as with no token, even if it was cancelled.
+ * Every `nnm_cancel_token_*` call and `nnm_planner_set_cancel_token` check
+ * that the token is live: on a freed token they return INVALID_ARGUMENT
+ * without reading it (unless a new token took over its address: that is
+ * the token they act on).
  */
 typedef struct nnm_cancel_token nnm_cancel_token;
 
@@ -413,7 +427,10 @@ typedef struct nnm_cancel_token nnm_cancel_token;
  * A static memory planner: collects buffers, plans them once, answers
  * queries. Not thread-safe: calls on one planner must not overlap; distinct
  * planners may be used from different threads. `const` queries may run
- * concurrently with each other.
+ * concurrently with each other. Every `nnm_planner_*` call (and
+ * `nnm_arena_commit_plan`) checks that the planner is live: on a freed
+ * planner it returns INVALID_ARGUMENT without reading it, unless a new
+ * planner took over its address (that is the planner it then acts on).
  */
 typedef struct nnm_planner nnm_planner;
 
@@ -1073,8 +1090,9 @@ enum nnm_status nnm_arena_report_write(const struct nnm_arena *arena,
 enum nnm_status nnm_cancel_token_new(struct nnm_cancel_token **out_token);
 
 /**
- * Frees a token. NULL is a no-op; a double free is detected and reported
- * through `nnm_last_error()`.
+ * Frees a token and detaches it from every planner it was set on. NULL is
+ * a no-op; a double free is detected and reported through
+ * `nnm_last_error()`.
  */
 void nnm_cancel_token_free(struct nnm_cancel_token *token);
 
@@ -1083,21 +1101,21 @@ void nnm_cancel_token_free(struct nnm_cancel_token *token);
  * millisecond and keeps its best plan so far (`nnm_planner_plan` then
  * returns NNM_OK with that plan).
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_cancel_token_cancel(const struct nnm_cancel_token *token);
 
 /**
  * Clears the flag so the token can be used for another plan.
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_cancel_token_reset(const struct nnm_cancel_token *token);
 
 /**
  * Writes 1 to `out_cancelled` when the flag is set, else 0.
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *token,
                                               uint8_t *out_cancelled);
@@ -1428,11 +1446,13 @@ enum nnm_status nnm_planner_set_time_limit(struct nnm_planner *planner, double s
 enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t max_nodes);
 
 /**
- * Lets `token` stop this planner's searches (NULL: none). The planner keeps
- * its own reference; `nnm_cancel_token_cancel` from any thread then stops
- * a running `nnm_planner_plan`, which returns its best plan so far.
+ * Lets `token` stop this planner's searches (NULL: none);
+ * `nnm_cancel_token_cancel` from any thread then stops a running
+ * `nnm_planner_plan`, which returns its best plan so far. Freeing the token
+ * detaches it from every planner it was set on: later plans run as with no
+ * token (a plan already running keeps watching it until it returns).
  *
- * Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a token).
+ * Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
                                              const struct nnm_cancel_token *token);
