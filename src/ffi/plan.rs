@@ -32,6 +32,9 @@ pub struct nnm_planner {
     /// The token's flag, held weakly: freeing the token detaches it. Lent
     /// to the core planner only while `nnm_planner_plan` runs.
     cancel: Option<Weak<AtomicBool>>,
+    /// Sum of the sizes asked for, before the alignment rounding the core
+    /// planner keeps (arena recording reports these).
+    requested_bytes: u64,
 }
 
 const PLANNER_TAG: u64 = 0x6e6e_6d5f_706c_616e; // "nnm_plan"
@@ -110,6 +113,12 @@ unsafe fn handle_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut nnm_plann
     value_mut(p, "planner")
 }
 
+/// The planner behind `p` and the bytes its buffers asked for (before the
+/// alignment rounding), for recording a committed plan.
+pub(crate) unsafe fn planner_requested<'a>(p: *const nnm_planner) -> crate::Result<(&'a Planner, u64)> {
+    value_ref(p, "planner").map(|h| (&h.planner, h.requested_bytes))
+}
+
 #[inline]
 pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a Planner> {
     value_ref(p, "planner").map(|h| &h.planner)
@@ -161,7 +170,7 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
 pub unsafe extern "C" fn nnm_planner_new(out_planner: *mut *mut nnm_planner) -> nnm_status {
     guard(|| {
         non_null(out_planner, "out_planner")?;
-        let handle = into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new(), cancel: None });
+        let handle = into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new(), cancel: None, requested_bytes: 0 });
         write_out(out_planner, handle);
         Ok(())
     })
@@ -284,6 +293,7 @@ pub unsafe extern "C" fn nnm_planner_add_buffer(
     guard(|| {
         let h = handle_mut(planner)?;
         let index = h.planner.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, None)?;
+        h.requested_bytes = h.requested_bytes.saturating_add(size);
         if !out_index.is_null() {
             write_out(out_index, index);
         }
@@ -309,6 +319,7 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
     guard(|| {
         let h = handle_mut(planner)?;
         let index = h.planner.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, Some(offset))?;
+        h.requested_bytes = h.requested_bytes.saturating_add(size);
         if !out_index.is_null() {
             write_out(out_index, index);
         }
@@ -458,6 +469,7 @@ pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> nnm_sta
     guard(|| {
         let h = handle_mut(planner)?;
         h.planner.reset();
+        h.requested_bytes = 0;
         Ok(())
     })
 }
