@@ -594,7 +594,29 @@ static void test_guard_mode(void) {
     CHECK_OK(nnm_arena_check(a));
     ((uint8_t *)t1)[0] = 7;
     CHECK_FAILS(nnm_arena_check(a), NNM_CORRUPTED);
-    CHECK(contains(nnm_last_error(), "released temp memory at offsets 0 to 64 of the arena was written after it was released"));
+    CHECK(contains(nnm_last_error(),
+                   "guard check failed: released temp allocation #1 (category 'Temp scratch data', 32 B at offset 16 "
+                   "of the arena) was written after it was released: 1 of the bytes of released temp memory at "
+                   "offsets 0 to 64 changed, the first at offset 16"));
+    /* Every reset says the same. */
+    CHECK_FAILS(nnm_arena_reset_temp(a), NNM_CORRUPTED);
+    CHECK(contains(nnm_last_error(), "released temp allocation #1 (category 'Temp scratch data', 32 B at offset 16"));
+    nnm_arena_free(a);
+
+    /* Two released allocations reclaimed together: the write names the one
+     * it hit, with its own category. */
+    CHECK_OK(nnm_arena_new(block.ptr, 4096, 0, NNM_ARENA_GUARD, &a));
+    CHECK_OK(nnm_arena_alloc_temp(a, 32, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t1));
+    CHECK_OK(nnm_arena_alloc_temp(a, 48, 0, NNM_ARENA_CATEGORY_OP_DATA, &t2));
+    CHECK_OK(nnm_arena_release_temp(a, t1));
+    CHECK_OK(nnm_arena_release_temp(a, t2));
+    CHECK_OK(nnm_arena_check(a));
+    ((uint8_t *)t2)[47] = 1;
+    CHECK_FAILS(nnm_arena_check(a), NNM_CORRUPTED);
+    CHECK(contains(nnm_last_error(),
+                   "released temp allocation #2 (category 'Operator runtime data', 48 B at offset 80 of the arena) "
+                   "was written after it was released: 1 of the bytes of released temp memory at offsets 0 to 144 "
+                   "changed, the first at offset 127"));
     nnm_arena_free(a);
 
     /* An overrun of a held temp: the reset fails and changes nothing. */
@@ -665,7 +687,7 @@ static void test_more_error_paths(void) {
     /* Head reservations. */
     CHECK_FAILS(nnm_arena_reserve_head(a, 100, 0, NULL), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_arena_reserve_head(a, 100, 999, &p), NNM_INVALID_ARGUMENT);
-    CHECK_FAILS(nnm_arena_reserve_head(a, 0, 0, &p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reserve_head(a, 0, 999, &p), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_arena_reserve_head(NULL, 100, 0, &p), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_arena_reset_head(NULL), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_arena_reset_temp(NULL), NNM_NULL_ARGUMENT);
@@ -720,6 +742,155 @@ static void test_more_error_paths(void) {
     free(block.raw);
 }
 
+/* --- the C surface against its header --------------------------------------- */
+
+/* Every call on a freed arena but the allocation calls is refused with a
+ * message (the arena is looked up before it is read: clean under ASan and
+ * valgrind), and so is committing a freed planner. */
+static void test_calls_on_a_freed_arena(void) {
+    nnm_arena *a = NULL;
+    CHECK_OK(nnm_arena_new_owned(4096, 0, NNM_ARENA_GUARD | NNM_ARENA_RECORDING, &a));
+    nnm_arena_free(a);
+    nnm_arena_sizes s;
+    memset(&s, 0, sizeof s);
+    CHECK_FAILS(nnm_arena_get_sizes(a, &s), NNM_INVALID_ARGUMENT);
+    CHECK(contains(nnm_last_error(), "is not a live nnm_arena (already freed, or not made by nnmem)"));
+    CHECK(s.capacity_bytes == 0);
+    CHECK_FAILS(nnm_arena_check(a), NNM_INVALID_ARGUMENT);
+    void *untouched = (void *)&a;
+    void *p = untouched;
+    CHECK_FAILS(nnm_arena_reserve_head(a, 16, 0, &p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reserve_head(a, 0, 0, &p), NNM_INVALID_ARGUMENT);
+    CHECK(p == untouched);
+    /* (The allocation calls only check a type tag: undefined here.) */
+    CHECK_FAILS(nnm_arena_reset_temp(a), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_reset_head(a), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_set_recording(a, 0), NNM_INVALID_ARGUMENT);
+    uint32_t id = 99;
+    CHECK_FAILS(nnm_arena_register_category(a, "late", &id), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_arena_category_count(a, &id), NNM_INVALID_ARGUMENT);
+    CHECK(id == 99);
+    CHECK(nnm_arena_category_name(a, 0) == NULL);
+    CHECK(contains(nnm_last_error(), "is not a live nnm_arena"));
+    nnm_arena_category_stats st;
+    CHECK_FAILS(nnm_arena_get_category(a, 0, &st), NNM_INVALID_ARGUMENT);
+    size_t needed = 0;
+    CHECK_FAILS(nnm_arena_report(a, NNM_REPORT_FORMAT_TEXT, NULL, 0, &needed), NNM_INVALID_ARGUMENT);
+    CHECK(needed == 0);
+
+    nnm_planner *planner = NULL;
+    CHECK_OK(nnm_planner_new(&planner));
+    CHECK_OK(nnm_planner_add_buffer(planner, 64, 0, 1, NULL));
+    CHECK_OK(nnm_planner_plan(planner));
+    CHECK_FAILS(nnm_arena_commit_plan(a, planner, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, NULL, 0), NNM_INVALID_ARGUMENT);
+    nnm_arena *live = NULL;
+    CHECK_OK(nnm_arena_new_dry_run(0, 0, &live));
+    nnm_planner_free(planner);
+    CHECK_FAILS(nnm_arena_commit_plan(live, planner, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, NULL, 0), NNM_INVALID_ARGUMENT);
+    CHECK(contains(nnm_last_error(), "is not a live nnm_planner"));
+    CHECK_OK(nnm_arena_get_sizes(live, &s));
+    CHECK(s.plan_count == 0);
+    nnm_arena_free(live);
+}
+
+/* Alignments: any power of two up to 2^62 (2^30 on 32-bit targets); above
+ * that the documented message. */
+static void test_largest_alignment(void) {
+    const size_t largest = SIZE_MAX / 4 + 1;
+    const size_t too_large = SIZE_MAX / 2 + 1;
+    char expected[160];
+    snprintf(expected, sizeof expected, "alignment %zu is larger than the largest supported, 2^%d = %zu B", too_large,
+             (int)(sizeof(size_t) * 8 - 2), largest);
+    nnm_arena *a = NULL;
+    CHECK_FAILS(nnm_arena_new_dry_run(too_large, 0, &a), NNM_INVALID_ARGUMENT);
+    CHECK(strcmp(nnm_last_error(), expected) == 0);
+    CHECK(a == NULL);
+    CHECK_FAILS(nnm_arena_new_owned(64, too_large, 0, &a), NNM_INVALID_ARGUMENT);
+    CHECK(strcmp(nnm_last_error(), expected) == 0);
+    CHECK_OK(nnm_arena_new_dry_run(largest, 0, &a));
+    void *p = NULL;
+    CHECK_FAILS(nnm_arena_alloc_temp(a, 16, too_large, 0, &p), NNM_INVALID_ARGUMENT);
+    CHECK(strcmp(nnm_last_error(), expected) == 0);
+    CHECK_FAILS(nnm_arena_alloc_persistent(a, 16, too_large, 0, &p), NNM_INVALID_ARGUMENT);
+    CHECK(strcmp(nnm_last_error(), expected) == 0);
+    CHECK(p == NULL);
+    CHECK_OK(nnm_arena_alloc_temp(a, 16, largest, 0, &p));
+    CHECK((uintptr_t)p % largest == 0);
+    nnm_arena_sizes s;
+    CHECK_OK(nnm_arena_get_sizes(a, &s));
+    CHECK(s.largest_alignment_bytes == largest);
+    nnm_arena_free(a);
+}
+
+/* Recording a committed plan: the README's three buffers at alignment 16
+ * (4000 + 1000 + 3000 B asked for, 8016 B after rounding) and a zero-size
+ * one: requested is what was asked for, count is every buffer. */
+static void test_recording_of_a_committed_plan(void) {
+    nnm_planner *planner = NULL;
+    CHECK_OK(nnm_planner_new(&planner));
+    CHECK_OK(nnm_planner_set_alignment(planner, 16));
+    CHECK_OK(nnm_planner_add_buffer(planner, 4000, 0, 1, NULL));
+    CHECK_OK(nnm_planner_add_buffer(planner, 1000, 1, 2, NULL));
+    CHECK_OK(nnm_planner_add_buffer(planner, 3000, 2, 3, NULL));
+    CHECK_OK(nnm_planner_add_buffer(planner, 0, 1, 1, NULL));
+    CHECK_OK(nnm_planner_plan(planner));
+    nnm_plan_result r;
+    CHECK_OK(nnm_planner_get_result(planner, &r));
+    nnm_arena *a = NULL;
+    CHECK_OK(nnm_arena_new_owned(16 * 1024, 0, NNM_ARENA_RECORDING, &a));
+    void *head = NULL;
+    CHECK_OK(nnm_arena_reserve_head(a, 0, NNM_ARENA_CATEGORY_OTHER, &head));
+    void *addresses[4] = {NULL, NULL, NULL, NULL};
+    CHECK_OK(nnm_arena_commit_plan(a, planner, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, addresses, 4));
+    uint64_t offset = 0;
+    CHECK_OK(nnm_planner_get_offset(planner, 2, &offset));
+    CHECK((uint8_t *)addresses[2] == (uint8_t *)head + offset);
+    nnm_arena_category_stats st;
+    CHECK_OK(nnm_arena_get_category(a, NNM_ARENA_CATEGORY_PLANNED_TENSOR_DATA, &st));
+    CHECK(st.requested_bytes == 8000);
+    CHECK(st.count == 4);
+    CHECK(st.used_bytes == r.peak_bytes);
+    /* Reset and planned again: the sum starts over. */
+    CHECK_OK(nnm_planner_reset(planner));
+    CHECK_OK(nnm_planner_add_buffer(planner, 10, 0, 0, NULL));
+    CHECK_OK(nnm_planner_plan(planner));
+    CHECK_OK(nnm_arena_commit_plan(a, planner, NNM_ARENA_CATEGORY_OTHER, NULL, 0));
+    CHECK_OK(nnm_arena_get_category(a, NNM_ARENA_CATEGORY_OTHER, &st));
+    CHECK(st.requested_bytes == 10 && st.count == 1 && st.used_bytes == 16);
+    nnm_planner_free(planner);
+    nnm_arena_free(a);
+}
+
+/* nnm_arena_reserve_head with size 0 tells where the head starts, also
+ * while temp allocations are held, and changes and records nothing. */
+static void test_reserving_zero_bytes_of_head(void) {
+    aligned_block block = aligned_alloc64(4096);
+    nnm_arena *a = NULL;
+    CHECK_OK(nnm_arena_new(block.ptr + 3, 4000, 0, NNM_ARENA_RECORDING, &a));
+    void *head = NULL;
+    CHECK_OK(nnm_arena_reserve_head(a, 0, NNM_ARENA_CATEGORY_OTHER, &head));
+    CHECK((uint8_t *)head == block.ptr + 16);
+    void *t = NULL;
+    CHECK_OK(nnm_arena_alloc_temp(a, 64, 0, NNM_ARENA_CATEGORY_TEMP_SCRATCH, &t));
+    nnm_arena_sizes before, after;
+    CHECK_OK(nnm_arena_get_sizes(a, &before));
+    void *again = NULL;
+    CHECK_OK(nnm_arena_reserve_head(a, 0, NNM_ARENA_CATEGORY_OTHER, &again));
+    CHECK(again == head);
+    CHECK_OK(nnm_arena_get_sizes(a, &after));
+    CHECK(memcmp(&before, &after, sizeof before) == 0);
+    CHECK(after.head_bytes == 0 && after.plan_count == 0);
+    nnm_arena_category_stats st;
+    CHECK_OK(nnm_arena_get_category(a, NNM_ARENA_CATEGORY_OTHER, &st));
+    CHECK(st.count == 0 && st.requested_bytes == 0);
+    CHECK_FAILS(nnm_arena_reserve_head(a, 100, 0, &again), NNM_WRONG_STATE);
+    CHECK_OK(nnm_arena_release_temp(a, t));
+    CHECK_OK(nnm_arena_reserve_head(a, 100, 0, &again));
+    CHECK(again == head);
+    nnm_arena_free(a);
+    free(block.raw);
+}
+
 int main(void) {
     test_exact_size(0);
     test_exact_size(NNM_ARENA_RECORDING);
@@ -728,5 +899,9 @@ int main(void) {
     test_bad_arguments();
     test_guard_mode();
     test_more_error_paths();
+    test_calls_on_a_freed_arena();
+    test_largest_alignment();
+    test_recording_of_a_committed_plan();
+    test_reserving_zero_bytes_of_head();
     return nnm_check_report();
 }

@@ -1161,6 +1161,108 @@ static void test_draw_zero_size_past_peak(void) {
     nnm_planner_free(p);
 }
 
+/* ---- stale handles and cancel tokens ---------------------------------------- */
+
+/* Every call on a freed planner or token is refused with a message: nnmem
+ * looks the handle up in its registry before reading it, so this is clean
+ * under ASan and valgrind (the freed memory is never read). */
+static void test_calls_on_freed_handles(void) {
+    nnm_planner *p = new_planner();
+    add_all(p, MINIMALLOC, COUNT_OF(MINIMALLOC));
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_planner_free(p);
+    uint64_t u64 = SENTINEL;
+    uint64_t offsets[COUNT_OF(MINIMALLOC)];
+    size_t count = 77;
+    nnm_plan_result r;
+    memset(&r, 0, sizeof r);
+    CHECK_FAILS(nnm_planner_get_offset(p, 0, &u64), NNM_INVALID_ARGUMENT);
+    CHECK(strstr(nnm_last_error(), "is not a live nnm_planner (already freed, or not made by nnmem)") != NULL);
+    CHECK_FAILS(nnm_planner_get_offsets(p, offsets, COUNT_OF(offsets)), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_result(p, &r), NNM_INVALID_ARGUMENT);
+    CHECK(r.peak_bytes == 0);
+    CHECK_FAILS(nnm_planner_required_bytes(p, &u64), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_lower_bound(p, &u64), NNM_INVALID_ARGUMENT);
+    CHECK(u64 == SENTINEL);
+    CHECK_FAILS(nnm_planner_buffer_count(p, &count), NNM_INVALID_ARGUMENT);
+    CHECK(count == 77);
+    CHECK_FAILS(nnm_planner_set_algorithm(p, NNM_ALGORITHM_TFLM), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_alignment(p, 16), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_capacity(p, 100), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 0, 1, NULL), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_reset(p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_plan(p), NNM_INVALID_ARGUMENT);
+    char text[64];
+    size_t written = 5;
+    CHECK_FAILS(nnm_planner_draw(p, text, sizeof text, &written), NNM_INVALID_ARGUMENT);
+    CHECK(written == 5);
+
+    nnm_cancel_token *t = NULL;
+    CHECK_OK(nnm_cancel_token_new(&t));
+    nnm_cancel_token_free(t);
+    uint8_t flag = 7;
+    CHECK_FAILS(nnm_cancel_token_cancel(t), NNM_INVALID_ARGUMENT);
+    CHECK(strstr(nnm_last_error(), "is not a live nnm_cancel_token") != NULL);
+    CHECK_FAILS(nnm_cancel_token_reset(t), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_cancel_token_is_cancelled(t, &flag), NNM_INVALID_ARGUMENT);
+    CHECK(flag == 7);
+    nnm_planner *q = new_planner();
+    CHECK_FAILS(nnm_planner_set_cancel_token(q, t), NNM_INVALID_ARGUMENT);
+    nnm_planner_free(q);
+}
+
+static uint64_t xorshift(uint64_t *state) {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    return *state;
+}
+
+/* A token that was cancelled and then freed no longer cancels: freeing it
+ * detaches it from the planner, whose later plans search as with no token. */
+static void test_a_freed_token_is_detached(void) {
+    /* A small random instance (exact_test.c's generator) on which no
+     * heuristic reaches the lower bound, so the exact search searches. */
+    static const uint64_t sizes[] = {3, 4, 5, 6, 7, 9, 10, 12};
+    test_buffer b[10];
+    uint64_t state = UINT64_C(0xD67CBAE12FE0C545);
+    for (size_t i = 0; i < COUNT_OF(b); ++i) {
+        b[i].first_use = (int64_t)(xorshift(&state) % 8);
+        b[i].last_use = b[i].first_use + (int64_t)(xorshift(&state) % 5);
+        b[i].size = sizes[xorshift(&state) % 8];
+        b[i].fixed = 0;
+        b[i].offset = 0;
+    }
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_EXACT));
+    CHECK_OK(nnm_planner_set_time_limit(p, 600.0)); /* decided by the work, not the clock */
+    add_all(p, b, COUNT_OF(b));
+    CHECK_OK(nnm_planner_plan(p));
+    nnm_plan_result alone, cancelled, detached;
+    CHECK_OK(nnm_planner_get_result(p, &alone));
+    CHECK(alone.search_nodes > 0);
+
+    nnm_cancel_token *t = NULL;
+    CHECK_OK(nnm_cancel_token_new(&t));
+    CHECK_OK(nnm_planner_set_cancel_token(p, t));
+    CHECK_OK(nnm_cancel_token_cancel(t));
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, b, COUNT_OF(b));
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_OK(nnm_planner_get_result(p, &cancelled));
+    CHECK(cancelled.search_nodes == 0); /* the live, cancelled token stops it */
+
+    nnm_cancel_token_free(t);
+    CHECK_OK(nnm_planner_reset(p));
+    add_all(p, b, COUNT_OF(b));
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_OK(nnm_planner_get_result(p, &detached));
+    CHECK(detached.search_nodes == alone.search_nodes);
+    CHECK(detached.peak_bytes == alone.peak_bytes);
+    CHECK(detached.proven_optimal == alone.proven_optimal);
+    nnm_planner_free(p);
+}
+
 int main(void) {
     test_last_error_starts_empty(); /* must run first */
     test_version();
@@ -1185,5 +1287,7 @@ int main(void) {
     test_validate_ex();
     test_overflow_rules_as_documented();
     test_draw_zero_size_past_peak();
+    test_calls_on_freed_handles();
+    test_a_freed_token_is_detached();
     return nnm_check_report();
 }

@@ -10,6 +10,16 @@
  * - Out-parameters are written only on success.
  * - Handles come from nnm_<thing>_new and go back through nnm_<thing>_free,
  *   which accepts NULL and detects double frees.
+ * - Stale handles: every call on an nnm_planner, nnm_arena or
+ *   nnm_cancel_token looks the handle up in nnmem's registry before reading
+ *   it, so a call on a freed one returns NNM_INVALID_ARGUMENT ("... is not a
+ *   live nnm_planner (already freed, or not made by nnmem)"); so do the
+ *   nnm_net attach calls, nnm_net_get_report and every nnm_<thing>_free.
+ *   The hot calls only check a type tag and are undefined on a freed
+ *   handle: nnm_arena_alloc_persistent, nnm_arena_alloc_temp,
+ *   nnm_arena_release_temp, nnm_net_*_get and nnm_cache_*. Not detectable:
+ *   once the allocator hands a freed address to a new handle of the same
+ *   type, a stale pointer to it is that handle.
  * - Buffers handed to C have their own free function; never use free().
  *
  * Thread safety:
@@ -404,7 +414,13 @@ typedef enum nnm_ownership {
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
- * other.
+ * other. Every `nnm_arena_*` call but the three allocation calls checks
+ * that the arena is live: on a freed arena it returns INVALID_ARGUMENT
+ * (NULL for `nnm_arena_category_name`) without reading it, unless a new
+ * arena took over its address (that is the arena it then acts on).
+ * `nnm_arena_alloc_persistent`, `nnm_arena_alloc_temp` and
+ * `nnm_arena_release_temp` are hot and only check a type tag: on a freed
+ * arena they are undefined.
  */
 typedef struct nnm_arena nnm_arena;
 
@@ -412,8 +428,13 @@ typedef struct nnm_arena nnm_arena;
  * A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
  * `nnm_cancel_token_reset` and `nnm_cancel_token_is_cancelled` may be
  * called from any thread at any time, also while a planner that holds the
- * token is planning. A planner keeps its own reference, so the token may be
- * freed before the planner (but not while another thread still calls it).
+ * token is planning. The token may be freed before the planners it was set
+ * on (but not while another thread still calls it): freeing detaches it,
+ * and their later plans run as with no token, even if it was cancelled.
+ * Every `nnm_cancel_token_*` call and `nnm_planner_set_cancel_token` check
+ * that the token is live: on a freed token they return INVALID_ARGUMENT
+ * without reading it (unless a new token took over its address: that is
+ * the token they act on).
  */
 typedef struct nnm_cancel_token nnm_cancel_token;
 
@@ -421,7 +442,10 @@ typedef struct nnm_cancel_token nnm_cancel_token;
  * A static memory planner: collects buffers, plans them once, answers
  * queries. Not thread-safe: calls on one planner must not overlap; distinct
  * planners may be used from different threads. `const` queries may run
- * concurrently with each other.
+ * concurrently with each other. Every `nnm_planner_*` call (and
+ * `nnm_arena_commit_plan`) checks that the planner is live: on a freed
+ * planner it returns INVALID_ARGUMENT without reading it, unless a new
+ * planner took over its address (that is the planner it then acts on).
  */
 typedef struct nnm_planner nnm_planner;
 
@@ -430,18 +454,21 @@ typedef struct nnm_planner nnm_planner;
  */
 typedef struct nnm_arena_category_stats {
   /**
-   * Bytes asked for.
+   * Bytes asked for: the sizes passed to the calls (for a committed plan,
+   * its buffers' sizes as added, before the planner's alignment
+   * rounding).
    */
   uint64_t requested_bytes;
   /**
    * Bytes taken, alignment padding and guard bytes included. For head
    * commits: the plan's span (its peak), so requested minus used is
-   * what reuse saved; head lines do not add up to the head, which is
-   * the largest plan.
+   * what reuse saved (less the alignment rounding); head lines do not
+   * add up to the head, which is the largest plan.
    */
   uint64_t used_bytes;
   /**
-   * Allocations (for a committed plan: its buffers).
+   * Allocations (for a committed plan: all its buffers, zero-size and
+   * never-used ones included; for `nnm_arena_reserve_head`: one).
    */
   uint64_t count;
 } nnm_arena_category_stats;
@@ -877,13 +904,15 @@ extern "C" {
 
 /**
  * Creates an arena over `buffer` (`len` bytes, any address): its start is
- * aligned up to `alignment` (0: 16; a power of two) and the bytes lost are
- * reported in `nnm_arena_sizes`. `flags`: NNM_ARENA_RECORDING,
- * NNM_ARENA_GUARD. The buffer must stay valid until `nnm_arena_free`.
+ * aligned up to `alignment` (0: 16; a power of two up to 2^62, or 2^30 on
+ * 32-bit targets) and the bytes lost are reported in `nnm_arena_sizes`.
+ * `flags`: NNM_ARENA_RECORDING, NNM_ARENA_GUARD. The buffer must stay
+ * valid until `nnm_arena_free`.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags),
- * OVERFLOW (the buffer wraps around the address space), DOES_NOT_FIT (too
- * small to align its start).
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two;
+ * above 2^62: "alignment A is larger than the largest supported, 2^62 =
+ * 4611686018427387904 B"; unknown flags), OVERFLOW (the buffer wraps
+ * around the address space), DOES_NOT_FIT (too small to align its start).
  */
 enum nnm_status nnm_arena_new(void *buffer,
                               size_t len,
@@ -985,12 +1014,14 @@ enum nnm_status nnm_arena_get_category(const struct nnm_arena *arena,
 
 /**
  * Allocates `size` bytes from the tail (persistent: never freed on its
- * own), aligned to `alignment` (0: the arena's; a power of two), counted
- * under `category`, and writes the address.
+ * own), aligned to `alignment` (0: the arena's; a power of two up to 2^62,
+ * as for `nnm_arena_new`), counted under `category`, and writes the
+ * address.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, unknown
- * category), OVERFLOW (size), DOES_NOT_FIT ("requested X B, available Y B,
- * missing Z B", Z being what the arena lacks; nothing changes).
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment as for
+ * `nnm_arena_new`, unknown category), OVERFLOW (size), DOES_NOT_FIT
+ * ("requested X B, available Y B, missing Z B", Z being what the arena
+ * lacks; nothing changes).
  */
 enum nnm_status nnm_arena_alloc_persistent(struct nnm_arena *arena,
                                            size_t size,
@@ -1038,10 +1069,13 @@ enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
 /**
  * Makes the head at least `size` bytes (for a caller's own plan) and
  * writes its start. Growing it while temp allocations are held is an
- * error. Counted under `category` as one allocation of `size` bytes.
+ * error. Counted under `category` as one allocation of `size` bytes (and
+ * in `plan_count`). Size 0 only asks where the head starts: it writes the
+ * start (also while temp allocations are held) and changes and records
+ * nothing.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), WRONG_STATE
- * (temp held), DOES_NOT_FIT (nothing changes).
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), OVERFLOW
+ * (size), WRONG_STATE (temp held), DOES_NOT_FIT (nothing changes).
  */
 enum nnm_status nnm_arena_reserve_head(struct nnm_arena *arena,
                                        size_t size,
@@ -1080,7 +1114,11 @@ enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
  * Returns OK without guard mode or for a dry run.
  *
  * Errors: NULL_ARGUMENT, CORRUPTED (the message names the first damaged
- * allocation, its category and offset, and counts the others).
+ * allocation, its category and offset, and counts the others; a write
+ * into released temp memory names the released allocation it hit, as
+ * "released temp allocation #3 (category 'Temp scratch data', 64 B at
+ * offset 128 of the arena) was written after it was released: ...", or
+ * only the offsets where that memory was partly handed out again).
  */
 enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
 
@@ -1126,8 +1164,9 @@ enum nnm_status nnm_arena_report_write(const struct nnm_arena *arena,
 enum nnm_status nnm_cancel_token_new(struct nnm_cancel_token **out_token);
 
 /**
- * Frees a token. NULL is a no-op; a double free is detected and reported
- * through `nnm_last_error()`.
+ * Frees a token and detaches it from every planner it was set on. NULL is
+ * a no-op; a double free is detected and reported through
+ * `nnm_last_error()`.
  */
 void nnm_cancel_token_free(struct nnm_cancel_token *token);
 
@@ -1136,21 +1175,21 @@ void nnm_cancel_token_free(struct nnm_cancel_token *token);
  * millisecond and keeps its best plan so far (`nnm_planner_plan` then
  * returns NNM_OK with that plan).
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_cancel_token_cancel(const struct nnm_cancel_token *token);
 
 /**
  * Clears the flag so the token can be used for another plan.
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_cancel_token_reset(const struct nnm_cancel_token *token);
 
 /**
  * Writes 1 to `out_cancelled` when the flag is set, else 0.
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *token,
                                               uint8_t *out_cancelled);
@@ -1483,11 +1522,13 @@ enum nnm_status nnm_planner_set_time_limit(struct nnm_planner *planner, double s
 enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t max_nodes);
 
 /**
- * Lets `token` stop this planner's searches (NULL: none). The planner keeps
- * its own reference; `nnm_cancel_token_cancel` from any thread then stops
- * a running `nnm_planner_plan`, which returns its best plan so far.
+ * Lets `token` stop this planner's searches (NULL: none);
+ * `nnm_cancel_token_cancel` from any thread then stops a running
+ * `nnm_planner_plan`, which returns its best plan so far. Freeing the token
+ * detaches it from every planner it was set on: later plans run as with no
+ * token (a plan already running keeps watching it until it returns).
  *
- * Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a token).
+ * Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a live token).
  */
 enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
                                              const struct nnm_cancel_token *token);

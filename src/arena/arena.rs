@@ -170,6 +170,10 @@ pub struct Arena<M: Memory = NoMemory> {
     /// Guard mode: reclaimed temp memory up to here is poison; check()
     /// verifies `[temp_top, poison_high)` (below the tail).
     pub(super) poison_high: usize,
+    /// Guard mode: the released temp allocations whose memory was reclaimed
+    /// and is still watched, highest address first, so that a stale write
+    /// found there names the allocation it hit.
+    pub(super) reclaimed: Vec<TempRecord>,
     pub(super) plans: u64,
     pub(super) categories: Categories,
 }
@@ -255,6 +259,7 @@ impl<M: Memory> Arena<M> {
             max_align: options.alignment,
             damage: Vec::new(),
             poison_high: head_start,
+            reclaimed: Vec::new(),
             plans: 0,
             categories: Categories::new(),
         })
@@ -382,6 +387,7 @@ impl<M: Memory> Arena<M> {
         if c > 0 && self.memory.is_backed() {
             guard::write_canary(&mut self.memory, data - c);
             guard::write_canary(&mut self.memory, data + size);
+            self.forget_reclaimed_below(top);
         }
         if self.recording {
             self.categories.record(category, size, top - self.temp_top);
@@ -434,14 +440,17 @@ impl<M: Memory> Arena<M> {
             self.memory.fill(t.addr, t.size, POISON);
         }
         let old_top = self.temp_top;
-        while let Some(&top) = self.temps.last().filter(|t| t.released) {
-            if guarded && top.serial != t.serial {
-                // Released earlier and poisoned then: check before the
-                // poison below is renewed and would hide a stale write.
-                self.note_write_after_release(&top);
-            }
+        while self.temps.last().is_some_and(|t| t.released) {
+            let top = self.temps.pop().expect("checked just above");
             self.temp_top = top.top_before;
-            self.temps.pop();
+            if guarded {
+                if top.serial != t.serial {
+                    // Released earlier and poisoned then: check before the
+                    // poison below is renewed and would hide a stale write.
+                    self.note_write_after_release(&top);
+                }
+                self.reclaimed.push(top);
+            }
         }
         if guarded && self.temp_top < old_top {
             // Reclaimed: poison all of it, canaries and padding included,
@@ -479,10 +488,14 @@ impl<M: Memory> Arena<M> {
 
     /// Makes the head at least `size` bytes (it never shrinks here) and
     /// returns its start. Growing it while temp allocations are held is an
-    /// error.
+    /// error. Size 0 only asks where the head starts: nothing changes and
+    /// nothing is recorded (`category` is still checked).
     pub fn reserve_head(&mut self, size: usize, category: u32) -> Result<usize> {
-        check_size(size)?;
         self.categories.check(category)?;
+        if size == 0 {
+            return Ok(self.head_start);
+        }
+        check_size(size)?;
         self.grow_head(size)?;
         if self.recording {
             self.categories.record_many(category, 1, size as u64, size as u64);
@@ -494,8 +507,12 @@ impl<M: Memory> Arena<M> {
 
     /// Commits the plan of `planner` to the head (the head becomes the
     /// largest committed plan) and returns the head's start: buffer `i`
-    /// lives at `head_start + planner.offset(i)`.
-    pub fn commit(&mut self, planner: &Planner, category: u32) -> Result<usize> {
+    /// lives at `head_start + planner.offset(i)`. Recording counts every
+    /// buffer of the plan (zero sizes and unused ones included) with
+    /// `requested_bytes` as the bytes asked for: the planner keeps only
+    /// sizes rounded up to its alignment, so the caller, who saw the sizes
+    /// before rounding, passes their sum.
+    pub fn commit(&mut self, planner: &Planner, requested_bytes: u64, category: u32) -> Result<usize> {
         self.categories.check(category)?;
         let outcome = planner.planned()?;
         let plan_alignment = planner.alignment();
@@ -510,10 +527,8 @@ impl<M: Memory> Arena<M> {
         self.grow_head(peak)?;
         if self.recording {
             // Used is the plan's span, requested the sum of its buffers: the
-            // difference is what reuse saved.
-            let occupying = planner.problem().buffers().iter().filter(|b| b.occupies());
-            let (count, requested) = occupying.fold((0u64, 0u64), |(n, sum), b| (n + 1, sum.saturating_add(b.size)));
-            self.categories.record_many(category, count, requested, peak as u64);
+            // difference is what reuse (minus alignment) saved.
+            self.categories.record_many(category, planner.buffer_count() as u64, requested_bytes, peak as u64);
         }
         self.plans += 1;
         self.head_category = category;
@@ -532,6 +547,7 @@ impl<M: Memory> Arena<M> {
         self.temp_top = self.head_start;
         // The head's bytes were never poison: stop watching them.
         self.poison_high = self.head_start;
+        self.reclaimed.clear();
         self.temps.clear();
         self.plans = 0;
         Ok(())
@@ -553,6 +569,7 @@ impl<M: Memory> Arena<M> {
             .ok_or_else(|| self.head_shortfall(size))?;
         if c > 0 && self.memory.is_backed() {
             guard::write_canary(&mut self.memory, self.head_start + size);
+            self.forget_reclaimed_below(base);
         }
         debug_assert!(self.temps.is_empty(), "no temp held means every temp record was reclaimed");
         self.head_size = size;
@@ -595,6 +612,15 @@ impl<M: Memory> Arena<M> {
         }
     }
 
+    /// Guard mode: memory below `top` is in use again, so the reclaimed
+    /// allocations there are no longer watched.
+    #[inline]
+    fn forget_reclaimed_below(&mut self, top: usize) {
+        while self.reclaimed.last().is_some_and(|t| t.addr < top) {
+            self.reclaimed.pop();
+        }
+    }
+
     fn raise_floor(&mut self, top: usize) {
         self.np_peak = self.np_peak.max(top);
         self.last_floor = self.last_floor.max(top);
@@ -620,13 +646,18 @@ fn not_a_temp(addr: usize) -> Error {
     Error::invalid(format!("{addr:#x} is not a temp allocation of this arena (or it was released and reclaimed)"))
 }
 
-/// Fails unless `alignment` is a power of two the arena supports.
+/// Fails unless `alignment` is a power of two the arena supports: up to
+/// [`DRY_RUN_BASE`] (2^62 on 64-bit targets), where a dry run pretends its
+/// buffer starts, so that a dry run's sizes hold for every alignment.
 pub fn check_alignment(alignment: usize) -> Result<()> {
     if alignment == 0 || !alignment.is_power_of_two() {
         return Err(Error::invalid(format!("alignment {alignment} is not a power of two")));
     }
     if alignment > DRY_RUN_BASE {
-        return Err(Error::invalid(format!("alignment {alignment} is larger than the {DRY_RUN_BASE} B supported")));
+        return Err(Error::invalid(format!(
+            "alignment {alignment} is larger than the largest supported, 2^{} = {DRY_RUN_BASE} B",
+            DRY_RUN_BASE.trailing_zeros()
+        )));
     }
     Ok(())
 }

@@ -39,16 +39,26 @@ pub fn damaged_canary_bytes<M: Memory>(memory: &M, addr: usize) -> usize {
 
 /// How many of `len` bytes at `addr` are no longer [`POISON`].
 pub fn unpoisoned_bytes<M: Memory>(memory: &M, addr: usize, len: usize) -> usize {
+    unpoisoned(memory, addr, len).0
+}
+
+/// How many of `len` bytes at `addr` are no longer [`POISON`], and the
+/// address of the first of them.
+fn unpoisoned<M: Memory>(memory: &M, addr: usize, len: usize) -> (usize, Option<usize>) {
     let mut chunk = [0u8; 256];
     let mut changed = 0;
+    let mut first = None;
     let mut at = 0;
     while at < len {
         let n = (len - at).min(chunk.len());
         memory.read(addr + at, &mut chunk[..n]);
+        if first.is_none() {
+            first = chunk[..n].iter().position(|&b| b != POISON).map(|i| addr + at + i);
+        }
         changed += chunk[..n].iter().filter(|&&b| b != POISON).count();
         at += n;
     }
-    changed
+    (changed, first)
 }
 
 impl<M: Memory> Arena<M> {
@@ -62,14 +72,8 @@ impl<M: Memory> Arena<M> {
         let mut damage: Vec<String> = self.damage.clone();
         let watched_end = self.poison_high.min(self.nonpersistent_limit());
         if watched_end > self.temp_top {
-            let n = unpoisoned_bytes(&self.memory, self.temp_top, watched_end - self.temp_top);
-            if n > 0 {
-                let offset = self.temp_top - self.np.start;
-                damage.push(format!(
-                    "released temp memory at offsets {offset} to {} of {} was written after it was released: {n} of its bytes changed",
-                    offset + (watched_end - self.temp_top),
-                    if self.split { "the non-persistent buffer" } else { "the arena" }
-                ));
+            if let (n, Some(first)) = unpoisoned(&self.memory, self.temp_top, watched_end - self.temp_top) {
+                damage.push(self.stale_write(n, first, watched_end));
             }
         }
         if self.head_size > 0 {
@@ -120,6 +124,37 @@ impl<M: Memory> Arena<M> {
                 self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
             );
             self.damage.push(d);
+        }
+    }
+
+    /// Names what a write into reclaimed temp memory `[temp_top, end)` hit:
+    /// `n` bytes changed, the first at `first`.
+    fn stale_write(&self, n: usize, first: usize, end: usize) -> String {
+        let at = |addr: usize| addr - self.np.start;
+        let changed = format!(
+            "{n} of the bytes of released temp memory at offsets {} to {} changed, the first at offset {}",
+            at(self.temp_top),
+            at(end),
+            at(first)
+        );
+        // Each allocation took `[top_before, addr + size + canary)`: padding,
+        // canary, data, canary.
+        let hit = self.reclaimed.iter().find(|t| t.top_before <= first && first < t.addr + t.size + self.canary);
+        match hit {
+            Some(t) => {
+                let what = format!("released temp allocation #{}", t.serial);
+                let part = if (t.addr..t.addr + t.size).contains(&first) { "" } else { " (its guard bytes or padding)" };
+                format!(
+                    "{} was written after it was released{part}: {changed}",
+                    self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
+                )
+            }
+            // Part of its memory was handed out again (the rest is still
+            // watched), so no whole allocation is left to name.
+            None => format!(
+                "released temp memory of {} was written after it was released: {changed}",
+                if self.split { "the non-persistent buffer" } else { "the arena" }
+            ),
         }
     }
 

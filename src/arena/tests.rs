@@ -77,10 +77,10 @@ fn the_head_is_the_largest_committed_plan() {
     let mut a = single(0, 10_000, ArenaOptions { recording: true, ..ArenaOptions::default() });
     let small = planner_with(&[(100, 0, 1), (200, 1, 2)]);
     let large = planner_with(&[(1000, 0, 0), (1000, 1, 1), (500, 0, 1)]);
-    let head = a.commit(&large, Category::PlannedTensorData.id()).unwrap();
+    let head = a.commit(&large, 2500, Category::PlannedTensorData.id()).unwrap();
     assert_eq!(head, 0);
     assert_eq!(a.sizes().head, large.planned().unwrap().peak);
-    a.commit(&small, Category::PlannedTensorData.id()).unwrap();
+    a.commit(&small, 300, Category::PlannedTensorData.id()).unwrap();
     let s = a.sizes();
     assert_eq!((s.head, s.plan_count), (1500, 2));
     let st = a.category_stats(Category::PlannedTensorData.id()).unwrap();
@@ -90,7 +90,7 @@ fn the_head_is_the_largest_committed_plan() {
     // Growing the head while temp is held is refused; not growing it is fine.
     let t = a.alloc_temp(10, 0, SCRATCH).unwrap();
     assert_eq!(t, 1504);
-    a.commit(&small, Category::PlannedTensorData.id()).unwrap();
+    a.commit(&small, 300, Category::PlannedTensorData.id()).unwrap();
     let e = a.reserve_head(2000, Category::Other.id()).unwrap_err();
     assert_eq!(e.status(), Status::WrongState);
     assert_eq!(e.message(), "cannot grow the head from 1500 B to 2000 B while 1 temp allocation is held; release it first");
@@ -106,12 +106,43 @@ fn a_plan_needing_more_alignment_than_the_arena_is_refused() {
     let mut p = Planner::new();
     p.set_alignment(64).unwrap();
     p.add_buffer(10, Lifetime::inclusive(0, 0).unwrap(), None).unwrap();
-    assert_eq!(a.commit(&p, 0).unwrap_err().status(), Status::WrongState, "not planned yet");
+    assert_eq!(a.commit(&p, 10, 0).unwrap_err().status(), Status::WrongState, "not planned yet");
     p.plan().unwrap();
-    let e = a.commit(&p, 0).unwrap_err();
+    let e = a.commit(&p, 10, 0).unwrap_err();
     assert!(e.message().contains("aligned to 64 B but the arena's start only to 16 B"), "{}", e.message());
     let mut b = single(0, 10_000, ArenaOptions { alignment: 64, ..ArenaOptions::default() });
-    b.commit(&p, 0).unwrap();
+    b.commit(&p, 10, 0).unwrap();
+}
+
+#[test]
+fn a_committed_plan_records_what_was_asked_for_and_every_buffer() {
+    let mut a = single(0, 10_000, ArenaOptions { recording: true, ..ArenaOptions::default() });
+    let mut p = Planner::new();
+    p.set_alignment(16).unwrap();
+    for &(size, first, last) in &[(1000, 0, 1), (0, 1, 1), (3, 1, 2), (7, -1, -1)] {
+        p.add_buffer(size, Lifetime::inclusive(first, last).unwrap(), None).unwrap();
+    }
+    p.plan().unwrap();
+    a.commit(&p, 1010, Category::PlannedTensorData.id()).unwrap();
+    let st = a.category_stats(Category::PlannedTensorData.id()).unwrap();
+    // The zero-size and the never-used buffer are buffers of the plan too;
+    // used is the plan's span, rounded to 16.
+    assert_eq!(st, CategoryStats { requested: 1010, used: 1008 + 16, count: 4 });
+}
+
+#[test]
+fn reserving_a_head_of_zero_bytes_tells_where_it_starts_and_changes_nothing() {
+    let mut a = single(4, 1000, ArenaOptions { recording: true, ..ArenaOptions::default() });
+    let t = a.alloc_temp(10, 0, SCRATCH).unwrap();
+    let before = a.sizes();
+    assert_eq!(a.reserve_head(0, Category::Other.id()).unwrap(), 16, "temp held: still answered");
+    assert_eq!(a.sizes(), before);
+    assert_eq!(a.category_stats(Category::Other.id()).unwrap(), CategoryStats::default());
+    assert_eq!(a.reserve_head(0, 999).unwrap_err().status(), Status::InvalidArgument);
+    a.release_temp(t).unwrap();
+    assert_eq!(a.reserve_head(100, Category::Other.id()).unwrap(), 16);
+    assert_eq!(a.reserve_head(0, Category::Other.id()).unwrap(), 16);
+    assert_eq!((a.sizes().head, a.sizes().plan_count), (100, 1));
 }
 
 #[test]
@@ -398,7 +429,12 @@ fn guard_catches_a_write_after_the_top_temp_is_released_and_reclaimed() {
     a.check().unwrap();
     a.memory_mut().bytes[t + 3] = 1; // a write through the stale pointer
     let e = a.check().unwrap_err();
-    assert!(e.message().contains("released temp memory at offsets 0 to 96 of the arena was written after it was released: 1 of its bytes changed"), "{}", e.message());
+    assert_eq!(
+        e.message(),
+        "guard check failed: released temp allocation #1 (category 'Temp scratch data', 64 B at offset 16 of the arena) \
+         was written after it was released: 1 of the bytes of released temp memory at offsets 0 to 96 changed, \
+         the first at offset 19"
+    );
     // Handing the bytes out again ends the watch over them.
     a.memory_mut().bytes[t + 3] = POISON;
     let again = a.alloc_temp(64, 0, SCRATCH).unwrap();
@@ -410,6 +446,68 @@ fn guard_catches_a_write_after_the_top_temp_is_released_and_reclaimed() {
     a.reserve_head(200, 0).unwrap();
     a.memory_mut().bytes[10] = 5;
     a.check().unwrap();
+}
+
+#[test]
+fn a_stale_write_into_reclaimed_memory_names_the_allocation_it_hit() {
+    let mut a = single(0, 4096, guarded());
+    let t1 = a.alloc_temp(32, 0, SCRATCH).unwrap();
+    let t2 = a.alloc_temp(40, 64, OP).unwrap();
+    let t3 = a.alloc_temp(8, 0, SCRATCH).unwrap();
+    for t in [t3, t2, t1] {
+        a.release_temp(t).unwrap();
+    }
+    a.check().unwrap();
+    // Into t2's data: named with its category, size and offset.
+    a.memory_mut().bytes[t2 + 39] = 0;
+    let e = a.check().unwrap_err();
+    assert_eq!(e.status(), Status::Corrupted);
+    assert!(
+        e.message().contains(&format!(
+            "released temp allocation #2 (category 'Operator runtime data', 40 B at offset {t2} of the arena) was written after it was released: \
+             1 of the bytes of released temp memory at offsets 0 to {} changed, the first at offset {}",
+            t3 + 8 + 16,
+            t2 + 39
+        )),
+        "{}",
+        e.message()
+    );
+    // Into the padding before t2 (aligned to 64): still t2's, said so.
+    a.memory_mut().bytes[t2 + 39] = POISON;
+    a.memory_mut().bytes[t2 - 17] = 0;
+    let e = a.check().unwrap_err();
+    assert!(
+        e.message().contains(&format!(
+            "released temp allocation #2 (category 'Operator runtime data', 40 B at offset {t2} of the arena) was written after it was released (its guard bytes or padding)"
+        )),
+        "{}",
+        e.message()
+    );
+    a.memory_mut().bytes[t2 - 17] = POISON;
+    // t1's memory handed out again (partly t2's padding): t3 is still named.
+    let again = a.alloc_temp(40, 0, SCRATCH).unwrap();
+    assert_eq!(again, t1);
+    a.memory_mut().bytes[t3] = 0;
+    let e = a.check().unwrap_err();
+    assert!(e.message().contains("released temp allocation #3 (category 'Temp scratch data', 8 B at offset"), "{}", e.message());
+    // A byte of t2's that no whole watched allocation holds any more.
+    a.memory_mut().bytes[t3] = POISON;
+    a.release_temp(again).unwrap();
+    let big = a.alloc_temp(100, 0, SCRATCH).unwrap();
+    a.memory_mut().bytes[big + 100 + 16 + 1] = 0;
+    let e = a.check().unwrap_err();
+    assert!(e.message().contains("released temp memory of the arena was written after it was released: 1 of the bytes"), "{}", e.message());
+}
+
+#[test]
+fn alignments_up_to_two_to_the_62_are_accepted_and_larger_ones_named() {
+    check_alignment(DRY_RUN_BASE).unwrap();
+    let e = check_alignment(DRY_RUN_BASE << 1).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(
+        e.message(),
+        format!("alignment {} is larger than the largest supported, 2^{} = {DRY_RUN_BASE} B", DRY_RUN_BASE << 1, usize::BITS - 2)
+    );
 }
 
 // --- recording -------------------------------------------------------------------

@@ -6,8 +6,8 @@ use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ffi::{c_char, c_int, c_void, CString};
 
 use super::error::{guard, guard_ptr, guard_void, non_null, read_str, write_out};
-use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
-use super::plan::{nnm_planner, planner_ref};
+use super::handle::{free_handle, into_handle, tagged_mut, value_mut, value_ref, Tagged};
+use super::plan::{nnm_planner, planner_requested};
 use super::status::nnm_status;
 use super::text::{copy_text, emit_lines, nnm_write_fn};
 use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, Buffers, Memory, ReportFormat, Span};
@@ -30,7 +30,13 @@ pub const NNM_ARENA_MAX_CATEGORY_NAME: usize = 64;
 /// A tensor arena over caller memory, memory nnmem allocates, or no memory
 /// (dry run). Not thread-safe: calls on one arena must not overlap;
 /// functions taking `const nnm_arena *` may run concurrently with each
-/// other.
+/// other. Every `nnm_arena_*` call but the three allocation calls checks
+/// that the arena is live: on a freed arena it returns INVALID_ARGUMENT
+/// (NULL for `nnm_arena_category_name`) without reading it, unless a new
+/// arena took over its address (that is the arena it then acts on).
+/// `nnm_arena_alloc_persistent`, `nnm_arena_alloc_temp` and
+/// `nnm_arena_release_temp` are hot and only check a type tag: on a freed
+/// arena they are undefined.
 pub struct nnm_arena {
     tag: u64,
     arena: Arena<CallerMemory>,
@@ -202,14 +208,17 @@ impl From<ArenaSizes> for nnm_arena_sizes {
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct nnm_arena_category_stats {
-    /// Bytes asked for.
+    /// Bytes asked for: the sizes passed to the calls (for a committed plan,
+    /// its buffers' sizes as added, before the planner's alignment
+    /// rounding).
     pub requested_bytes: u64,
     /// Bytes taken, alignment padding and guard bytes included. For head
     /// commits: the plan's span (its peak), so requested minus used is
-    /// what reuse saved; head lines do not add up to the head, which is
-    /// the largest plan.
+    /// what reuse saved (less the alignment rounding); head lines do not
+    /// add up to the head, which is the largest plan.
     pub used_bytes: u64,
-    /// Allocations (for a committed plan: its buffers).
+    /// Allocations (for a committed plan: all its buffers, zero-size and
+    /// never-used ones included; for `nnm_arena_reserve_head`: one).
     pub count: u64,
 }
 
@@ -254,13 +263,15 @@ fn c_name(name: &str) -> CString {
 }
 
 /// Creates an arena over `buffer` (`len` bytes, any address): its start is
-/// aligned up to `alignment` (0: 16; a power of two) and the bytes lost are
-/// reported in `nnm_arena_sizes`. `flags`: NNM_ARENA_RECORDING,
-/// NNM_ARENA_GUARD. The buffer must stay valid until `nnm_arena_free`.
+/// aligned up to `alignment` (0: 16; a power of two up to 2^62, or 2^30 on
+/// 32-bit targets) and the bytes lost are reported in `nnm_arena_sizes`.
+/// `flags`: NNM_ARENA_RECORDING, NNM_ARENA_GUARD. The buffer must stay
+/// valid until `nnm_arena_free`.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags),
-/// OVERFLOW (the buffer wraps around the address space), DOES_NOT_FIT (too
-/// small to align its start).
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two;
+/// above 2^62: "alignment A is larger than the largest supported, 2^62 =
+/// 4611686018427387904 B"; unknown flags), OVERFLOW (the buffer wraps
+/// around the address space), DOES_NOT_FIT (too small to align its start).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_new(
     buffer: *mut c_void,
@@ -371,12 +382,22 @@ pub unsafe extern "C" fn nnm_arena_free(arena: *mut nnm_arena) {
 
 // --- settings and categories -------------------------------------------------------
 
+#[inline]
 unsafe fn arena_mut<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
     value_mut(arena, "arena")
 }
 
+#[inline]
 unsafe fn arena_ref<'a>(arena: *const nnm_arena) -> Result<&'a nnm_arena> {
     value_ref(arena, "arena")
+}
+
+/// As [`arena_mut`] without the registry look-up, for the allocation calls:
+/// they cost a few nanoseconds, and the look-up would add a large fraction
+/// (BENCHMARKS.md, targets (k) and (l)).
+#[inline]
+unsafe fn arena_hot<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
+    tagged_mut(arena, "arena")
 }
 
 /// Switches per-category recording on (`enabled` non-zero) or off.
@@ -459,12 +480,14 @@ pub unsafe extern "C" fn nnm_arena_get_category(
 // --- allocation ------------------------------------------------------------------
 
 /// Allocates `size` bytes from the tail (persistent: never freed on its
-/// own), aligned to `alignment` (0: the arena's; a power of two), counted
-/// under `category`, and writes the address.
+/// own), aligned to `alignment` (0: the arena's; a power of two up to 2^62,
+/// as for `nnm_arena_new`), counted under `category`, and writes the
+/// address.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, unknown
-/// category), OVERFLOW (size), DOES_NOT_FIT ("requested X B, available Y B,
-/// missing Z B", Z being what the arena lacks; nothing changes).
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment as for
+/// `nnm_arena_new`, unknown category), OVERFLOW (size), DOES_NOT_FIT
+/// ("requested X B, available Y B, missing Z B", Z being what the arena
+/// lacks; nothing changes).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_alloc_persistent(
     arena: *mut nnm_arena,
@@ -474,7 +497,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_persistent(
     out_ptr: *mut *mut c_void,
 ) -> nnm_status {
     guard(|| {
-        let a = arena_mut(arena)?;
+        let a = arena_hot(arena)?;
         non_null(out_ptr, "out_ptr")?;
         let addr = a.arena.alloc_persistent(size, alignment, category)?;
         write_out(out_ptr, a.persistent.to_ptr(addr));
@@ -496,7 +519,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
     out_ptr: *mut *mut c_void,
 ) -> nnm_status {
     guard(|| {
-        let a = arena_mut(arena)?;
+        let a = arena_hot(arena)?;
         non_null(out_ptr, "out_ptr")?;
         let addr = a.arena.alloc_temp(size, alignment, category)?;
         write_out(out_ptr, a.nonpersistent.to_ptr(addr));
@@ -516,7 +539,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_release_temp(arena: *mut nnm_arena, ptr: *const c_void) -> nnm_status {
     guard(|| {
-        let a = arena_mut(arena)?;
+        let a = arena_hot(arena)?;
         non_null(ptr, "ptr")?;
         a.arena.release_temp(ptr as usize)
     })
@@ -538,10 +561,13 @@ pub unsafe extern "C" fn nnm_arena_reset_temp(arena: *mut nnm_arena) -> nnm_stat
 
 /// Makes the head at least `size` bytes (for a caller's own plan) and
 /// writes its start. Growing it while temp allocations are held is an
-/// error. Counted under `category` as one allocation of `size` bytes.
+/// error. Counted under `category` as one allocation of `size` bytes (and
+/// in `plan_count`). Size 0 only asks where the head starts: it writes the
+/// start (also while temp allocations are held) and changes and records
+/// nothing.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), WRONG_STATE
-/// (temp held), DOES_NOT_FIT (nothing changes).
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), OVERFLOW
+/// (size), WRONG_STATE (temp held), DOES_NOT_FIT (nothing changes).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_reserve_head(
     arena: *mut nnm_arena,
@@ -579,7 +605,7 @@ pub unsafe extern "C" fn nnm_arena_commit_plan(
 ) -> nnm_status {
     guard(|| {
         let a = arena_mut(arena)?;
-        let p = planner_ref(planner)?;
+        let (p, requested) = planner_requested(planner)?;
         let n = p.buffer_count();
         if !(out_addresses.is_null() && count == 0) {
             non_null(out_addresses, "out_addresses")?;
@@ -590,7 +616,7 @@ pub unsafe extern "C" fn nnm_arena_commit_plan(
                 ));
             }
         }
-        let head = a.arena.commit(p, category)?;
+        let head = a.arena.commit(p, requested, category)?;
         if !out_addresses.is_null() {
             let out = std::slice::from_raw_parts_mut(out_addresses, n);
             for (slot, &offset) in out.iter_mut().zip(&p.planned()?.offsets) {
@@ -616,7 +642,11 @@ pub unsafe extern "C" fn nnm_arena_reset_head(arena: *mut nnm_arena) -> nnm_stat
 /// Returns OK without guard mode or for a dry run.
 ///
 /// Errors: NULL_ARGUMENT, CORRUPTED (the message names the first damaged
-/// allocation, its category and offset, and counts the others).
+/// allocation, its category and offset, and counts the others; a write
+/// into released temp memory names the released allocation it hit, as
+/// "released temp allocation #3 (category 'Temp scratch data', 64 B at
+/// offset 128 of the arena) was written after it was released: ...", or
+/// only the offsets where that memory was partly handed out again).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_check(arena: *const nnm_arena) -> nnm_status {
     guard(|| arena_ref(arena)?.arena.check())

@@ -11,8 +11,13 @@ use super::status::nnm_status;
 /// A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
 /// `nnm_cancel_token_reset` and `nnm_cancel_token_is_cancelled` may be
 /// called from any thread at any time, also while a planner that holds the
-/// token is planning. A planner keeps its own reference, so the token may be
-/// freed before the planner (but not while another thread still calls it).
+/// token is planning. The token may be freed before the planners it was set
+/// on (but not while another thread still calls it): freeing detaches it,
+/// and their later plans run as with no token, even if it was cancelled.
+/// Every `nnm_cancel_token_*` call and `nnm_planner_set_cancel_token` check
+/// that the token is live: on a freed token they return INVALID_ARGUMENT
+/// without reading it (unless a new token took over its address: that is
+/// the token they act on).
 pub struct nnm_cancel_token {
     tag: u64,
     pub(crate) flag: Arc<AtomicBool>,
@@ -27,10 +32,11 @@ impl Tagged for nnm_cancel_token {
     }
 }
 
-/// Borrows the token behind a handle (NULL and type checked).
+/// Borrows the token behind a handle (NULL, liveness and type checked).
 ///
 /// # Safety
-/// `token` must be NULL or a live token.
+/// `token` must be NULL, a freed token, or a live token.
+#[inline]
 pub(crate) unsafe fn token_ref<'a>(token: *const nnm_cancel_token) -> crate::Result<&'a nnm_cancel_token> {
     value_ref(token, "token")
 }
@@ -48,8 +54,9 @@ pub unsafe extern "C" fn nnm_cancel_token_new(out_token: *mut *mut nnm_cancel_to
     })
 }
 
-/// Frees a token. NULL is a no-op; a double free is detected and reported
-/// through `nnm_last_error()`.
+/// Frees a token and detaches it from every planner it was set on. NULL is
+/// a no-op; a double free is detected and reported through
+/// `nnm_last_error()`.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cancel_token_free(token: *mut nnm_cancel_token) {
     guard_void(|| free_handle(token))
@@ -59,7 +66,7 @@ pub unsafe extern "C" fn nnm_cancel_token_free(token: *mut nnm_cancel_token) {
 /// millisecond and keeps its best plan so far (`nnm_planner_plan` then
 /// returns NNM_OK with that plan).
 ///
-/// Errors: NULL_ARGUMENT.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token) -> nnm_status {
     guard(|| {
@@ -70,7 +77,7 @@ pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token)
 
 /// Clears the flag so the token can be used for another plan.
 ///
-/// Errors: NULL_ARGUMENT.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) -> nnm_status {
     guard(|| {
@@ -81,7 +88,7 @@ pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) 
 
 /// Writes 1 to `out_cancelled` when the flag is set, else 0.
 ///
-/// Errors: NULL_ARGUMENT.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cancel_token_is_cancelled(token: *const nnm_cancel_token, out_cancelled: *mut u8) -> nnm_status {
     guard(|| {

@@ -3,6 +3,8 @@
 //! are inclusive; `first_use = last_use = NNM_UNUSED_STEP` means never used.
 
 use std::ffi::c_char;
+use std::sync::atomic::AtomicBool;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use super::error::{guard, guard_void, non_null, read_str, write_out};
@@ -20,10 +22,19 @@ pub const NNM_UNUSED_STEP: i64 = -1;
 /// A static memory planner: collects buffers, plans them once, answers
 /// queries. Not thread-safe: calls on one planner must not overlap; distinct
 /// planners may be used from different threads. `const` queries may run
-/// concurrently with each other.
+/// concurrently with each other. Every `nnm_planner_*` call (and
+/// `nnm_arena_commit_plan`) checks that the planner is live: on a freed
+/// planner it returns INVALID_ARGUMENT without reading it, unless a new
+/// planner took over its address (that is the planner it then acts on).
 pub struct nnm_planner {
     tag: u64,
     planner: Planner,
+    /// The token's flag, held weakly: freeing the token detaches it. Lent
+    /// to the core planner only while `nnm_planner_plan` runs.
+    cancel: Option<Weak<AtomicBool>>,
+    /// Sum of the sizes asked for, before the alignment rounding the core
+    /// planner keeps (arena recording reports these).
+    requested_bytes: u64,
 }
 
 const PLANNER_TAG: u64 = 0x6e6e_6d5f_706c_616e; // "nnm_plan"
@@ -126,10 +137,23 @@ pub struct nnm_validation {
 /// purpose). An overlap involving a buffer not marked fixed still does.
 pub const NNM_VALIDATE_TRUST_FIXED: u32 = 1;
 
+#[inline]
 unsafe fn planner_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut Planner> {
     value_mut(p, "planner").map(|h| &mut h.planner)
 }
 
+#[inline]
+unsafe fn handle_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut nnm_planner> {
+    value_mut(p, "planner")
+}
+
+/// The planner behind `p` and the bytes its buffers asked for (before the
+/// alignment rounding), for recording a committed plan.
+pub(crate) unsafe fn planner_requested<'a>(p: *const nnm_planner) -> crate::Result<(&'a Planner, u64)> {
+    value_ref(p, "planner").map(|h| (&h.planner, h.requested_bytes))
+}
+
+#[inline]
 pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a Planner> {
     value_ref(p, "planner").map(|h| &h.planner)
 }
@@ -181,7 +205,7 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
 pub unsafe extern "C" fn nnm_planner_new(out_planner: *mut *mut nnm_planner) -> nnm_status {
     guard(|| {
         non_null(out_planner, "out_planner")?;
-        let handle = into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new() });
+        let handle = into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new(), cancel: None, requested_bytes: 0 });
         write_out(out_planner, handle);
         Ok(())
     })
@@ -271,17 +295,18 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
     })
 }
 
-/// Lets `token` stop this planner's searches (NULL: none). The planner keeps
-/// its own reference; `nnm_cancel_token_cancel` from any thread then stops
-/// a running `nnm_planner_plan`, which returns its best plan so far.
+/// Lets `token` stop this planner's searches (NULL: none);
+/// `nnm_cancel_token_cancel` from any thread then stops a running
+/// `nnm_planner_plan`, which returns its best plan so far. Freeing the token
+/// detaches it from every planner it was set on: later plans run as with no
+/// token (a plan already running keeps watching it until it returns).
 ///
-/// Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a token).
+/// Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a live token).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_cancel_token(planner: *mut nnm_planner, token: *const nnm_cancel_token) -> nnm_status {
     guard(|| {
-        let p = planner_mut(planner)?;
-        let flag = if token.is_null() { None } else { Some(token_ref(token)?.flag.clone()) };
-        p.set_cancel_flag(flag);
+        let h = handle_mut(planner)?;
+        h.cancel = if token.is_null() { None } else { Some(Arc::downgrade(&token_ref(token)?.flag)) };
         Ok(())
     })
 }
@@ -330,8 +355,9 @@ pub unsafe extern "C" fn nnm_planner_add_buffer(
     out_index: *mut usize,
 ) -> nnm_status {
     guard(|| {
-        let p = planner_mut(planner)?;
-        let index = p.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, None)?;
+        let h = handle_mut(planner)?;
+        let index = h.planner.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, None)?;
+        h.requested_bytes = h.requested_bytes.saturating_add(size);
         if !out_index.is_null() {
             write_out(out_index, index);
         }
@@ -359,8 +385,9 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
     out_index: *mut usize,
 ) -> nnm_status {
     guard(|| {
-        let p = planner_mut(planner)?;
-        let index = p.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, Some(offset))?;
+        let h = handle_mut(planner)?;
+        let index = h.planner.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, Some(offset))?;
+        h.requested_bytes = h.requested_bytes.saturating_add(size);
         if !out_index.is_null() {
             write_out(out_index, index);
         }
@@ -383,7 +410,21 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
 /// capacity raised) and `nnm_planner_lower_bound` gives L.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_plan(planner: *mut nnm_planner) -> nnm_status {
-    guard(|| planner_mut(planner)?.plan().map(|_| ()))
+    guard(|| {
+        let h = handle_mut(planner)?;
+        // The token's flag is lent for this plan only, so that freeing the
+        // token (which drops the only other reference) detaches it. Taken
+        // back first in case a panic cut the last plan short.
+        h.planner.set_cancel_flag(None);
+        let flag = h.cancel.as_ref().and_then(Weak::upgrade);
+        if flag.is_none() {
+            h.cancel = None;
+        }
+        h.planner.set_cancel_flag(flag);
+        let planned = h.planner.plan().map(|_| ());
+        h.planner.set_cancel_flag(None);
+        planned
+    })
 }
 
 /// Writes the offset of buffer `index`.
@@ -506,7 +547,9 @@ pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, o
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> nnm_status {
     guard(|| {
-        planner_mut(planner)?.reset();
+        let h = handle_mut(planner)?;
+        h.planner.reset();
+        h.requested_bytes = 0;
         Ok(())
     })
 }
