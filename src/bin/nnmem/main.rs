@@ -143,7 +143,10 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
     let fixed_buffers: Vec<Buffer> = fixed.iter().map(|&i| buffers[i]).collect();
     let fixed_offsets: Vec<u64> = fixed.iter().map(|&i| buffers[i].fixed_offset.unwrap_or(0)).collect();
     if let (false, Err(e)) = (trusts_fixed, validate(&fixed_buffers, &fixed_offsets)) {
-        return Err(Error::invalid(format!("{name}: fixed offsets: {}", describe_invalid(&rows, &e, |i| fixed[i]))));
+        return Err(Error::invalid(format!(
+            "{name}: fixed offsets: {} (if the offline plan shares that memory on purpose, plan with --trust-fixed)",
+            describe_invalid(&rows, &e, |i| fixed[i])
+        )));
     }
     let planned = planner.plan().map(|_| ());
     // A summary when there is a plan, or when the capacity was refused
