@@ -21,6 +21,7 @@
 //! limits give the same plan (the deadline and cancellation only cut a run
 //! short).
 
+mod frontier;
 mod instance;
 mod order;
 mod pending;
