@@ -32,6 +32,10 @@ pub fn summary(name: &str, planner: &Planner, o: &PlanOutcome) -> String {
     }
     let _ = writeln!(s, "algorithm       {algorithm}");
     let _ = writeln!(s, "plan time       {:.3} ms", o.elapsed.as_secs_f64() * 1e3);
+    if o.work > 0 || o.time_limit_cut {
+        let cut = if o.time_limit_cut { ", cut by the time limit" } else { "" };
+        let _ = writeln!(s, "work            {} units{cut}", o.work);
+    }
     if let Some(c) = planner.capacity() {
         let verdict = if o.fits { "fits".to_string() } else { format!("does NOT fit, missing {} B", o.peak - c) };
         let _ = writeln!(s, "capacity        {c} B: {verdict}");

@@ -56,6 +56,20 @@ use super::pending::Pending;
 /// Offset of an unplaced buffer.
 const UNPLACED: u64 = u64::MAX;
 
+/// Work units a node costs besides what it scans and lifts (memo lookup,
+/// frontier queries, the frame). With one unit per conflict entry, lifted
+/// floor, scanned section resident or witnessed section and ranked or
+/// listed buffer, this tracks the search's time within about 20% on
+/// PanGu and MiniMalloc's challenging B, D, I and J (fitted to measured
+/// CPU time: about 10 ns a unit on a 2-core Xeon).
+const NODE_WORK: u64 = 10;
+
+/// Parts of at least this many buffers keep a [`Frontier`]; smaller ones
+/// scan their unplaced buffers at each node, which costs less than
+/// keeping the trees up to date (MiniMalloc's challenging instances, at
+/// 154 to 454 buffers, search half as many nodes a second with the trees).
+const FRONTIER_MIN: usize = 2048;
+
 /// [`Search::witness`] of a section with nothing left to place.
 const NO_WITNESS: u32 = u32::MAX;
 
@@ -231,7 +245,10 @@ pub struct Search<'p> {
     position: Vec<u32>,
     /// The unplaced buffers by key, floor + size and hash (see
     /// [`Frontier`]), so a node need not scan them.
-    frontier: Frontier,
+    frontier: Option<Frontier>,
+    /// Whether the part is small enough to scan (see [`FRONTIER_MIN`]);
+    /// the work counted follows this, whichever way tests run it.
+    scanned: bool,
     /// Per section, the first buffer whose first section is at or after it
     /// (buffers are numbered by first section): a component's buffers are
     /// `section_start[lo]..section_start[hi]`.
@@ -239,7 +256,7 @@ pub struct Search<'p> {
     /// [`scope_hash`] of each buffer.
     scope_hashes: Vec<u128>,
     /// Undo log of floors, `(buffer, old floor)`, and of witnesses,
-    /// `(WITNESS | section, old witness)`.
+    /// `(WITNESS | section, old witness_at << 32 | old witness)`.
     floor_log: Vec<(u32, u64)>,
     hash: u128,
     /// Components waiting to be searched, the next on top.
@@ -250,12 +267,22 @@ pub struct Search<'p> {
     /// with the floors), so a move need only recheck the sections whose
     /// witness it placed or lifted.
     witness: Vec<u32>,
+    /// Per section, the witness's position in [`Part::residents`]: the
+    /// next search for one starts after it, past the residents found
+    /// wanting last time (floors only rise going deeper, and placed
+    /// buffers stay placed), which on PanGu scans a tenth as many.
+    witness_at: Vec<u32>,
     /// Per buffer, the sections it witnesses, and stale entries (sections
     /// since handed to another witness; skipped when read). Appended to on
     /// each hand-over and popped when that is undone.
     witnessed: Vec<Vec<u32>>,
     /// Nodes visited over all runs.
     pub nodes: u64,
+    /// Work units spent over all runs (see [`crate::plan::SearchLimits`]):
+    /// per node [`NODE_WORK`], plus the conflict entries its move visits,
+    /// the buffers ranked or listed and the section residents and
+    /// witnessed sections scanned.
+    pub work: u64,
     /// The running search's target.
     target: u64,
     /// Scratch: the buffers behind the current node's key.
@@ -305,6 +332,19 @@ fn memo_key(state: u128, context: u128) -> u128 {
     state ^ (((hi as u128) << 64) | lo as u128)
 }
 
+/// The first position in `list`, starting at `start` and wrapping around,
+/// whose buffer is `ok`, and how many were looked at.
+fn scan_from(list: &[u32], start: usize, ok: impl Fn(u32) -> bool) -> (Option<usize>, u64) {
+    let start = start.min(list.len());
+    if let Some(k) = list[start..].iter().position(|&j| ok(j)) {
+        return (Some(start + k), k as u64 + 1);
+    }
+    match list[..start].iter().position(|&j| ok(j)) {
+        Some(k) => (Some(k), (list.len() - start + k) as u64 + 1),
+        None => (None, list.len() as u64),
+    }
+}
+
 /// splitmix64's finaliser.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -341,15 +381,19 @@ impl<'p> Search<'p> {
             crossing: vec![0; part.sections],
             unplaced: Vec::with_capacity(n),
             position: vec![0; n],
-            frontier: Frontier::new(n),
+            // Tests take the frontier at every size, checked against the scans.
+            frontier: (n >= FRONTIER_MIN || cfg!(test)).then(|| Frontier::new(n)),
+            scanned: n < FRONTIER_MIN,
             section_start,
             scope_hashes: (0..n as u32).map(scope_hash).collect(),
             floor_log: Vec::new(),
             hash: 0,
             waiting: Vec::new(),
             witness: vec![NO_WITNESS; part.sections],
+            witness_at: vec![0; part.sections],
             witnessed: vec![Vec::new(); n],
             nodes: 0,
+            work: 0,
             target: 0,
             behind: Vec::new(),
             effective: vec![(0, 0); n],
@@ -385,7 +429,9 @@ impl<'p> Search<'p> {
             }
         }
         let (floor, rank, hashes) = (&self.floor, &self.rank, &self.scope_hashes);
-        self.frontier.fill(part.len(), |i| (pack(floor[i], rank[i], i as u32), floor[i] + part.size[i], hashes[i]));
+        if let Some(frontier) = &mut self.frontier {
+            frontier.fill(part.len(), |i| (pack(floor[i], rank[i], i as u32), floor[i] + part.size[i], hashes[i]));
+        }
         self.floor_log.clear();
         self.rank_log.clear();
         self.candidates.clear();
@@ -394,8 +440,10 @@ impl<'p> Search<'p> {
 
     /// Tells the frontier buffer `i`'s key and floor + size changed.
     fn refresh(&mut self, i: usize) {
-        let floor = self.floor[i];
-        self.frontier.set(i, pack(floor, self.rank[i], i as u32), floor + self.part.size[i]);
+        if let Some(frontier) = &mut self.frontier {
+            let floor = self.floor[i];
+            frontier.set(i, pack(floor, self.rank[i], i as u32), floor + self.part.size[i]);
+        }
     }
 
     /// The buffers of `scope`, as a range of indices.
@@ -419,6 +467,7 @@ impl<'p> Search<'p> {
             }
         }
         ranking.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        self.work += ranking.len() as u64;
         for (r, &(_, i)) in ranking.iter().enumerate() {
             self.rank_log.push((i, self.rank[i as usize]));
             self.rank[i as usize] = r as u32 + 1;
@@ -467,9 +516,10 @@ impl<'p> Search<'p> {
     }
 
     /// Searches for a plan with peak at most `target`, visiting at most
-    /// `budget` nodes and polling `stop` every 1024 nodes.
-    pub fn run(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
-        let verdict = self.search(target, budget, stop);
+    /// `budget` nodes, spending at most about `work_budget` work units
+    /// (checked per node) and polling `stop` every 1024 nodes.
+    pub fn run(&mut self, target: u64, budget: u64, work_budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
+        let verdict = self.search(target, budget, self.work.saturating_add(work_budget), stop);
         #[cfg(test)]
         let verdict = if self.audit {
             // Subtrees that held plans are in the memo as failures.
@@ -488,7 +538,7 @@ impl<'p> Search<'p> {
         verdict
     }
 
-    fn search(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
+    fn search(&mut self, target: u64, budget: u64, work_end: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
         if target > self.memo_target {
             self.memo.clear();
         }
@@ -503,6 +553,7 @@ impl<'p> Search<'p> {
         // Later nodes check only what changed, so the root checks it all,
         // with fresh witnesses.
         self.witness.fill(NO_WITNESS);
+        self.witness_at.fill(0);
         self.witnessed.iter_mut().for_each(Vec::clear);
         self.stamp += 1;
         if (0..part.len()).any(|i| self.floor[i].saturating_add(part.size[i]) > target)
@@ -560,7 +611,7 @@ impl<'p> Search<'p> {
             let scope = frame.scope;
             spent += 1;
             self.nodes += 1;
-            if spent > budget || (spent & 0x3FF == 0 && stop()) {
+            if spent > budget || self.work >= work_end || (spent & 0x3FF == 0 && stop()) {
                 return Verdict::Stopped;
             }
             let (floor_log, old_hash) = (self.floor_log.len(), self.hash);
@@ -711,14 +762,26 @@ impl<'p> Search<'p> {
     /// memo key of the state with this scope, and whether the buffers behind
     /// the key still fit ([`Search::behind_fit`]).
     fn survey(&mut self, scope: Component, key: Key) -> (u64, u128, bool) {
-        let (a, b) = self.range(scope);
-        let ceiling = self.frontier.ceiling(a, b);
-        let hash = self.hash ^ self.frontier.hash(a, b);
         let mut behind = std::mem::take(&mut self.behind);
         behind.clear();
-        self.frontier.below(a, b, pack(key.offset, key.rank, 0), &mut behind);
-        #[cfg(test)]
-        self.check_survey(scope, key, (ceiling, hash, &behind));
+        let (ceiling, hash) = match &self.frontier {
+            Some(frontier) => {
+                let (a, b) = self.range(scope);
+                frontier.below(a, b, pack(key.offset, key.rank, 0), &mut behind);
+                let found = (frontier.ceiling(a, b), self.hash ^ frontier.hash(a, b));
+                #[cfg(test)]
+                {
+                    let mut scan = Vec::new();
+                    assert_eq!(self.scan_survey(scope, key, &mut scan), found);
+                    assert_eq!(scan, behind);
+                }
+                found
+            }
+            None => self.scan_survey(scope, key, &mut behind),
+        };
+        if self.scanned {
+            self.work += self.unplaced.len() as u64;
+        }
         #[cfg(test)]
         let skip = self.skip_behind || self.audit;
         #[cfg(not(test))]
@@ -791,10 +854,14 @@ impl<'p> Search<'p> {
                 if w != NO_WITNESS && self.offset[w as usize] == UNPLACED && effective(w as usize) <= room {
                     continue;
                 }
-                match part.residents(s).iter().find(|&&k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room) {
+                let after = if w == NO_WITNESS { 0 } else { self.witness_at[s] as usize + 1 };
+                let (found, scanned) =
+                    scan_from(part.residents(s), after, |k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room);
+                self.work += scanned;
+                match found {
                     // Its floor is no higher than its effective floor, so
                     // it is a witness in the plain sense too.
-                    Some(&k) => self.hand_over(s, k),
+                    Some(k) => self.hand_over(s, k),
                     None => return false,
                 }
             }
@@ -839,47 +906,52 @@ impl<'p> Search<'p> {
         }
     }
 
-    /// For tests: [`Search::survey`]'s answers against a scan of every
-    /// unplaced buffer (what it did before the [`Frontier`]).
-    #[cfg(test)]
-    fn check_survey(&self, scope: Component, key: Key, got: (u64, u128, &[u32])) {
+    /// [`Search::survey`]'s ceiling and hash, and the buffers behind the
+    /// key (in index order), by a scan of every unplaced buffer.
+    fn scan_survey(&self, scope: Component, key: Key, behind: &mut Vec<u32>) -> (u64, u128) {
         let mut ceiling = u64::MAX;
         let mut hash = self.hash;
-        let mut behind = Vec::new();
         for &i in &self.unplaced {
             let iu = i as usize;
             if self.in_scope(iu, scope) {
                 ceiling = ceiling.min(self.floor[iu] + self.part.size[iu]);
-                hash ^= scope_hash(i);
+                hash ^= self.scope_hashes[iu];
                 if self.key_of(i) < key {
                     behind.push(i);
                 }
             }
         }
         behind.sort_unstable();
-        assert_eq!((ceiling, hash, &behind[..]), got);
+        (ceiling, hash)
     }
 
     /// The unplaced buffer of `scope` with the smallest key above `after`
     /// whose floor is below `ceiling`.
-    fn first_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
+    fn first_candidate(&mut self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
+        if self.scanned {
+            self.work += self.unplaced.len() as u64;
+        }
+        let Some(frontier) = &self.frontier else { return self.scan_first(after, ceiling, scope) };
         let (a, b) = self.range(scope);
-        let first = self.frontier.least_above(a, b, pack(after.offset, after.rank, u32::MAX)).and_then(|k| {
+        let first = frontier.least_above(a, b, pack(after.offset, after.rank, u32::MAX)).and_then(|k| {
             let i = index_of(k);
             (offset_of(k) < ceiling).then(|| (self.key_of(i), i))
         });
         #[cfg(test)]
-        {
-            let mut best: Option<(Key, u32)> = None;
-            for &i in &self.unplaced {
-                let k = self.key_of(i);
-                if k > after && k.offset < ceiling && best.is_none_or(|(b, _)| k < b) && self.in_scope(i as usize, scope) {
-                    best = Some((k, i));
-                }
-            }
-            assert_eq!(first, best);
-        }
+        assert_eq!(first, self.scan_first(after, ceiling, scope));
         first
+    }
+
+    /// [`Search::first_candidate`] by a scan of every unplaced buffer.
+    fn scan_first(&self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
+        let mut best: Option<(Key, u32)> = None;
+        for &i in &self.unplaced {
+            let k = self.key_of(i);
+            if k > after && k.offset < ceiling && best.is_none_or(|(b, _)| k < b) && self.in_scope(i as usize, scope) {
+                best = Some((k, i));
+            }
+        }
+        best
     }
 
     /// Appends a node's children to `candidates`, in key order: the
@@ -888,25 +960,37 @@ impl<'p> Search<'p> {
     /// is on the stack (children undo what they change), so the list stays
     /// right for the node's whole life.
     fn list_candidates(&mut self, after: Key, ceiling: u64, scope: Component) {
-        let (a, b) = self.range(scope);
-        let mut keys: Vec<Packed> = Vec::new();
-        self.frontier.between(a, b, pack(after.offset, after.rank, u32::MAX), ceiling, &mut keys);
-        keys.sort_unstable();
-        #[cfg(test)]
         let start = self.candidates.len();
-        self.candidates.extend(keys.into_iter().map(|k| (Key { offset: offset_of(k), rank: (k >> 32) as u32 }, index_of(k))));
+        match &self.frontier {
+            Some(frontier) => {
+                let (a, b) = self.range(scope);
+                let mut keys: Vec<Packed> = Vec::new();
+                frontier.between(a, b, pack(after.offset, after.rank, u32::MAX), ceiling, &mut keys);
+                keys.sort_unstable();
+                let listed = keys.into_iter().map(|k| (Key { offset: offset_of(k), rank: (k >> 32) as u32 }, index_of(k)));
+                self.candidates.extend(listed);
+            }
+            None => self.scan_list(after, ceiling, scope),
+        }
+        self.work += if self.scanned { self.unplaced.len() } else { self.candidates.len() - start } as u64;
         #[cfg(test)]
         {
-            let mut want = Vec::new();
-            for &i in &self.unplaced {
-                let k = self.key_of(i);
-                if k > after && k.offset < ceiling && self.in_scope(i as usize, scope) {
-                    want.push((k, i));
-                }
-            }
-            want.sort_unstable();
-            assert_eq!(self.candidates[start..], want[..]);
+            let got = self.candidates.split_off(start);
+            self.scan_list(after, ceiling, scope);
+            assert_eq!(self.candidates[start..], got[..]);
         }
+    }
+
+    /// [`Search::list_candidates`] by a scan of every unplaced buffer.
+    fn scan_list(&mut self, after: Key, ceiling: u64, scope: Component) {
+        let start = self.candidates.len();
+        for &i in &self.unplaced {
+            let k = self.key_of(i);
+            if k > after && k.offset < ceiling && self.in_scope(i as usize, scope) {
+                self.candidates.push((k, i));
+            }
+        }
+        self.candidates[start..].sort_unstable();
     }
 
     /// Places buffer `i` at `offset` and updates floors and section data.
@@ -917,9 +1001,12 @@ impl<'p> Search<'p> {
         let iu = i as usize;
         let size = part.size[iu];
         let top = offset + size;
+        self.work += NODE_WORK + part.conflicts(iu).len() as u64;
         self.offset[iu] = offset;
-        self.frontier.remove(iu);
-        self.frontier.toggle(iu, self.scope_hashes[iu]);
+        if let Some(frontier) = &mut self.frontier {
+            frontier.remove(iu);
+            frontier.toggle(iu, self.scope_hashes[iu]);
+        }
         self.hash ^= item_hash(i, self.floor[iu]) ^ item_hash(i, UNPLACED);
         let p = self.position[iu] as usize;
         let last = *self.unplaced.last().expect("i is unplaced");
@@ -945,6 +1032,7 @@ impl<'p> Search<'p> {
             self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, lifted);
             self.floor[ju] = lifted;
             self.refresh(ju);
+            self.work += 1;
             ok &= lifted.saturating_add(part.size[ju]) <= target;
         }
         if !ok {
@@ -993,6 +1081,7 @@ impl<'p> Search<'p> {
     /// [`Search::section_fits`]).
     fn witnesses_fit(&mut self, w: u32, target: u64) -> bool {
         let list = std::mem::take(&mut self.witnessed[w as usize]);
+        self.work += list.len() as u64;
         // A recheck hands sections to other buffers only, never to `w`
         // (it no longer qualifies), so the list is not appended to meanwhile.
         let fit = list.iter().all(|&s| self.witness[s as usize] != w || self.section_fits(s as usize, target));
@@ -1019,19 +1108,26 @@ impl<'p> Search<'p> {
         if w != NO_WITNESS && self.offset[w as usize] == UNPLACED && self.floor[w as usize] <= room {
             return true;
         }
-        match self.part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
-            Some(&j) => {
-                self.hand_over(s, j);
+        let after = if w == NO_WITNESS { 0 } else { self.witness_at[s] as usize + 1 };
+        let (found, scanned) =
+            scan_from(self.part.residents(s), after, |j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room);
+        self.work += scanned;
+        match found {
+            Some(k) => {
+                self.hand_over(s, k);
                 true
             }
             None => false,
         }
     }
 
-    /// Makes `w` the witness of section `s`, logged for undoing.
-    fn hand_over(&mut self, s: usize, w: u32) {
+    /// Makes the resident at position `at` the witness of section `s`,
+    /// logged for undoing.
+    fn hand_over(&mut self, s: usize, at: usize) {
+        let w = self.part.residents(s)[at];
         let old = std::mem::replace(&mut self.witness[s], w);
-        self.floor_log.push((WITNESS | s as u32, old as u64));
+        let old_at = std::mem::replace(&mut self.witness_at[s], at as u32);
+        self.floor_log.push((WITNESS | s as u32, (old_at as u64) << 32 | old as u64));
         self.witnessed[w as usize].push(s as u32);
     }
 
@@ -1046,6 +1142,7 @@ impl<'p> Search<'p> {
             if j & WITNESS != 0 {
                 let s = (j & !WITNESS) as usize;
                 let w = std::mem::replace(&mut self.witness[s], old as u32);
+                self.witness_at[s] = (old >> 32) as u32;
                 let popped = self.witnessed[w as usize].pop();
                 debug_assert_eq!(popped, Some(s as u32));
                 continue;
@@ -1059,7 +1156,9 @@ impl<'p> Search<'p> {
         }
         self.offset[iu] = UNPLACED;
         self.refresh(iu);
-        self.frontier.toggle(iu, self.scope_hashes[iu]);
+        if let Some(frontier) = &mut self.frontier {
+            frontier.toggle(iu, self.scope_hashes[iu]);
+        }
         self.hash = old_hash;
         self.position[iu] = self.unplaced.len() as u32;
         self.unplaced.push(i);
