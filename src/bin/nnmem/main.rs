@@ -12,7 +12,6 @@ mod report;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use nnmem::plan::{csv, svg, validate, Invalid, Planner};
 use nnmem::{Error, Status};
@@ -80,7 +79,7 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
     planner.set_alignment(a.alignment)?;
     planner.set_capacity(a.capacity);
     if let Some(seconds) = a.time_limit {
-        planner.set_time_limit(Duration::from_secs_f64(seconds))?;
+        planner.set_time_limit_secs(seconds)?;
     }
     planner.set_node_limit(a.node_limit);
     for (i, r) in rows.iter().enumerate() {
