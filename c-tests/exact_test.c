@@ -164,48 +164,41 @@ static void test_capacity_decision(const instance *hard) {
     nnm_planner_free(p);
 }
 
-/* Same input and node limit: the same plan, twice. No time limit (none by
- * default) and no work limit, so the node limit alone decides. */
+/* Plans B twice with EXACT under the same node and work limits (0: none)
+ * and no time limit (none by default): the same plan, node for node.
+ * Returns the first run's result. */
+static nnm_plan_result plan_twice(const instance *hard, uint64_t max_nodes, uint64_t max_work) {
+    uint64_t offsets[2][MAX_BUFFERS];
+    nnm_plan_result r[2];
+    int k;
+    for (k = 0; k < 2; ++k) {
+        nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
+        CHECK_OK(nnm_planner_set_node_limit(p, max_nodes));
+        CHECK_OK(nnm_planner_set_work_limit(p, max_work));
+        plan_and_validate(p, hard, &r[k]);
+        CHECK_OK(nnm_planner_get_offsets(p, offsets[k], hard->count));
+        CHECK(r[k].time_limit_cut == 0);
+        nnm_planner_free(p);
+    }
+    CHECK(memcmp(offsets[0], offsets[1], hard->count * sizeof offsets[0][0]) == 0);
+    CHECK(r[0].search_nodes == r[1].search_nodes && r[0].search_nodes > 0);
+    CHECK(r[0].best_lower_bound_bytes >= r[0].lower_bound_bytes && r[0].best_lower_bound_bytes <= r[0].peak_bytes);
+    return r[0];
+}
+
+/* Same input and node limit: the same plan, twice; no work limit, so the
+ * node limit alone decides. */
 static void test_node_limit_is_deterministic(const instance *hard) {
-    uint64_t a[MAX_BUFFERS], b[MAX_BUFFERS];
-    nnm_plan_result ra, rb;
-    nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
-    nnm_planner *q = planner_for(hard, NNM_ALGORITHM_EXACT);
-    CHECK_OK(nnm_planner_set_node_limit(p, 5000));
-    CHECK_OK(nnm_planner_set_node_limit(q, 5000));
-    CHECK_OK(nnm_planner_set_work_limit(p, 0));
-    CHECK_OK(nnm_planner_set_work_limit(q, 0));
-    plan_and_validate(p, hard, &ra);
-    plan_and_validate(q, hard, &rb);
-    CHECK_OK(nnm_planner_get_offsets(p, a, hard->count));
-    CHECK_OK(nnm_planner_get_offsets(q, b, hard->count));
-    CHECK(memcmp(a, b, hard->count * sizeof a[0]) == 0);
-    CHECK(ra.search_nodes == rb.search_nodes && ra.search_nodes <= 5000 + 16);
-    CHECK(ra.best_lower_bound_bytes >= ra.lower_bound_bytes && ra.best_lower_bound_bytes <= ra.peak_bytes);
-    CHECK(ra.time_limit_cut == 0 && rb.time_limit_cut == 0);
-    nnm_planner_free(p);
-    nnm_planner_free(q);
+    nnm_plan_result r = plan_twice(hard, 5000, 0);
+    CHECK(r.search_nodes <= 5000 + 16);
 }
 
 /* The work limit, what decides by default, repeats like the node limit: B
  * is not solved within 3 M units, so the limit ends both runs, at the same
  * node, whatever the machine's load (valgrind included). */
 static void test_work_limit_is_deterministic(const instance *hard) {
-    uint64_t a[MAX_BUFFERS], b[MAX_BUFFERS];
-    nnm_plan_result ra, rb;
-    nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
-    nnm_planner *q = planner_for(hard, NNM_ALGORITHM_EXACT);
-    CHECK_OK(nnm_planner_set_work_limit(p, 3000000));
-    CHECK_OK(nnm_planner_set_work_limit(q, 3000000));
-    plan_and_validate(p, hard, &ra);
-    plan_and_validate(q, hard, &rb);
-    CHECK_OK(nnm_planner_get_offsets(p, a, hard->count));
-    CHECK_OK(nnm_planner_get_offsets(q, b, hard->count));
-    CHECK(memcmp(a, b, hard->count * sizeof a[0]) == 0);
-    CHECK(ra.search_nodes == rb.search_nodes && ra.search_nodes > 0);
-    CHECK(ra.proven_optimal == 0 && ra.time_limit_cut == 0 && rb.time_limit_cut == 0);
-    nnm_planner_free(p);
-    nnm_planner_free(q);
+    nnm_plan_result r = plan_twice(hard, 0, 3000000);
+    CHECK(r.proven_optimal == 0);
 }
 
 /* An explicit time limit cuts the search short, and the result says so;

@@ -185,7 +185,8 @@ typedef enum nnm_status {
 typedef enum nnm_algorithm {
   /**
    * Runs the heuristics, keeps the smallest peak, and stops as soon as a
-   * plan reaches the lower bound. The default.
+   * plan reaches the lower bound; otherwise searches (EXACT) from the
+   * best for the rest of the work budget. The default.
    */
   NNM_ALGORITHM_AUTO = 0,
   /**
@@ -224,7 +225,8 @@ typedef enum nnm_algorithm {
   /**
    * Branch and bound from the best heuristic plan: the smallest peak, or
    * with a capacity the first plan that fits it. Anytime: stops at the
-   * time limit, node limit or cancellation with the best plan so far.
+   * work budget, node limit, time limit or cancellation with the best
+   * plan so far.
    */
   NNM_ALGORITHM_EXACT = 8,
   /**

@@ -294,7 +294,8 @@ fn rust_structs() -> Vec<RustStruct> {
             search_nodes,
             algorithm,
             proven_optimal,
-            fits
+            fits,
+            time_limit_cut
         }),
         rust_struct!(nnm_plan_buffer { size, first_use, last_use, offset }),
         rust_struct!(nnm_validation { peak_bytes, first, second, step, valid }),

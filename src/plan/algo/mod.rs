@@ -31,7 +31,8 @@ use crate::status::{Error, Result};
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Runs the heuristics, keeps the smallest peak, and stops as soon as a
-    /// plan reaches the lower bound. The default.
+    /// plan reaches the lower bound; otherwise searches (EXACT) from the
+    /// best for the rest of the work budget. The default.
     Auto = 0,
     /// Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
     /// fixed buffers first, then by size descending (later-added first on
@@ -54,7 +55,8 @@ pub enum Algorithm {
     Conflict = 7,
     /// Branch and bound from the best heuristic plan: the smallest peak, or
     /// with a capacity the first plan that fits it. Anytime: stops at the
-    /// time limit, node limit or cancellation with the best plan so far.
+    /// work budget, node limit, time limit or cancellation with the best
+    /// plan so far.
     Exact = 8,
     /// The unplaced buffer with the lowest floor (the offset just above
     /// every placed buffer it is live with) goes there, ties to the one
