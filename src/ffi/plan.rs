@@ -238,9 +238,11 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
     })
 }
 
-/// Caps the work of AUTO and EXACT (0: no cap), in work units: one search
-/// node, each conflict entry, buffer or section it visits, and an estimate
-/// per buffer for each heuristic AUTO runs first. Counted, not timed, so
+/// Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
+/// search node plus one per conflict entry, floor, buffer or section it
+/// visits (a quarter per buffer scanned in parts under 2048 buffers), one
+/// per conflict entry built for the search, and an estimate per buffer for
+/// each heuristic AUTO runs first. Counted, not timed, so
 /// the same input and settings give the same plan on any machine. The
 /// default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s on a 2-core Xeon for
 /// the largest shipped traces (tens of thousands of buffers); small models
