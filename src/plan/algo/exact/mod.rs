@@ -78,7 +78,7 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
     }
     let parts = split(problem);
     // Building the conflict lists is a search cost like any other (a
-    // quarter of the search's time on PanGu's 24 M entries).
+    // fifth of the search's time on PanGu's 24 M entries).
     let built = match &parts {
         Ok(parts) => parts.iter().map(|p| p.conflict_entries() + p.len()).sum::<usize>(),
         Err(_) => problem.len(),
