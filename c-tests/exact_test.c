@@ -1,7 +1,8 @@
 /*
- * The exact planner from C: NNM_ALGORITHM_EXACT, the time and node limits,
- * a cancellation token set from another thread, and the result fields a
- * search fills in (proven_optimal, best_lower_bound_bytes, search_nodes).
+ * The exact planner from C: NNM_ALGORITHM_EXACT, the work, node and time
+ * limits, a cancellation token set from another thread, and the result
+ * fields a search fills in (proven_optimal, best_lower_bound_bytes,
+ * search_nodes, time_limit_cut).
  *
  * Reads MiniMalloc's challenging instance B (170 buffers, a perfect packing
  * of 1048576 bytes; minimising takes the search a second or so) from
@@ -163,27 +164,53 @@ static void test_capacity_decision(const instance *hard) {
     nnm_planner_free(p);
 }
 
-/* Same input and node limit: the same plan, twice. The time limit is set
- * far out so that the node limit decides: under valgrind with other tests
- * running, the default 1 s can cut either run short first. */
+/* Plans B twice with EXACT under the same node and work limits (0: none)
+ * and no time limit (none by default): the same plan, node for node.
+ * Returns the first run's result. */
+static nnm_plan_result plan_twice(const instance *hard, uint64_t max_nodes, uint64_t max_work) {
+    uint64_t offsets[2][MAX_BUFFERS];
+    nnm_plan_result r[2];
+    int k;
+    for (k = 0; k < 2; ++k) {
+        nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
+        CHECK_OK(nnm_planner_set_node_limit(p, max_nodes));
+        CHECK_OK(nnm_planner_set_work_limit(p, max_work));
+        plan_and_validate(p, hard, &r[k]);
+        CHECK_OK(nnm_planner_get_offsets(p, offsets[k], hard->count));
+        CHECK(r[k].time_limit_cut == 0);
+        nnm_planner_free(p);
+    }
+    CHECK(memcmp(offsets[0], offsets[1], hard->count * sizeof offsets[0][0]) == 0);
+    CHECK(r[0].search_nodes == r[1].search_nodes && r[0].search_nodes > 0);
+    CHECK(r[0].best_lower_bound_bytes >= r[0].lower_bound_bytes && r[0].best_lower_bound_bytes <= r[0].peak_bytes);
+    return r[0];
+}
+
+/* Same input and node limit: the same plan, twice; no work limit, so the
+ * node limit alone decides. */
 static void test_node_limit_is_deterministic(const instance *hard) {
-    uint64_t a[MAX_BUFFERS], b[MAX_BUFFERS];
-    nnm_plan_result ra, rb;
+    nnm_plan_result r = plan_twice(hard, 5000, 0);
+    CHECK(r.search_nodes <= 5000 + 16);
+}
+
+/* The work limit, what decides by default, repeats like the node limit: B
+ * is not solved within 3 M units, so the limit ends both runs, at the same
+ * node, whatever the machine's load (valgrind included). */
+static void test_work_limit_is_deterministic(const instance *hard) {
+    nnm_plan_result r = plan_twice(hard, 0, 3000000);
+    CHECK(r.proven_optimal == 0);
+}
+
+/* An explicit time limit cuts the search short, and the result says so;
+ * the plan is still valid. */
+static void test_time_limit_cut_is_reported(const instance *hard) {
+    nnm_plan_result r;
     nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
-    nnm_planner *q = planner_for(hard, NNM_ALGORITHM_EXACT);
-    CHECK_OK(nnm_planner_set_node_limit(p, 5000));
-    CHECK_OK(nnm_planner_set_node_limit(q, 5000));
-    CHECK_OK(nnm_planner_set_time_limit(p, 600.0));
-    CHECK_OK(nnm_planner_set_time_limit(q, 600.0));
-    plan_and_validate(p, hard, &ra);
-    plan_and_validate(q, hard, &rb);
-    CHECK_OK(nnm_planner_get_offsets(p, a, hard->count));
-    CHECK_OK(nnm_planner_get_offsets(q, b, hard->count));
-    CHECK(memcmp(a, b, hard->count * sizeof a[0]) == 0);
-    CHECK(ra.search_nodes == rb.search_nodes && ra.search_nodes <= 5000 + 16);
-    CHECK(ra.best_lower_bound_bytes >= ra.lower_bound_bytes && ra.best_lower_bound_bytes <= ra.peak_bytes);
+    CHECK_OK(nnm_planner_set_time_limit(p, 1e-12));
+    plan_and_validate(p, hard, &r);
+    CHECK(r.time_limit_cut == 1);
+    CHECK(r.proven_optimal == 0);
     nnm_planner_free(p);
-    nnm_planner_free(q);
 }
 
 static double now_seconds(void) {
@@ -200,8 +227,10 @@ typedef struct canceller {
 static void *cancel_later(void *arg) {
     canceller *c = (canceller *)arg;
     struct timespec pause;
-    pause.tv_sec = 0;
-    pause.tv_nsec = 200 * 1000 * 1000;
+    /* Long enough for the heuristics before the search under valgrind on a
+     * loaded machine (200 ms was not, once), so the search is what stops. */
+    pause.tv_sec = 1;
+    pause.tv_nsec = 0;
     nanosleep(&pause, NULL);
     c->cancelled_at = now_seconds();
     nnm_cancel_token_cancel(c->token);
@@ -221,7 +250,8 @@ static void test_cancellation_from_another_thread(const instance *hard) {
     c.cancelled_at = 0;
     CHECK_OK(nnm_cancel_token_new(&c.token));
     CHECK_OK(nnm_planner_set_cancel_token(p, c.token));
-    CHECK_OK(nnm_planner_set_time_limit(p, 600.0));
+    /* No work limit: the search runs until cancelled. */
+    CHECK_OK(nnm_planner_set_work_limit(p, 0));
     CHECK(pthread_create(&thread, NULL, cancel_later, &c) == 0);
     plan_and_validate(p, hard, &r);
     returned = now_seconds();
@@ -255,6 +285,7 @@ static void test_errors(void) {
     CHECK_FAILS(nnm_cancel_token_is_cancelled(NULL, &flag), NNM_NULL_ARGUMENT);
     CHECK(flag == 9);
     CHECK_FAILS(nnm_planner_set_node_limit(NULL, 10), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_work_limit(NULL, 10), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_planner_set_cancel_token(NULL, t), NNM_NULL_ARGUMENT);
     CHECK_OK(nnm_planner_new(&p));
     CHECK_OK(nnm_algorithm_from_name("exact", &value));
@@ -277,6 +308,8 @@ int main(void) {
     test_errors();
     test_small_instances_are_solved_exactly();
     test_node_limit_is_deterministic(&hard);
+    test_work_limit_is_deterministic(&hard);
+    test_time_limit_cut_is_reported(&hard);
     test_capacity_decision(&hard);
     test_cancellation_from_another_thread(&hard);
     return nnm_check_report();

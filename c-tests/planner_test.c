@@ -1263,6 +1263,60 @@ static void test_a_freed_token_is_detached(void) {
     nnm_planner_free(p);
 }
 
+/* ---- limits: time (an explicit cap only) and work -------------------------- */
+
+/* Floor-first, AUTO's first heuristic, misses the bound here (16 against 15);
+ * lifetime-first-fit reaches it. */
+static const test_buffer FLOOR_FIRST_MISSES[] = {
+    {5, 2, 4, 0, 0}, {2, 5, 6, 0, 0}, {4, 3, 6, 0, 0}, {6, 1, 3, 0, 0}, {5, 5, 8, 0, 0}, {2, 4, 7, 0, 0},
+};
+
+static nnm_plan_result plan_limited(double seconds, uint64_t work_units, uint64_t *offsets) {
+    const size_t n = COUNT_OF(FLOOR_FIRST_MISSES);
+    nnm_planner *p = new_planner();
+    if (seconds > 0) CHECK_OK(nnm_planner_set_time_limit(p, seconds));
+    CHECK_OK(nnm_planner_set_work_limit(p, work_units));
+    add_all(p, FLOOR_FIRST_MISSES, n);
+    nnm_plan_result r = plan_with(p, NNM_ALGORITHM_AUTO, FLOOR_FIRST_MISSES, n, offsets);
+    nnm_planner_free(p);
+    return r;
+}
+
+static void test_time_and_work_limits(void) {
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    /* Any positive finite number of seconds: a tiny one is a valid (instant)
+     * cap, a huge one no cap at all. */
+    CHECK_OK(nnm_planner_set_time_limit(p, 1e-12));
+    CHECK_OK(nnm_planner_set_time_limit(p, 4.9406564584124654e-324)); /* smallest subnormal */
+    CHECK_OK(nnm_planner_set_time_limit(p, 1e300));
+    CHECK_OK(nnm_planner_set_time_limit(p, 1.7976931348623157e308)); /* DBL_MAX */
+    CHECK_FAILS(nnm_planner_set_time_limit(p, -0.0), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_set_time_limit(p, -1e-12), NNM_INVALID_ARGUMENT);
+    CHECK(strstr(nnm_last_error(), "positive finite") != NULL);
+    CHECK_OK(nnm_planner_set_work_limit(p, 0));
+    CHECK_OK(nnm_planner_set_work_limit(p, UINT64_MAX));
+    CHECK_OK(nnm_planner_set_work_limit(p, NNM_DEFAULT_WORK_LIMIT));
+    CHECK_FAILS(nnm_planner_set_work_limit(NULL, 1), NNM_NULL_ARGUMENT);
+    nnm_planner_free(p);
+
+    /* No time limit by default: AUTO goes on past floor-first to the bound. */
+    nnm_plan_result r = plan_limited(0, NNM_DEFAULT_WORK_LIMIT, offsets);
+    CHECK(r.peak_bytes == 15 && r.proven_optimal == 1);
+    CHECK(r.time_limit_cut == 0);
+    /* A limit already past when floor-first ends keeps its plan, and says so. */
+    r = plan_limited(1e-12, NNM_DEFAULT_WORK_LIMIT, offsets);
+    CHECK(r.peak_bytes == 16 && r.algorithm == NNM_ALGORITHM_FLOOR_FIRST);
+    CHECK(r.time_limit_cut == 1);
+    r = plan_limited(1e300, NNM_DEFAULT_WORK_LIMIT, offsets);
+    CHECK(r.peak_bytes == 15 && r.time_limit_cut == 0);
+    /* A work limit of one unit leaves only the first heuristic, the same on
+     * any machine; not a time cut. */
+    r = plan_limited(0, 1, offsets);
+    CHECK(r.peak_bytes == 16 && r.algorithm == NNM_ALGORITHM_FLOOR_FIRST);
+    CHECK(r.time_limit_cut == 0);
+}
+
 int main(void) {
     test_last_error_starts_empty(); /* must run first */
     test_version();
@@ -1289,5 +1343,6 @@ int main(void) {
     test_draw_zero_size_past_peak();
     test_calls_on_freed_handles();
     test_a_freed_token_is_detached();
+    test_time_and_work_limits();
     return nnm_check_report();
 }

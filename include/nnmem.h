@@ -113,6 +113,12 @@ struct list_head {
 #define NNM_UNUSED_STEP -1
 
 /**
+ * The default work limit of a new planner (see
+ * `nnm_planner_set_work_limit`).
+ */
+#define NNM_DEFAULT_WORK_LIMIT 130000000
+
+/**
  * `nnm_plan_validate_ex` flag: overlaps among fixed buffers are counted but
  * do not make the plan invalid (an offline plan may share memory on
  * purpose). An overlap involving a buffer not marked fixed still does.
@@ -196,7 +202,8 @@ typedef enum nnm_status {
 typedef enum nnm_algorithm {
   /**
    * Runs the heuristics, keeps the smallest peak, and stops as soon as a
-   * plan reaches the lower bound. The default.
+   * plan reaches the lower bound; otherwise searches (EXACT) from the
+   * best for the rest of the work budget. The default.
    */
   NNM_ALGORITHM_AUTO = 0,
   /**
@@ -236,7 +243,8 @@ typedef enum nnm_algorithm {
   /**
    * Branch and bound from the best heuristic plan: the smallest peak, or
    * with a capacity the first plan that fits it. Anytime: stops at the
-   * time limit, node limit or cancellation with the best plan so far.
+   * work budget, node limit, time limit or cancellation with the best
+   * plan so far.
    */
   NNM_ALGORITHM_EXACT = 8,
   /**
@@ -801,6 +809,12 @@ typedef struct nnm_plan_result {
    * 1 when the plan fits the capacity (always 1 without one).
    */
   uint8_t fits;
+  /**
+   * 1 when the time limit (`nnm_planner_set_time_limit`) stopped AUTO or
+   * EXACT before they were done, so the plan may differ on another
+   * machine; always 0 without a time limit.
+   */
+  uint8_t time_limit_cut;
   /**
    * Pairs of fixed buffers that share a byte at some step: accepted by
    * TFLM, or with `nnm_planner_set_trust_fixed`. Each unordered pair of
@@ -1457,9 +1471,10 @@ enum nnm_status nnm_algorithm_from_name(const char *name, uint32_t *out_algorith
 const char *nnm_algorithm_name(uint32_t algorithm);
 
 /**
- * Creates a planner: algorithm AUTO, alignment 1, no capacity, time limit
- * 1 s, no node limit, no cancellation token, overlapping fixed buffers not
- * trusted. Free it with `nnm_planner_free`.
+ * Creates a planner: algorithm AUTO, alignment 1, no capacity, the default
+ * work limit (see `nnm_planner_set_work_limit`), no time limit, no node
+ * limit, no cancellation token, overlapping fixed buffers not trusted. Free
+ * it with `nnm_planner_free`.
  *
  * Errors: NULL_ARGUMENT.
  */
@@ -1504,22 +1519,38 @@ enum nnm_status nnm_planner_set_alignment(struct nnm_planner *planner, uint64_t 
 enum nnm_status nnm_planner_set_capacity(struct nnm_planner *planner, uint64_t capacity_bytes);
 
 /**
- * Sets the time budget of searching algorithms, in seconds (> 0, finite;
- * default 1): EXACT, and AUTO's search stage (which runs only when no
- * heuristic reaches the lower bound). At the limit the best plan so far is
- * kept.
+ * Caps the wall time of AUTO and EXACT, in seconds: any positive finite
+ * number (below a nanosecond counts as one; more than a 64-bit count of
+ * seconds holds, as no limit). No time limit by default. At the limit the
+ * best plan so far is kept and the result's `time_limit_cut` is 1: the one
+ * setting that makes the plan depend on the machine's speed.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (zero, negative, NaN, infinite).
  */
 enum nnm_status nnm_planner_set_time_limit(struct nnm_planner *planner, double seconds);
 
 /**
- * Caps the nodes a search explores (0: no cap, the default). Unlike the
- * time limit, a node limit gives the same plan on any machine.
+ * Caps the nodes a search explores (0: no cap, the default). Like the work
+ * limit, a node limit gives the same plan on any machine.
  *
  * Errors: NULL_ARGUMENT.
  */
 enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t max_nodes);
+
+/**
+ * Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
+ * search node plus one per conflict entry, floor, buffer or section it
+ * visits (a quarter per buffer scanned in parts under 2048 buffers), one
+ * per conflict entry built for the search, and an estimate per buffer for
+ * each heuristic AUTO runs first. Counted, not timed, so
+ * the same input and settings give the same plan on any machine. The
+ * default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s on a 2-core Xeon for
+ * the largest shipped traces (tens of thousands of buffers); small models
+ * finish far below it.
+ *
+ * Errors: NULL_ARGUMENT.
+ */
+enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner, uint64_t max_units);
 
 /**
  * Lets `token` stop this planner's searches (NULL: none);
@@ -1660,7 +1691,7 @@ enum nnm_status nnm_planner_buffer_count(const struct nnm_planner *planner, size
 
 /**
  * Drops every buffer and the plan; keeps algorithm, alignment, capacity,
- * time limit and trust-fixed.
+ * trust-fixed and the time, node and work limits.
  *
  * Errors: NULL_ARGUMENT.
  */

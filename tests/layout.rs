@@ -296,6 +296,7 @@ fn rust_structs() -> Vec<RustStruct> {
             algorithm,
             proven_optimal,
             fits,
+            time_limit_cut,
             fixed_overlap_count,
             fixed_overlap_first,
             fixed_overlap_second,

@@ -5,7 +5,6 @@
 use std::ffi::c_char;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use super::error::{guard, guard_void, non_null, read_str, write_out};
 use super::text::copy_text;
@@ -18,6 +17,11 @@ use crate::status::Error;
 /// `first_use` and `last_use` of a buffer that is never used (TFLite
 /// Micro's convention). Equals `crate::plan::UNUSED_STEP`.
 pub const NNM_UNUSED_STEP: i64 = -1;
+
+/// The default work limit of a new planner (see
+/// `nnm_planner_set_work_limit`).
+pub const NNM_DEFAULT_WORK_LIMIT: u64 = 130_000_000;
+const _: () = assert!(NNM_DEFAULT_WORK_LIMIT == crate::plan::DEFAULT_WORK_LIMIT);
 
 /// A static memory planner: collects buffers, plans them once, answers
 /// queries. Not thread-safe: calls on one planner must not overlap; distinct
@@ -71,6 +75,10 @@ pub struct nnm_plan_result {
     pub proven_optimal: u8,
     /// 1 when the plan fits the capacity (always 1 without one).
     pub fits: u8,
+    /// 1 when the time limit (`nnm_planner_set_time_limit`) stopped AUTO or
+    /// EXACT before they were done, so the plan may differ on another
+    /// machine; always 0 without a time limit.
+    pub time_limit_cut: u8,
     /// Pairs of fixed buffers that share a byte at some step: accepted by
     /// TFLM, or with `nnm_planner_set_trust_fixed`. Each unordered pair of
     /// fixed buffers (both of non-zero size and used) live at a common step
@@ -196,9 +204,10 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
     }
 }
 
-/// Creates a planner: algorithm AUTO, alignment 1, no capacity, time limit
-/// 1 s, no node limit, no cancellation token, overlapping fixed buffers not
-/// trusted. Free it with `nnm_planner_free`.
+/// Creates a planner: algorithm AUTO, alignment 1, no capacity, the default
+/// work limit (see `nnm_planner_set_work_limit`), no time limit, no node
+/// limit, no cancellation token, overlapping fixed buffers not trusted. Free
+/// it with `nnm_planner_free`.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
@@ -265,32 +274,45 @@ pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, cap
     })
 }
 
-/// Sets the time budget of searching algorithms, in seconds (> 0, finite;
-/// default 1): EXACT, and AUTO's search stage (which runs only when no
-/// heuristic reaches the lower bound). At the limit the best plan so far is
-/// kept.
+/// Caps the wall time of AUTO and EXACT, in seconds: any positive finite
+/// number (below a nanosecond counts as one; more than a 64-bit count of
+/// seconds holds, as no limit). No time limit by default. At the limit the
+/// best plan so far is kept and the result's `time_limit_cut` is 1: the one
+/// setting that makes the plan depend on the machine's speed.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (zero, negative, NaN, infinite).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_time_limit(planner: *mut nnm_planner, seconds: f64) -> nnm_status {
-    guard(|| {
-        let p = planner_mut(planner)?;
-        let limit = Duration::try_from_secs_f64(seconds)
-            .ok()
-            .filter(|d| !d.is_zero())
-            .ok_or_else(|| Error::invalid(format!("time limit {seconds} s is not a positive finite number of seconds")))?;
-        p.set_time_limit(limit)
-    })
+    guard(|| planner_mut(planner)?.set_time_limit_secs(seconds))
 }
 
-/// Caps the nodes a search explores (0: no cap, the default). Unlike the
-/// time limit, a node limit gives the same plan on any machine.
+/// Caps the nodes a search explores (0: no cap, the default). Like the work
+/// limit, a node limit gives the same plan on any machine.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, max_nodes: u64) -> nnm_status {
     guard(|| {
         planner_mut(planner)?.set_node_limit((max_nodes != 0).then_some(max_nodes));
+        Ok(())
+    })
+}
+
+/// Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
+/// search node plus one per conflict entry, floor, buffer or section it
+/// visits (a quarter per buffer scanned in parts under 2048 buffers), one
+/// per conflict entry built for the search, and an estimate per buffer for
+/// each heuristic AUTO runs first. Counted, not timed, so
+/// the same input and settings give the same plan on any machine. The
+/// default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s on a 2-core Xeon for
+/// the largest shipped traces (tens of thousands of buffers); small models
+/// finish far below it.
+///
+/// Errors: NULL_ARGUMENT.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_planner_set_work_limit(planner: *mut nnm_planner, max_units: u64) -> nnm_status {
+    guard(|| {
+        planner_mut(planner)?.set_work_limit((max_units != 0).then_some(max_units));
         Ok(())
     })
 }
@@ -487,6 +509,7 @@ pub unsafe extern "C" fn nnm_planner_get_result(planner: *const nnm_planner, out
                 algorithm: o.algorithm as u32,
                 proven_optimal: o.proven_optimal as u8,
                 fits: o.fits as u8,
+                time_limit_cut: o.time_limit_cut as u8,
                 fixed_overlap_count: o.fixed_overlaps.count,
                 fixed_overlap_first: o.fixed_overlaps.first.map_or(0, |f| f.first as u64),
                 fixed_overlap_second: o.fixed_overlaps.first.map_or(0, |f| f.second as u64),
@@ -541,7 +564,7 @@ pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, o
 }
 
 /// Drops every buffer and the plan; keeps algorithm, alignment, capacity,
-/// time limit and trust-fixed.
+/// trust-fixed and the time, node and work limits.
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]

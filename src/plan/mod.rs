@@ -46,10 +46,13 @@ pub use validate::{validate, validate_with_fixed, Invalid, Overlap, Verdict};
 
 use crate::status::{Error, Result, Status};
 
-/// The default time budget of searching algorithms: `exact`, and the
-/// search stage of `auto` (which only runs when no heuristic reaches the
-/// lower bound). Settable with [`Planner::set_time_limit`].
-pub const DEFAULT_TIME_LIMIT: Duration = Duration::from_secs(1);
+/// The default work budget of `auto` and `exact`, heuristic stage and
+/// search together, in work units (see [`SearchLimits`]). Counted, not
+/// timed, so the plan is the same on every machine; calibrated so that
+/// the largest shipped traces (PanGu, S_1, Y_1) plan in about 1 s on a
+/// 2-core Xeon. Settable with [`Planner::set_work_limit`]; a wall-clock
+/// cap is only set explicitly ([`Planner::set_time_limit`]).
+pub const DEFAULT_WORK_LIMIT: u64 = 130_000_000;
 
 /// What a successful (or over-capacity) planning run produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -70,10 +73,15 @@ pub struct PlanOutcome {
     pub best_bound: u64,
     /// Search nodes explored (0 when only heuristics ran).
     pub nodes: u64,
+    /// Work units `auto` or `exact` spent (0 for the other algorithms).
+    pub work: u64,
     /// Wall time spent planning.
     pub elapsed: Duration,
     /// Whether `peak` fits the capacity (always true without one).
     pub fits: bool,
+    /// The time limit stopped the search (or `auto`'s heuristic stage)
+    /// before it was done: this plan may differ on another machine.
+    pub time_limit_cut: bool,
     /// Pairs of fixed buffers that share a byte at some step (accepted by
     /// `tflm` and with [`Planner::set_trust_fixed`]), and the first one.
     pub fixed_overlaps: FixedOverlaps,
@@ -88,12 +96,15 @@ pub struct PlanOutcome {
 pub struct Planner {
     algorithm: Algorithm,
     capacity: Option<u64>,
-    time_limit: Duration,
+    time_limit: Option<Duration>,
     node_limit: Option<u64>,
+    work_limit: Option<u64>,
     cancel: Option<Arc<AtomicBool>>,
     trust_fixed: bool,
     problem: Problem,
     outcome: Option<PlanOutcome>,
+    #[cfg(test)]
+    drag: Option<Duration>,
 }
 
 impl Default for Planner {
@@ -108,12 +119,15 @@ impl Planner {
         Planner {
             algorithm: Algorithm::Auto,
             capacity: None,
-            time_limit: DEFAULT_TIME_LIMIT,
+            time_limit: None,
             node_limit: None,
+            work_limit: Some(DEFAULT_WORK_LIMIT),
             cancel: None,
             trust_fixed: false,
             problem: Problem::new(1).expect("1 is a power of two"),
             outcome: None,
+            #[cfg(test)]
+            drag: None,
         }
     }
 
@@ -157,22 +171,39 @@ impl Planner {
         self.capacity
     }
 
-    /// Sets the time budget of searching algorithms. Errors on zero.
+    /// Caps the wall time of `auto` and `exact` (none by default): at the
+    /// limit the best plan so far is kept and the outcome's
+    /// `time_limit_cut` says so. Errors on zero.
     pub fn set_time_limit(&mut self, limit: Duration) -> Result<()> {
         if limit.is_zero() {
             return Err(Error::invalid("time limit must be greater than zero"));
         }
-        self.time_limit = limit;
+        self.time_limit = Some(limit);
         Ok(())
     }
 
-    /// The time budget.
-    pub fn time_limit(&self) -> Duration {
+    /// [`Planner::set_time_limit`] in seconds: any positive finite number
+    /// (below a nanosecond counts as one; beyond what a [`Duration`] holds,
+    /// as no limit). Errors on zero, negative, NaN and infinite values.
+    pub fn set_time_limit_secs(&mut self, seconds: f64) -> Result<()> {
+        if !(seconds.is_finite() && seconds > 0.0) {
+            return Err(Error::invalid(format!("time limit {seconds} s is not a positive finite number of seconds")));
+        }
+        let limit = Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX).max(Duration::from_nanos(1));
+        self.set_time_limit(limit)
+    }
+
+    /// Removes the time limit (the default).
+    pub fn clear_time_limit(&mut self) {
+        self.time_limit = None;
+    }
+
+    /// The time limit, if any.
+    pub fn time_limit(&self) -> Option<Duration> {
         self.time_limit
     }
 
-    /// Caps the nodes a search explores (`None`: no cap). Unlike the time
-    /// limit this makes the result the same on any machine.
+    /// Caps the nodes a search explores (`None`: no cap).
     pub fn set_node_limit(&mut self, limit: Option<u64>) {
         self.node_limit = limit;
     }
@@ -180,6 +211,24 @@ impl Planner {
     /// The node limit.
     pub fn node_limit(&self) -> Option<u64> {
         self.node_limit
+    }
+
+    /// Caps the work units of `auto` and `exact` (`None`: no cap; default
+    /// [`DEFAULT_WORK_LIMIT`]).
+    pub fn set_work_limit(&mut self, limit: Option<u64>) {
+        self.work_limit = limit;
+    }
+
+    /// The work limit.
+    pub fn work_limit(&self) -> Option<u64> {
+        self.work_limit
+    }
+
+    /// For tests: sleep this long at every stop check of the search (see
+    /// [`SearchLimits`]), as on a much slower machine.
+    #[cfg(test)]
+    fn set_drag(&mut self, drag: Duration) {
+        self.drag = Some(drag);
     }
 
     /// A flag another thread may set to stop a search early; the best plan
@@ -277,9 +326,13 @@ impl Planner {
         let limits = SearchLimits {
             lower_bound: lb,
             capacity: self.capacity,
-            deadline: started.checked_add(self.time_limit),
+            // Past what an Instant holds: no deadline.
+            deadline: self.time_limit.and_then(|t| started.checked_add(t)),
             node_limit: self.node_limit,
+            work_limit: self.work_limit,
             cancel: self.cancel.clone(),
+            #[cfg(test)]
+            drag: self.drag,
         };
         let mut placement = match &flat {
             Some(f) if self.algorithm != Algorithm::Tflm => {
@@ -309,8 +362,10 @@ impl Planner {
             proven_optimal: peak == lb || placement.proven_optimal || peak <= placement.lower_bound,
             best_bound: lb.max(placement.lower_bound.min(peak)),
             nodes: placement.nodes,
+            work: placement.work,
             elapsed: started.elapsed(),
             fits,
+            time_limit_cut: placement.time_limit_cut,
             fixed_overlaps,
         };
         let outcome = self.outcome.insert(outcome);
@@ -349,8 +404,8 @@ impl Planner {
         })
     }
 
-    /// Drops buffers and plan; keeps algorithm, alignment, capacity, time
-    /// limit and trust-fixed.
+    /// Drops buffers and plan; keeps algorithm, alignment, capacity,
+    /// trust-fixed and the time, node and work limits.
     pub fn reset(&mut self) {
         self.problem = Problem::new(self.problem.alignment()).expect("alignment was valid");
         self.outcome = None;
@@ -529,6 +584,110 @@ mod tests {
         p.add_buffer(8, lt(3, 3), None).unwrap();
         let o = p.plan().unwrap();
         assert_eq!((o.peak, o.lower_bound), (8, 8));
+    }
+
+    /// MiniMalloc's challenging B: `auto` at the default budget spends it
+    /// all without proving the optimum, so the budget decides the plan.
+    fn challenging_b() -> Planner {
+        let text = include_str!("../../benches/data/minimalloc/challenging/B.1048576.csv");
+        let mut p = Planner::new();
+        for r in csv::parse(text).unwrap() {
+            p.add_buffer(r.size, Lifetime::half_open(r.lower, r.upper).unwrap(), r.offset).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn the_default_budget_gives_the_same_plan_on_a_slow_machine() {
+        let runs: Vec<PlanOutcome> = [None, None, Some(Duration::from_millis(1))]
+            .into_iter()
+            .map(|drag| {
+                let mut p = challenging_b();
+                if let Some(drag) = drag {
+                    p.set_drag(drag);
+                }
+                p.plan().unwrap().clone()
+            })
+            .collect();
+        let first = &runs[0];
+        assert!(first.work >= DEFAULT_WORK_LIMIT && !first.proven_optimal, "the budget must decide: {first:?}");
+        // The slowed run slept a millisecond about every 1024 nodes (every
+        // 1024 of each search run, and once per round): at least this long.
+        let slept = Duration::from_millis(first.nodes / 2048);
+        assert!(slept > Duration::from_millis(300) && runs[2].elapsed >= slept, "{:?} for {} nodes", runs[2].elapsed, first.nodes);
+        for o in &runs[1..] {
+            assert_eq!(o.offsets, first.offsets);
+            assert_eq!((o.peak, o.best_bound, o.nodes, o.work, o.algorithm), (first.peak, first.best_bound, first.nodes, first.work, first.algorithm));
+            assert!(!o.time_limit_cut);
+        }
+    }
+
+    #[test]
+    fn a_work_limit_bounds_the_search_and_repeats() {
+        let plan = |limit| {
+            let mut p = challenging_b();
+            p.set_work_limit(Some(limit));
+            p.plan().unwrap().clone()
+        };
+        let (a, b) = (plan(2_000_000), plan(2_000_000));
+        assert_eq!((&a.offsets, a.nodes, a.work), (&b.offsets, b.nodes, b.work));
+        // One node's work past the limit at most (B: 170 buffers).
+        assert!(a.work >= 2_000_000 && a.work < 2_000_000 + 10_000, "{}", a.work);
+        assert!(a.nodes > 0);
+        assert!(plan(20_000_000).nodes > a.nodes);
+    }
+
+    /// Floor-first misses the bound (16 against 15); lifetime-first-fit
+    /// reaches it.
+    fn floor_first_misses() -> Planner {
+        let mut p = Planner::new();
+        for (size, a, b) in [(5, 2, 5), (2, 5, 7), (4, 3, 7), (6, 1, 4), (5, 5, 9), (2, 4, 8)] {
+            p.add_buffer(size, Lifetime::half_open(a, b).unwrap(), None).unwrap();
+        }
+        p
+    }
+
+    #[test]
+    fn a_time_limit_that_cuts_says_so() {
+        let mut p = floor_first_misses();
+        let o = p.plan().unwrap();
+        assert_eq!((o.peak, o.lower_bound, o.time_limit_cut), (15, 15, false));
+        // Past before the first heuristic ends: auto keeps its plan.
+        let mut p = floor_first_misses();
+        p.set_time_limit_secs(1e-12).unwrap();
+        let o = p.plan().unwrap();
+        assert_eq!((o.peak, o.algorithm, o.time_limit_cut), (16, Algorithm::FloorFirst, true));
+        let mut p = floor_first_misses();
+        p.set_time_limit_secs(1e300).unwrap();
+        let o = p.plan().unwrap();
+        assert_eq!((o.peak, o.time_limit_cut), (15, false));
+        // A plan at the bound is never cut.
+        let mut p = Planner::new();
+        p.set_time_limit_secs(1e-12).unwrap();
+        p.add_buffer(8, lt(0, 1), None).unwrap();
+        assert!(!p.plan().unwrap().time_limit_cut);
+    }
+
+    #[test]
+    fn time_limits_are_any_positive_finite_number_of_seconds() {
+        let mut p = Planner::new();
+        assert_eq!(p.time_limit(), None);
+        for seconds in [1e-12, 5e-324, f64::MIN_POSITIVE, 0.5, 1e19, 1e300, f64::MAX] {
+            p.set_time_limit_secs(seconds).unwrap();
+            assert!(p.time_limit().unwrap() > Duration::ZERO, "{seconds}");
+        }
+        p.set_time_limit_secs(1e-12).unwrap();
+        assert_eq!(p.time_limit(), Some(Duration::from_nanos(1)));
+        p.set_time_limit_secs(1e300).unwrap();
+        assert_eq!(p.time_limit(), Some(Duration::MAX));
+        for seconds in [0.0, -0.0, -1e-12, -1.0, f64::NAN, f64::INFINITY, f64::NEG_INFINITY] {
+            let e = p.set_time_limit_secs(seconds).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert!(e.message().contains("not a positive finite number of seconds"), "{}", e.message());
+        }
+        assert_eq!(p.time_limit(), Some(Duration::MAX), "a refused value changes nothing");
+        p.clear_time_limit();
+        assert_eq!(p.time_limit(), None);
     }
 
     #[test]

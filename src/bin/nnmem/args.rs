@@ -28,9 +28,13 @@ options (VALUE may also be given as --option=VALUE):
   --capacity BYTES     fail (exit 3) when the plan needs more than BYTES; at once
                        when BYTES is below the lower bound; exact and auto stop
                        at the first plan that fits
-  --time-limit SECONDS time budget of searching algorithms: exact, and auto's
-                       search when no heuristic reaches the bound (default 1)
+  --work-limit UNITS   work budget of auto and exact, counted (not timed), so the
+                       same plan on any machine (default 130000000, about 1 s
+                       on the largest shipped traces; 0: no cap)
   --node-limit N       at most N search nodes (same plan on any machine)
+  --time-limit SECONDS an explicit wall-clock cap (default: none); the summary
+                       says when it cut the search (the plan may then differ
+                       between machines)
   --output FILE        write the plan CSV to FILE instead of standard output
   --json FILE          write the summary as JSON to FILE
   --svg FILE           draw the plan as SVG (steps across, addresses up)
@@ -126,6 +130,8 @@ pub struct PlanArgs {
     pub capacity: Option<u64>,
     pub time_limit: Option<f64>,
     pub node_limit: Option<u64>,
+    /// `Some(0)`: no cap; `None`: the default.
+    pub work_limit: Option<u64>,
     /// The plan CSV; `None`: not written (built-in trace without --output).
     pub output: Option<Dest>,
     pub json: Option<Dest>,
@@ -223,6 +229,7 @@ fn parse_plan_options(argv: &[String]) -> Result<Option<PlanArgs>, String> {
         capacity: None,
         time_limit: None,
         node_limit: None,
+        work_limit: None,
         output: None,
         json: None,
         svg: None,
@@ -262,6 +269,7 @@ fn parse_plan_options(argv: &[String]) -> Result<Option<PlanArgs>, String> {
                 }
                 a.time_limit = Some(s);
             }
+            "--work-limit" => a.work_limit = Some(number(flag, &value("a number")?, "a non-negative integer")?),
             "--node-limit" => a.node_limit = Some(number(flag, &value("a number")?, "a non-negative integer")?),
             "--output" => a.output = Some(Dest::new(value("a path")?)),
             "--json" => a.json = Some(Dest::new(value("a path")?)),
@@ -342,6 +350,8 @@ mod tests {
         assert_eq!((a.algorithm, a.alignment, a.capacity), (Algorithm::Tflm, 16, Some(100)));
         let a = plan(&["plan", "--algorithm", "exact", "--time-limit", "2.5", "--node-limit", "1000"]);
         assert_eq!((a.algorithm, a.time_limit, a.node_limit), (Algorithm::Exact, Some(2.5), Some(1000)));
+        assert_eq!(plan(&["plan", "--work-limit=0"]).work_limit, Some(0));
+        assert_eq!(plan(&["plan"]).work_limit, None);
     }
 
     #[test]

@@ -3,8 +3,8 @@
 //!
 //! ```text
 //! nnmem plan [FILE.csv|-] [--algorithm NAME] [--alignment N] [--capacity BYTES]
-//!            [--time-limit SECONDS] [--node-limit N] [--output FILE] [--json FILE]
-//!            [--svg FILE] [--picture[=FILE]] [--trust-fixed]
+//!            [--work-limit UNITS] [--node-limit N] [--time-limit SECONDS]
+//!            [--output FILE] [--json FILE] [--svg FILE] [--picture[=FILE]] [--trust-fixed]
 //! nnmem validate FILE.csv|- [--fixed-from INPUT.csv [--trust-fixed]]
 //! nnmem help [plan|validate]
 //! ```
@@ -14,7 +14,6 @@ mod report;
 
 use std::io::{Read, Write};
 use std::process::ExitCode;
-use std::time::Duration;
 
 use nnmem::plan::csv::{self, Row};
 use nnmem::plan::{picture, svg, units, validate, validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner};
@@ -123,9 +122,12 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
     planner.set_alignment(a.alignment)?;
     planner.set_capacity(a.capacity);
     if let Some(seconds) = a.time_limit {
-        planner.set_time_limit(Duration::from_secs_f64(seconds))?;
+        planner.set_time_limit_secs(seconds)?;
     }
     planner.set_node_limit(a.node_limit);
+    if let Some(units) = a.work_limit {
+        planner.set_work_limit((units != 0).then_some(units));
+    }
     planner.set_trust_fixed(a.trust_fixed);
     for r in &rows {
         let lifetime = Lifetime::half_open(r.lower, r.upper)?;

@@ -75,6 +75,10 @@ impl Summary<'_> {
                 );
             }
             let _ = writeln!(s, "plan time       {:.3} ms", o.elapsed.as_secs_f64() * 1e3);
+            if o.work > 0 || o.time_limit_cut {
+                let cut = if o.time_limit_cut { ", cut by the time limit" } else { "" };
+                let _ = writeln!(s, "work            {} units{cut}", o.work);
+            }
         } else {
             let _ = writeln!(s, "peak            - (not planned: the capacity is below the lower bound)");
         }
@@ -113,6 +117,8 @@ impl Summary<'_> {
             ("winner", o.map_or_else(|| "null".to_string(), |o| string(o.algorithm.name()))),
             ("plan_time_ms", o.map_or_else(|| "null".to_string(), |o| format!("{:.3}", o.elapsed.as_secs_f64() * 1e3))),
             ("search_nodes", o.map_or(0, |o| o.nodes).to_string()),
+            ("work_units", o.map_or(0, |o| o.work).to_string()),
+            ("time_limit_cut", o.is_some_and(|o| o.time_limit_cut).to_string()),
             ("capacity_bytes", num(self.planner.capacity())),
             ("fits", o.is_some_and(|o| o.fits).to_string()),
             ("missing_bytes", num(self.missing())),

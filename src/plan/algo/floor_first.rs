@@ -117,6 +117,12 @@ impl PlacementAlgorithm for FloorFirst {
 /// grows with the pairs of buffers live together (31.6 M on the 28,526
 /// buffers of S_1), so `auto` caps it.
 pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u64>> {
+    place_counted(problem, max_requeues, &mut 0)
+}
+
+/// [`place_within`], adding the stale entries put back to `requeues` (the
+/// work `auto` charges it, see [`super::SearchLimits`]).
+pub(super) fn place_counted(problem: &Problem, max_requeues: u64, requeues: &mut u64) -> Option<Vec<u64>> {
     {
         let buffers = problem.buffers();
         let mut offsets: Vec<u64> = buffers.iter().map(|b| b.fixed_offset.unwrap_or(0)).collect();
@@ -201,11 +207,11 @@ pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u
             .saturating_add(fixed.iter().map(|&(_, _, (_, top))| top).max().unwrap_or(0));
         let tops = RaiseMaxTree::new(sections);
         let placed = if rank_bits < 64 && highest_floor < 1u64 << (64 - rank_bits) {
-            drain(tops, movable.len(), max_requeues, floor_of, |f, r| f << rank_bits | r as u64, |k| {
+            drain(tops, movable.len(), max_requeues, requeues, floor_of, |f, r| f << rank_bits | r as u64, |k| {
                 (k >> rank_bits, (k & ((1 << rank_bits) - 1)) as usize)
             })
         } else {
-            drain(tops, movable.len(), max_requeues, floor_of, |f, r| (f as u128) << 64 | r as u128, |k| {
+            drain(tops, movable.len(), max_requeues, requeues, floor_of, |f, r| (f as u128) << 64 | r as u128, |k| {
                 ((k >> 64) as u64, k as u64 as usize)
             })
         };
@@ -218,26 +224,29 @@ pub(super) fn place_within(problem: &Problem, max_requeues: u64) -> Option<Vec<u
 
 /// The placement loop over buffers `0..n` (by rank): the queue keys are
 /// `pack(floor, rank)`, ordered as (floor, rank). Returns each buffer's
-/// offset, or `None` past `max_requeues` stale entries.
+/// offset, or `None` past `max_requeues` stale entries (counted in
+/// `requeues`).
 fn drain<K: Ord + Copy>(
     mut tops: RaiseMaxTree,
     n: usize,
     max_requeues: u64,
+    requeues: &mut u64,
     floor_of: impl Fn(usize, &RaiseMaxTree) -> (u64, (usize, usize), u64),
     pack: impl Fn(u64, usize) -> K,
     unpack: impl Fn(K) -> (u64, usize),
 ) -> Option<Vec<u64>> {
     let mut offsets = vec![0u64; n];
     let mut heap: BinaryHeap<Reverse<K>> = (0..n).map(|r| Reverse(pack(floor_of(r, &tops).0, r))).collect();
-    let mut requeues = 0u64;
+    let mut stale = 0u64;
     while let Some(mut top) = heap.peek_mut() {
         let (floor, r) = unpack(top.0);
         let (current, (a, b), size) = floor_of(r, &tops);
         if current > floor {
             // Stale: back in with its floor now, in place.
             *top = Reverse(pack(current, r));
-            requeues += 1;
-            if requeues > max_requeues {
+            stale += 1;
+            *requeues += 1;
+            if stale > max_requeues {
                 return None;
             }
             continue;

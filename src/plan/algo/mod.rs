@@ -31,7 +31,8 @@ use crate::status::{Error, Result};
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
     /// Runs the heuristics, keeps the smallest peak, and stops as soon as a
-    /// plan reaches the lower bound. The default.
+    /// plan reaches the lower bound; otherwise searches (EXACT) from the
+    /// best for the rest of the work budget. The default.
     Auto = 0,
     /// Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
     /// fixed buffers first, then by size descending (later-added first on
@@ -55,7 +56,8 @@ pub enum Algorithm {
     Conflict = 7,
     /// Branch and bound from the best heuristic plan: the smallest peak, or
     /// with a capacity the first plan that fits it. Anytime: stops at the
-    /// time limit, node limit or cancellation with the best plan so far.
+    /// work budget, node limit, time limit or cancellation with the best
+    /// plan so far.
     Exact = 8,
     /// The unplaced buffer with the lowest floor (the offset just above
     /// every placed buffer it is live with) goes there, ties to the one
@@ -153,26 +155,55 @@ impl Algorithm {
 }
 
 /// Limits and signals a search honours. Heuristics finish in one pass and
-/// only read `lower_bound`; searching algorithms also stop at the deadline,
-/// the node limit or when `cancel` is set, returning their best plan so far.
+/// only read `lower_bound`; `auto` and `exact` spend at most `work_limit`
+/// work units and `node_limit` search nodes (both counted, so the plan
+/// depends only on the input and the limits), and also stop at the
+/// deadline or when `cancel` is set, returning their best plan so far.
+///
+/// A *work unit* is one step of real work, counted where it happens: in
+/// the search, a node, each conflict-list entry its move visits, each
+/// buffer ranked or listed as a child and each section resident scanned
+/// for the section bound, plus a fixed charge per node for what it does
+/// in O(log n); a heuristic in `auto`'s first stage is charged an
+/// estimate from its buffer count (see `auto`). One unit is about 10 ns
+/// on a 2-core Xeon, so [`crate::plan::DEFAULT_WORK_LIMIT`] is about 1 s
+/// of planning there.
 #[derive(Clone, Debug)]
 pub struct SearchLimits {
     /// The lower bound of the problem, so `auto` can stop early.
     pub lower_bound: u64,
     /// With a capacity, searching stops at the first plan that fits it.
     pub capacity: Option<u64>,
-    /// When to give up and return the best plan so far.
+    /// An explicit wall-clock cap: when to give up and return the best
+    /// plan so far (the one thing that makes the plan machine-dependent).
     pub deadline: Option<Instant>,
-    /// At most this many search nodes (deterministic, unlike the deadline).
+    /// At most this many search nodes.
     pub node_limit: Option<u64>,
+    /// At most this many work units, heuristic stage and search together.
+    pub work_limit: Option<u64>,
     /// Set from another thread to stop a search early.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// For tests: sleep this long at every stop check (about every 1024
+    /// search nodes and between heuristics), to show that a slow machine
+    /// gets the same plan.
+    #[cfg(test)]
+    pub drag: Option<Duration>,
 }
 
 impl SearchLimits {
-    /// Limits with no capacity, deadline, node limit or cancellation.
+    /// Limits with no capacity, deadline, node or work limit or
+    /// cancellation.
     pub fn unlimited(lower_bound: u64) -> Self {
-        SearchLimits { lower_bound, capacity: None, deadline: None, node_limit: None, cancel: None }
+        SearchLimits {
+            lower_bound,
+            capacity: None,
+            deadline: None,
+            node_limit: None,
+            work_limit: None,
+            cancel: None,
+            #[cfg(test)]
+            drag: None,
+        }
     }
 
     /// Limits with a time budget from now.
@@ -180,10 +211,23 @@ impl SearchLimits {
         SearchLimits { deadline: Some(Instant::now() + budget), ..SearchLimits::unlimited(lower_bound) }
     }
 
-    /// Whether the search should stop now.
+    /// Whether the search should stop now: cancelled, or past the deadline.
     pub fn should_stop(&self) -> bool {
+        self.cancelled() || self.time_up()
+    }
+
+    /// Whether the cancel flag is set.
+    pub fn cancelled(&self) -> bool {
         self.cancel.as_ref().is_some_and(|c| c.load(Ordering::Relaxed))
-            || self.deadline.is_some_and(|d| Instant::now() >= d)
+    }
+
+    /// Whether the deadline (if any) has passed.
+    pub fn time_up(&self) -> bool {
+        #[cfg(test)]
+        if let Some(drag) = self.drag {
+            std::thread::sleep(drag);
+        }
+        self.deadline.is_some_and(|d| Instant::now() >= d)
     }
 }
 
@@ -203,12 +247,16 @@ pub struct Placement {
     pub lower_bound: u64,
     /// Search nodes explored (0 for heuristics).
     pub nodes: u64,
+    /// Work units spent (see [`SearchLimits`]; 0 for a heuristic alone).
+    pub work: u64,
+    /// The deadline stopped `auto` or `exact` before they were done.
+    pub time_limit_cut: bool,
 }
 
 impl Placement {
     /// A heuristic's plan: nothing proven, no search.
     pub fn heuristic(offsets: Vec<u64>, algorithm: Algorithm) -> Self {
-        Placement { offsets, algorithm, proven_optimal: false, lower_bound: 0, nodes: 0 }
+        Placement { offsets, algorithm, proven_optimal: false, lower_bound: 0, nodes: 0, work: 0, time_limit_cut: false }
     }
 }
 

@@ -67,6 +67,11 @@ impl Part {
         &self.residents[self.resident_start[s]..self.resident_start[s + 1]]
     }
 
+    /// Entries of all conflict lists (each pair live together, twice).
+    pub fn conflict_entries(&self) -> usize {
+        self.conflicts.len()
+    }
+
     /// Buffers live at a step with buffer `i`.
     pub fn conflicts(&self, i: usize) -> &[u32] {
         &self.conflicts[self.conflict_start[i]..self.conflict_start[i + 1]]

@@ -14,13 +14,15 @@
 //!    lower bound to T + 1. Each round tries every buffer preorder, since
 //!    an order that stalls on one instance often flies on another.
 //! 4. It stops when the incumbent meets the proven bound (optimal), fits the
-//!    capacity, or on the node limit, the deadline or cancellation; the
-//!    incumbent is returned in every case, so the plan is always valid.
+//!    capacity, or on the node limit, the work limit, the deadline or
+//!    cancellation; the incumbent is returned in every case, so the plan is
+//!    always valid.
 //!
-//! Everything is counted in nodes, never in time, so the same input and
-//! limits give the same plan (the deadline and cancellation only cut a run
-//! short).
+//! Everything is counted in nodes and work units, never in time, so the
+//! same input and limits give the same plan (an explicit deadline and
+//! cancellation only cut a run short, and the result says so).
 
+mod frontier;
 mod instance;
 mod order;
 mod pending;
@@ -53,7 +55,8 @@ impl PlacementAlgorithm for Exact {
 const FIRST_BUDGET_PER_BUFFER: u64 = 2;
 
 /// Runs the search from `incumbent` (a valid plan of `problem`) and returns
-/// the best plan found, never a worse one.
+/// the best plan found, never a worse one. The work limit covers the
+/// incumbent's `work` too (the heuristic stage's charge).
 pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -> Placement {
     let fixed_top = problem
         .buffers()
@@ -66,12 +69,23 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
     let mut best = incumbent.offsets;
     let mut best_peak = peak_of(problem, &best);
     let mut nodes = incumbent.nodes;
+    let mut work = incumbent.work;
     let mut algorithm = incumbent.algorithm;
     let finished = |peak: u64, proven: u64| peak <= proven || limits.capacity.is_some_and(|c| peak <= c);
-
-    let parts = match split(problem) {
-        Ok(parts) if !finished(best_peak, proven) => parts,
-        _ => return Placement { offsets: best, algorithm, proven_optimal: best_peak <= proven, lower_bound: proven, nodes },
+    let work_limit = limits.work_limit.unwrap_or(u64::MAX);
+    if finished(best_peak, proven) || work >= work_limit {
+        return Placement { offsets: best, proven_optimal: best_peak <= proven, lower_bound: proven, ..incumbent };
+    }
+    let parts = split(problem);
+    // Building the conflict lists is a search cost like any other (a
+    // fifth of the search's time on PanGu's 24 M entries).
+    let built = match &parts {
+        Ok(parts) => parts.iter().map(|p| p.conflict_entries() + p.len()).sum::<usize>(),
+        Err(_) => problem.len(),
+    };
+    work = work.saturating_add(built as u64);
+    let Ok(parts) = parts else {
+        return Placement { offsets: best, proven_optimal: best_peak <= proven, lower_bound: proven, work, ..incumbent };
     };
     // Each part's best plan so far, as (peak, local offsets).
     let mut part_best: Vec<(u64, Vec<u64>)> = parts
@@ -84,7 +98,13 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
         .collect();
     let largest = parts.iter().map(Part::len).max().unwrap_or(0) as u64;
     let unit = (largest * FIRST_BUDGET_PER_BUFFER).max(1000);
-    let mut stop = || limits.should_stop();
+    // Which stop it was: only the deadline makes the plan machine-dependent.
+    let cut = std::cell::Cell::new(incumbent.time_limit_cut);
+    let mut stop = || {
+        let up = limits.time_up();
+        cut.set(cut.get() || up);
+        up || limits.cancelled()
+    };
     let node_limit = limits.node_limit.unwrap_or(u64::MAX);
     let mut spent = 0u64;
     let bases = PREORDERS.len() as u64;
@@ -104,7 +124,8 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
         };
         targets.retain(|&t| t >= proven && t < best_peak);
         let left = node_limit.saturating_sub(spent);
-        if targets.is_empty() || left == 0 || stop() {
+        let work_left = work_limit.saturating_sub(work);
+        if targets.is_empty() || left == 0 || work_left == 0 || stop() {
             break;
         }
         // Kinds: reach the proven bound (optimality), halve the gap, or just
@@ -121,9 +142,11 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
                 continue;
             }
             let search = &mut searches[kind][p][(run % bases) as usize];
-            let before = search.nodes;
-            let outcome = search.run(target, budget.min(node_limit.saturating_sub(spent)), &mut stop);
+            let (before, work_before) = (search.nodes, search.work);
+            let outcome =
+                search.run(target, budget.min(node_limit.saturating_sub(spent)), work_limit.saturating_sub(work), &mut stop);
             spent += search.nodes - before;
+            work += search.work - work_before;
             match outcome {
                 Verdict::Found(offsets) => {
                     let peak = part.peak_of(&offsets);
@@ -153,7 +176,15 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
         }
     }
     nodes += spent;
-    Placement { offsets: best, algorithm, proven_optimal: best_peak <= proven, lower_bound: proven, nodes }
+    Placement {
+        offsets: best,
+        algorithm,
+        proven_optimal: best_peak <= proven,
+        lower_bound: proven,
+        nodes,
+        work,
+        time_limit_cut: cut.get(),
+    }
 }
 
 #[cfg(test)]

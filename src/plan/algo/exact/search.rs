@@ -34,10 +34,13 @@
 //! move that split it, with its buffers ranked afresh by what is left to
 //! place (MiniMalloc's per-partition preorder).
 //!
-//! Per node the work is a pass over the unplaced buffers (ceiling, memo
-//! key, buffers behind the key, first child) plus what the move touched:
-//! the other children are listed only if the first fails, and the section
-//! bound rechecks only the sections whose floors or bytes changed.
+//! Per node the work is what the move touched: the placed buffer's
+//! conflicts (floors raised), the [`Frontier`] updates for them, and the
+//! sections those buffers witnessed for the section bound. The ceiling,
+//! memo key, buffers behind the key and first child are O(log n) queries
+//! on the frontier (a pass over every unplaced buffer before: 95 µs per
+//! node on the 18,692 buffers of PanGu); the other children are listed
+//! only if the first fails.
 //!
 //! Backtracking restores exact state from undo logs, so the search does no
 //! allocation per node. Iterative, so deep parts (tens of thousands of
@@ -45,12 +48,40 @@
 
 use std::collections::HashMap;
 
+use super::frontier::{index_of, offset_of, pack, Frontier, Packed};
 use super::instance::Part;
 use super::order::Preorder;
 use super::pending::Pending;
 
 /// Offset of an unplaced buffer.
 const UNPLACED: u64 = u64::MAX;
+
+/// Work units a node costs besides what it scans and lifts (memo lookup,
+/// frontier queries, the frame). With one unit per conflict entry, lifted
+/// floor, scanned section resident or witnessed section and ranked or
+/// listed buffer, this tracks the search's time within about 20% on
+/// PanGu and MiniMalloc's challenging B, D, I and J (fitted to measured
+/// CPU time: about 10 ns a unit on a 2-core Xeon).
+const NODE_WORK: u64 = 10;
+
+/// Parts of at least this many buffers keep a [`Frontier`]; smaller ones
+/// scan their unplaced buffers at each node, which costs less than
+/// keeping the trees up to date (MiniMalloc's challenging instances, at
+/// 154 to 454 buffers, search half as many nodes a second with the trees).
+const FRONTIER_MIN: usize = 2048;
+
+/// Unplaced buffers a small part's scan looks at per work unit: a key
+/// compare and a range check in a tight loop over data in cache, a quarter
+/// of what the other units cost. MiniMalloc's challenging B then spends
+/// the default budget in 1.28 M nodes and 0.87 s (at a load average of 3
+/// on the 2-core Xeon), about as long as PanGu's 21k nodes.
+const SCANS_PER_UNIT: usize = 4;
+
+/// [`Search::witness`] of a section with nothing left to place.
+const NO_WITNESS: u32 = u32::MAX;
+
+/// Marks a witness entry of [`Search::floor_log`] (the rest is a section).
+const WITNESS: u32 = 1 << 31;
 
 /// [`Frame::end`] of a node whose children are not listed yet.
 const UNLISTED: usize = usize::MAX;
@@ -219,15 +250,47 @@ pub struct Search<'p> {
     crossing: Vec<u32>,
     unplaced: Vec<u32>,
     position: Vec<u32>,
+    /// The unplaced buffers by key, floor + size and hash (see
+    /// [`Frontier`]), so a node need not scan them.
+    frontier: Option<Frontier>,
+    /// Whether the part is small enough to scan (see [`FRONTIER_MIN`]);
+    /// the work counted follows this (see [`SCANS_PER_UNIT`]), whichever
+    /// way tests run it.
+    scanned: bool,
+    /// Per section, the first buffer whose first section is at or after it
+    /// (buffers are numbered by first section): a component's buffers are
+    /// `section_start[lo]..section_start[hi]`.
+    section_start: Vec<u32>,
+    /// [`scope_hash`] of each buffer.
+    scope_hashes: Vec<u128>,
+    /// Undo log of floors, `(buffer, old floor)`, and of witnesses,
+    /// `(WITNESS | section, old witness_at << 32 | old witness)`.
     floor_log: Vec<(u32, u64)>,
     hash: u128,
     /// Components waiting to be searched, the next on top.
     waiting: Vec<Component>,
-    /// Per section, an unplaced buffer live there that last showed the
-    /// section bound holds (checked before use, so never restored).
+    /// Per section, an unplaced buffer live there whose floor shows the
+    /// section bound holds ([`NO_WITNESS`] while nothing is left to place
+    /// there). Kept true at every node on the stack (changes are undone
+    /// with the floors), so a move need only recheck the sections whose
+    /// witness it placed or lifted.
     witness: Vec<u32>,
+    /// Per section, the witness's position in [`Part::residents`]: the
+    /// next search for one starts after it, past the residents found
+    /// wanting last time (floors only rise going deeper, and placed
+    /// buffers stay placed), which on PanGu scans a tenth as many.
+    witness_at: Vec<u32>,
+    /// Per buffer, the sections it witnesses, and stale entries (sections
+    /// since handed to another witness; skipped when read). Appended to on
+    /// each hand-over and popped when that is undone.
+    witnessed: Vec<Vec<u32>>,
     /// Nodes visited over all runs.
     pub nodes: u64,
+    /// Work units spent over all runs (see [`crate::plan::SearchLimits`]):
+    /// per node [`NODE_WORK`], plus the conflict entries its move visits,
+    /// the buffers ranked or listed and the section residents and
+    /// witnessed sections scanned.
+    pub work: u64,
     /// The running search's target.
     target: u64,
     /// Scratch: the buffers behind the current node's key.
@@ -277,6 +340,19 @@ fn memo_key(state: u128, context: u128) -> u128 {
     state ^ (((hi as u128) << 64) | lo as u128)
 }
 
+/// The first position in `list`, starting at `start` and wrapping around,
+/// whose buffer is `ok`, and how many were looked at.
+fn scan_from(list: &[u32], start: usize, ok: impl Fn(u32) -> bool) -> (Option<usize>, u64) {
+    let start = start.min(list.len());
+    if let Some(k) = list[start..].iter().position(|&j| ok(j)) {
+        return (Some(start + k), k as u64 + 1);
+    }
+    match list[..start].iter().position(|&j| ok(j)) {
+        Some(k) => (Some(k), (list.len() - start + k) as u64 + 1),
+        None => (None, list.len() as u64),
+    }
+}
+
 /// splitmix64's finaliser.
 fn mix(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -294,6 +370,8 @@ impl<'p> Search<'p> {
     /// `preorder`.
     pub fn new(part: &'p Part, preorder: Preorder) -> Self {
         let n = part.len();
+        debug_assert!(part.first.windows(2).all(|w| w[0] <= w[1]), "buffers are numbered by first section");
+        let section_start = (0..=part.sections as u32).map(|s| part.first.partition_point(|&f| f < s) as u32).collect();
         Search {
             part,
             preorder,
@@ -311,11 +389,19 @@ impl<'p> Search<'p> {
             crossing: vec![0; part.sections],
             unplaced: Vec::with_capacity(n),
             position: vec![0; n],
+            // Tests take the frontier at every size, checked against the scans.
+            frontier: (n >= FRONTIER_MIN || cfg!(test)).then(|| Frontier::new(n)),
+            scanned: n < FRONTIER_MIN,
+            section_start,
+            scope_hashes: (0..n as u32).map(scope_hash).collect(),
             floor_log: Vec::new(),
             hash: 0,
             waiting: Vec::new(),
-            witness: vec![0; part.sections],
+            witness: vec![NO_WITNESS; part.sections],
+            witness_at: vec![0; part.sections],
+            witnessed: vec![Vec::new(); n],
             nodes: 0,
+            work: 0,
             target: 0,
             behind: Vec::new(),
             effective: vec![(0, 0); n],
@@ -350,10 +436,27 @@ impl<'p> Search<'p> {
                 self.crossing[b as usize] += 1;
             }
         }
+        let (floor, rank, hashes) = (&self.floor, &self.rank, &self.scope_hashes);
+        if let Some(frontier) = &mut self.frontier {
+            frontier.fill(part.len(), |i| (pack(floor[i], rank[i], i as u32), floor[i] + part.size[i], hashes[i]));
+        }
         self.floor_log.clear();
         self.rank_log.clear();
         self.candidates.clear();
         self.waiting.clear();
+    }
+
+    /// Tells the frontier buffer `i`'s key and floor + size changed.
+    fn refresh(&mut self, i: usize) {
+        if let Some(frontier) = &mut self.frontier {
+            let floor = self.floor[i];
+            frontier.set(i, pack(floor, self.rank[i], i as u32), floor + self.part.size[i]);
+        }
+    }
+
+    /// The buffers of `scope`, as a range of indices.
+    fn range(&self, scope: Component) -> (usize, usize) {
+        (self.section_start[scope.lo as usize] as usize, self.section_start[scope.hi as usize] as usize)
     }
 
     /// Ranks the unplaced buffers of `scope` by the preorder, logging the
@@ -372,9 +475,11 @@ impl<'p> Search<'p> {
             }
         }
         ranking.sort_unstable_by(|x, y| y.0.cmp(&x.0).then(x.1.cmp(&y.1)));
+        self.work += ranking.len() as u64;
         for (r, &(_, i)) in ranking.iter().enumerate() {
             self.rank_log.push((i, self.rank[i as usize]));
             self.rank[i as usize] = r as u32 + 1;
+            self.refresh(i as usize);
         }
         self.ranking = ranking;
     }
@@ -419,9 +524,10 @@ impl<'p> Search<'p> {
     }
 
     /// Searches for a plan with peak at most `target`, visiting at most
-    /// `budget` nodes and polling `stop` every 1024 nodes.
-    pub fn run(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
-        let verdict = self.search(target, budget, stop);
+    /// `budget` nodes, spending at most about `work_budget` work units
+    /// (checked per node) and polling `stop` every 1024 nodes.
+    pub fn run(&mut self, target: u64, budget: u64, work_budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
+        let verdict = self.search(target, budget, self.work.saturating_add(work_budget), stop);
         #[cfg(test)]
         let verdict = if self.audit {
             // Subtrees that held plans are in the memo as failures.
@@ -440,7 +546,7 @@ impl<'p> Search<'p> {
         verdict
     }
 
-    fn search(&mut self, target: u64, budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
+    fn search(&mut self, target: u64, budget: u64, work_end: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
         if target > self.memo_target {
             self.memo.clear();
         }
@@ -452,7 +558,11 @@ impl<'p> Search<'p> {
             return Verdict::Found(Vec::new());
         }
         let whole = Component { lo: 0, hi: part.sections as u32, count: part.len() as u32, batch: 0, from: 0 };
-        // Later nodes check only what changed, so the root checks it all.
+        // Later nodes check only what changed, so the root checks it all,
+        // with fresh witnesses.
+        self.witness.fill(NO_WITNESS);
+        self.witness_at.fill(0);
+        self.witnessed.iter_mut().for_each(Vec::clear);
         self.stamp += 1;
         if (0..part.len()).any(|i| self.floor[i].saturating_add(part.size[i]) > target)
             || part.live.iter().any(|&b| b > target)
@@ -509,7 +619,7 @@ impl<'p> Search<'p> {
             let scope = frame.scope;
             spent += 1;
             self.nodes += 1;
-            if spent > budget || (spent & 0x3FF == 0 && stop()) {
+            if spent > budget || self.work >= work_end || (spent & 0x3FF == 0 && stop()) {
                 return Verdict::Stopped;
             }
             let (floor_log, old_hash) = (self.floor_log.len(), self.hash);
@@ -592,6 +702,9 @@ impl<'p> Search<'p> {
         while self.rank_log.len() > frame.rank_log {
             let (i, old) = self.rank_log.pop().expect("longer than mark");
             self.rank[i as usize] = old;
+            if self.offset[i as usize] == UNPLACED {
+                self.refresh(i as usize);
+            }
         }
         match frame.restore {
             Restore::Nothing => {}
@@ -657,20 +770,25 @@ impl<'p> Search<'p> {
     /// memo key of the state with this scope, and whether the buffers behind
     /// the key still fit ([`Search::behind_fit`]).
     fn survey(&mut self, scope: Component, key: Key) -> (u64, u128, bool) {
-        let size = &self.part.size;
-        let mut ceiling = u64::MAX;
-        let mut hash = self.hash;
         let mut behind = std::mem::take(&mut self.behind);
         behind.clear();
-        for &i in &self.unplaced {
-            let iu = i as usize;
-            if self.in_scope(iu, scope) {
-                ceiling = ceiling.min(self.floor[iu] + size[iu]);
-                hash ^= scope_hash(i);
-                if self.key_of(i) < key {
-                    behind.push(i);
+        let (ceiling, hash) = match &self.frontier {
+            Some(frontier) => {
+                let (a, b) = self.range(scope);
+                frontier.below(a, b, pack(key.offset, key.rank, 0), &mut behind);
+                let found = (frontier.ceiling(a, b), self.hash ^ frontier.hash(a, b));
+                #[cfg(test)]
+                {
+                    let mut scan = Vec::new();
+                    assert_eq!(self.scan_survey(scope, key, &mut scan), found);
+                    assert_eq!(scan, behind);
                 }
+                found
             }
+            None => self.scan_survey(scope, key, &mut behind),
+        };
+        if self.scanned {
+            self.work += (self.unplaced.len() / SCANS_PER_UNIT) as u64;
         }
         #[cfg(test)]
         let skip = self.skip_behind || self.audit;
@@ -740,12 +858,18 @@ impl<'p> Search<'p> {
                     (stamp, e) if stamp == self.stamp => e,
                     _ => self.floor[w],
                 };
-                let w = self.witness[s] as usize;
-                if self.offset[w] == UNPLACED && effective(w) <= room && part.first[w] as usize <= s && s < part.last[w] as usize {
+                let w = self.witness[s];
+                if w != NO_WITNESS && self.offset[w as usize] == UNPLACED && effective(w as usize) <= room {
                     continue;
                 }
-                match part.residents(s).iter().find(|&&k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room) {
-                    Some(&k) => self.witness[s] = k,
+                let after = if w == NO_WITNESS { 0 } else { self.witness_at[s] as usize + 1 };
+                let (found, scanned) =
+                    scan_from(part.residents(s), after, |k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room);
+                self.work += scanned;
+                match found {
+                    // Its floor is no higher than its effective floor, so
+                    // it is a witness in the plain sense too.
+                    Some(k) => self.hand_over(s, k),
                     None => return false,
                 }
             }
@@ -790,9 +914,44 @@ impl<'p> Search<'p> {
         }
     }
 
+    /// [`Search::survey`]'s ceiling and hash, and the buffers behind the
+    /// key (in index order), by a scan of every unplaced buffer.
+    fn scan_survey(&self, scope: Component, key: Key, behind: &mut Vec<u32>) -> (u64, u128) {
+        let mut ceiling = u64::MAX;
+        let mut hash = self.hash;
+        for &i in &self.unplaced {
+            let iu = i as usize;
+            if self.in_scope(iu, scope) {
+                ceiling = ceiling.min(self.floor[iu] + self.part.size[iu]);
+                hash ^= self.scope_hashes[iu];
+                if self.key_of(i) < key {
+                    behind.push(i);
+                }
+            }
+        }
+        behind.sort_unstable();
+        (ceiling, hash)
+    }
+
     /// The unplaced buffer of `scope` with the smallest key above `after`
     /// whose floor is below `ceiling`.
-    fn first_candidate(&self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
+    fn first_candidate(&mut self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
+        if self.scanned {
+            self.work += (self.unplaced.len() / SCANS_PER_UNIT) as u64;
+        }
+        let Some(frontier) = &self.frontier else { return self.scan_first(after, ceiling, scope) };
+        let (a, b) = self.range(scope);
+        let first = frontier.least_above(a, b, pack(after.offset, after.rank, u32::MAX)).and_then(|k| {
+            let i = index_of(k);
+            (offset_of(k) < ceiling).then(|| (self.key_of(i), i))
+        });
+        #[cfg(test)]
+        assert_eq!(first, self.scan_first(after, ceiling, scope));
+        first
+    }
+
+    /// [`Search::first_candidate`] by a scan of every unplaced buffer.
+    fn scan_first(&self, after: Key, ceiling: u64, scope: Component) -> Option<(Key, u32)> {
         let mut best: Option<(Key, u32)> = None;
         for &i in &self.unplaced {
             let k = self.key_of(i);
@@ -809,6 +968,29 @@ impl<'p> Search<'p> {
     /// is on the stack (children undo what they change), so the list stays
     /// right for the node's whole life.
     fn list_candidates(&mut self, after: Key, ceiling: u64, scope: Component) {
+        let start = self.candidates.len();
+        match &self.frontier {
+            Some(frontier) => {
+                let (a, b) = self.range(scope);
+                let mut keys: Vec<Packed> = Vec::new();
+                frontier.between(a, b, pack(after.offset, after.rank, u32::MAX), ceiling, &mut keys);
+                keys.sort_unstable();
+                let listed = keys.into_iter().map(|k| (Key { offset: offset_of(k), rank: (k >> 32) as u32 }, index_of(k)));
+                self.candidates.extend(listed);
+            }
+            None => self.scan_list(after, ceiling, scope),
+        }
+        self.work += if self.scanned { self.unplaced.len() / SCANS_PER_UNIT } else { self.candidates.len() - start } as u64;
+        #[cfg(test)]
+        {
+            let got = self.candidates.split_off(start);
+            self.scan_list(after, ceiling, scope);
+            assert_eq!(self.candidates[start..], got[..]);
+        }
+    }
+
+    /// [`Search::list_candidates`] by a scan of every unplaced buffer.
+    fn scan_list(&mut self, after: Key, ceiling: u64, scope: Component) {
         let start = self.candidates.len();
         for &i in &self.unplaced {
             let k = self.key_of(i);
@@ -827,7 +1009,12 @@ impl<'p> Search<'p> {
         let iu = i as usize;
         let size = part.size[iu];
         let top = offset + size;
+        self.work += NODE_WORK + part.conflicts(iu).len() as u64;
         self.offset[iu] = offset;
+        if let Some(frontier) = &mut self.frontier {
+            frontier.remove(iu);
+            frontier.toggle(iu, self.scope_hashes[iu]);
+        }
         self.hash ^= item_hash(i, self.floor[iu]) ^ item_hash(i, UNPLACED);
         let p = self.position[iu] as usize;
         let last = *self.unplaced.last().expect("i is unplaced");
@@ -852,6 +1039,8 @@ impl<'p> Search<'p> {
             self.floor_log.push((j, self.floor[ju]));
             self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, lifted);
             self.floor[ju] = lifted;
+            self.refresh(ju);
+            self.work += 1;
             ok &= lifted.saturating_add(part.size[ju]) <= target;
         }
         if !ok {
@@ -864,15 +1053,15 @@ impl<'p> Search<'p> {
     /// place in a section goes above the current offset and above the
     /// lowest floor among them, and must fit under the target.
     ///
-    /// Incremental: the parent node passed it, and only the sections of
-    /// `i` (just placed) and of the buffers whose floors it raised (logged
-    /// from `floor_mark`) changed otherwise; for the rest only the higher
-    /// offset matters, which the fullest section of the scope decides.
-    /// `fullest` bounds that from above (the parent's value); it is worked
-    /// out afresh only when the bound alone would fail. Returns the new
-    /// bound when the node passes.
+    /// Incremental: the parent node passed it, with a valid witness in
+    /// every section, and a move only lowers the bytes still to place, so
+    /// only the sections witnessed by `i` (just placed) or by a buffer
+    /// whose floor it raised (logged from `floor_mark`) can fail; for the
+    /// rest only the higher offset matters, which the fullest section of
+    /// the scope decides. `fullest` bounds that from above (the parent's
+    /// value); it is worked out afresh only when the bound alone would
+    /// fail. Returns the new bound when the node passes.
     fn sections_fit(&mut self, i: u32, floor_mark: usize, offset: u64, target: u64, scope: Component, fullest: u64) -> Option<u64> {
-        let part = self.part;
         let (lo, hi) = (scope.lo as usize, scope.hi as usize);
         let mut fullest = fullest;
         if offset.checked_add(fullest).is_none_or(|h| h > target) {
@@ -882,31 +1071,31 @@ impl<'p> Search<'p> {
             }
         }
         self.stamp += 1;
-        let iu = i as usize;
-        // On long traces the raised buffers' spans can add up to far more
-        // than the scope: then one pass over the scope is cheaper.
-        let span = |j: usize| (part.last[j].min(scope.hi)).saturating_sub(part.first[j].max(scope.lo)) as usize;
-        let mut work = span(iu);
-        for &(j, _) in &self.floor_log[floor_mark..] {
-            work += span(j as usize);
-            if work > hi - lo {
-                return (lo..hi).all(|s| self.section_fits(s, target)).then_some(fullest);
-            }
+        if !self.witnesses_fit(i, target) {
+            return None;
         }
-        for s in (part.first[iu] as usize).max(lo)..(part.last[iu] as usize).min(hi) {
-            if !self.section_fits(s, target) {
+        // Witness hand-overs append to the log; the raised floors come first.
+        let lifted = self.floor_log.len();
+        for k in floor_mark..lifted {
+            let j = self.floor_log[k].0;
+            if j & WITNESS == 0 && !self.witnesses_fit(j, target) {
                 return None;
             }
         }
-        for k in floor_mark..self.floor_log.len() {
-            let ju = self.floor_log[k].0 as usize;
-            for s in (part.first[ju] as usize).max(lo)..(part.last[ju] as usize).min(hi) {
-                if !self.section_fits(s, target) {
-                    return None;
-                }
-            }
-        }
         Some(fullest)
+    }
+
+    /// Whether the sections buffer `w` witnesses still fit (see
+    /// [`Search::section_fits`]).
+    fn witnesses_fit(&mut self, w: u32, target: u64) -> bool {
+        let list = std::mem::take(&mut self.witnessed[w as usize]);
+        self.work += list.len() as u64;
+        // A recheck hands sections to other buffers only, never to `w`
+        // (it no longer qualifies), so the list is not appended to meanwhile.
+        let fit = list.iter().all(|&s| self.witness[s as usize] != w || self.section_fits(s as usize, target));
+        debug_assert!(self.witnessed[w as usize].is_empty());
+        self.witnessed[w as usize] = list;
+        fit
     }
 
     /// Whether section `s`'s lowest unplaced floor plus its bytes still to
@@ -923,18 +1112,31 @@ impl<'p> Search<'p> {
             return true;
         }
         let Some(room) = target.checked_sub(pending) else { return false };
-        let part = self.part;
-        let w = self.witness[s] as usize;
-        if self.offset[w] == UNPLACED && self.floor[w] <= room && part.first[w] as usize <= s && s < part.last[w] as usize {
+        let w = self.witness[s];
+        if w != NO_WITNESS && self.offset[w as usize] == UNPLACED && self.floor[w as usize] <= room {
             return true;
         }
-        match part.residents(s).iter().find(|&&j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room) {
-            Some(&j) => {
-                self.witness[s] = j;
+        let after = if w == NO_WITNESS { 0 } else { self.witness_at[s] as usize + 1 };
+        let (found, scanned) =
+            scan_from(self.part.residents(s), after, |j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room);
+        self.work += scanned;
+        match found {
+            Some(k) => {
+                self.hand_over(s, k);
                 true
             }
             None => false,
         }
+    }
+
+    /// Makes the resident at position `at` the witness of section `s`,
+    /// logged for undoing.
+    fn hand_over(&mut self, s: usize, at: usize) {
+        let w = self.part.residents(s)[at];
+        let old = std::mem::replace(&mut self.witness[s], w);
+        let old_at = std::mem::replace(&mut self.witness_at[s], at as u32);
+        self.floor_log.push((WITNESS | s as u32, (old_at as u64) << 32 | old as u64));
+        self.witnessed[w as usize].push(s as u32);
     }
 
     /// Undoes [`Search::place`] of buffer `i`, given the floor log's length
@@ -945,13 +1147,26 @@ impl<'p> Search<'p> {
         let size = part.size[iu];
         while self.floor_log.len() > floor_log {
             let (j, old) = self.floor_log.pop().expect("longer than mark");
+            if j & WITNESS != 0 {
+                let s = (j & !WITNESS) as usize;
+                let w = std::mem::replace(&mut self.witness[s], old as u32);
+                self.witness_at[s] = (old >> 32) as u32;
+                let popped = self.witnessed[w as usize].pop();
+                debug_assert_eq!(popped, Some(s as u32));
+                continue;
+            }
             self.floor[j as usize] = old;
+            self.refresh(j as usize);
         }
         self.pending.change(part.first[iu] as usize, part.last[iu] as usize, size, false);
         for b in part.first[iu] + 1..part.last[iu] {
             self.crossing[b as usize] += 1;
         }
         self.offset[iu] = UNPLACED;
+        self.refresh(iu);
+        if let Some(frontier) = &mut self.frontier {
+            frontier.toggle(iu, self.scope_hashes[iu]);
+        }
         self.hash = old_hash;
         self.position[iu] = self.unplaced.len() as u32;
         self.unplaced.push(i);

@@ -167,7 +167,7 @@ fn every_preorder_alone_is_exact() {
         for order in PREORDERS {
             for part in &parts {
                 let mut search = Search::new(part, order);
-                match search.run(optimum, u64::MAX, &mut || false) {
+                match search.run(optimum, u64::MAX, u64::MAX, &mut || false) {
                     Verdict::Found(offsets) => assert!(part.peak_of(&offsets) <= optimum),
                     other => panic!("round {round}, {order:?}: {other:?} at the optimum {optimum}: {:?}", p.buffers()),
                 }
@@ -180,7 +180,7 @@ fn every_preorder_alone_is_exact() {
             if optimum > fixed_top {
                 let all_fit = parts.iter().all(|part| {
                     let mut search = Search::new(part, order);
-                    let fits = matches!(search.run(optimum - 1, u64::MAX, &mut || false), Verdict::Found(_));
+                    let fits = matches!(search.run(optimum - 1, u64::MAX, u64::MAX, &mut || false), Verdict::Found(_));
                     behind += search.behind_nodes;
                     kills += search.behind_kills;
                     fits
@@ -240,7 +240,7 @@ fn effective_floors_never_change_the_answer() {
                 let run = |target: u64, skip: bool, kills: &mut u64| {
                     let mut search = Search::new(part, order);
                     search.skip_behind = skip;
-                    let verdict = search.run(target, 200_000, &mut || false);
+                    let verdict = search.run(target, 200_000, u64::MAX, &mut || false);
                     *kills += search.behind_kills;
                     verdict
                 };
@@ -296,7 +296,7 @@ fn effective_floors_hold_in_every_plan() {
                 while above.is_none_or(|a| target <= a) {
                     let mut search = Search::new(part, order);
                     search.audit = true;
-                    let verdict = search.run(target, 100_000, &mut || false);
+                    let verdict = search.run(target, 100_000, u64::MAX, &mut || false);
                     kills += search.behind_kills;
                     let audited = search.audited;
                     (plans, judged) = (plans + audited.plans, judged + audited.judged);
