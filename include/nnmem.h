@@ -1299,8 +1299,9 @@ struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name)
  * buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
  * Amortised O(1); the stack grows as needed.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims`, `dtype`,
- * `mem_kind` or `ownership` out of range); OUT_OF_MEMORY.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
+ * 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
+ * OUT_OF_MEMORY.
  */
 enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor *tensor);
 

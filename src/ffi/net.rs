@@ -960,8 +960,8 @@ unsafe fn publish(c: *mut CacheEntry) {
 /// What is wrong with a descriptor handed to `nnm_cache_push`.
 #[cold]
 fn bad_descriptor(t: &nnm_tensor) -> Error {
-    if t.ndims as usize > MAX_DIMS {
-        return Error::invalid(format!("tensor has ndims {}: at most {MAX_DIMS}", t.ndims));
+    if t.ndims == 0 || t.ndims as usize > MAX_DIMS {
+        return Error::invalid(format!("tensor has ndims {}: a tensor has 1 to {MAX_DIMS} dimensions", t.ndims));
     }
     let checks = [
         Dtype::from_value(t.dtype).err(),
@@ -975,8 +975,9 @@ fn bad_descriptor(t: &nnm_tensor) -> Error {
 /// buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
 /// Amortised O(1); the stack grows as needed.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims`, `dtype`,
-/// `mem_kind` or `ownership` out of range); OUT_OF_MEMORY.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
+/// 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
+/// OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nnm_tensor) -> nnm_status {
     guard(|| {
@@ -984,7 +985,8 @@ pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nn
         non_null(tensor, "tensor")?;
         let t = &*tensor;
         // One branch on the hot path; the precise message only on failure.
-        if t.ndims as usize > MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
+        // `ndims - 1` wraps 0 to u32::MAX, so one compare refuses 0 and > 8.
+        if t.ndims.wrapping_sub(1) as usize >= MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
             return Err(bad_descriptor(t));
         }
         // The copy never owns (Ownership::of_copy), computed in a register:

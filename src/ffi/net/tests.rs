@@ -328,6 +328,11 @@ fn caches_push_pop_count_clear() {
         let mut bad = (*p).data;
         bad.ndims = 9;
         assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "tensor has ndims 9: a tensor has 1 to 8 dimensions");
+        bad.ndims = 0;
+        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
+        assert_eq!((*k).count, 0, "a refused push leaves the stack as it was");
         bad.ndims = 1;
         bad.ownership = 5;
         assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
