@@ -326,6 +326,11 @@ static void errors(legacy_net_t *ln, struct freed_log *log) {
     CHECK_FAILS(nnm_net_attach_param_adopted(ln->net, "emb", NNM_DTYPE_F64, dims, 0, mine, NULL, legacy_free, log,
                                              NULL),
                 NNM_INVALID_ARGUMENT);
+    /* A buffer the net already adopted would be freed twice. */
+    CHECK_FAILS(nnm_net_attach_param_adopted(ln->net, "emb", NNM_DTYPE_F64, dims, 1, ln->adopted[0], NULL,
+                                             legacy_free, log, NULL),
+                NNM_INVALID_ARGUMENT);
+    CHECK(strstr(nnm_last_error(), "already adopted by this net") != NULL);
     CHECK(log->count == freed_before);
     free(mine);
 }

@@ -395,7 +395,8 @@ typedef enum nnm_mem_kind {
  */
 typedef enum nnm_ownership {
   /**
-   * Allocated by nnmem, freed by nnmem.
+   * Allocated (or adopted, with the caller's deallocator) by nnmem,
+   * freed by nnmem.
    */
   NNM_OWNERSHIP_OWNED = 0,
   /**
@@ -583,7 +584,7 @@ typedef struct nnm_net_bytes {
    */
   uint64_t tensors;
   /**
-   * Bytes of buffers nnmem allocated (and frees); for caches including
+   * Bytes of buffers nnmem allocated or adopted (and frees); for caches including
    * popped buffers kept for reuse.
    */
   uint64_t owned_bytes;
@@ -630,7 +631,7 @@ typedef struct nnm_net_report {
 
 /**
  * A tensor descriptor. Its `ownership` says who owns `data`; nnmem frees
- * only what it allocated, whatever this field says.
+ * only what it allocated or adopted, whatever this field says.
  */
 typedef struct nnm_tensor {
   /**
@@ -765,8 +766,9 @@ typedef struct nnm_cache {
  * ever stores descriptors (shallow copies that never own a buffer), so it
  * frees no tensor buffer either.
  *
- * While it holds heap, it must not be copied or moved: calls on a copy
- * fail with WRONG_STATE and change nothing.
+ * While it holds heap, it must not be copied or moved: push, pop, get,
+ * count and clear on a copy fail with WRONG_STATE and change nothing
+ * (`nnm_stack_cache_init` makes a copy an empty cache of its own).
  */
 typedef struct nnm_stack_cache {
   /**
@@ -1210,8 +1212,8 @@ enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
 
 /**
  * Frees the net: every buffer nnmem allocated (params, outputs, cache
- * buffers), exactly once, and every entry; never a view, a placeholder or
- * borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+ * buffers) or adopted (through its `free_fn`), exactly once, and every
+ * entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
  * a no-op; freeing twice is detected and reported through
  * `nnm_last_error()`.
  */
@@ -1270,12 +1272,14 @@ enum nnm_status nnm_net_attach_param_borrowed(struct nnm_net *net,
  * Each is shown as NNM_OWNERSHIP_OWNED and freed exactly once, as
  * `free_fn(ctx, buffer)`, by `nnm_net_free`; never earlier, never twice.
  * When this call fails, nothing is adopted: the caller still owns both
- * buffers and frees them itself. `data` and `diff` must be distinct
- * buffers of at least the tensor's size. Otherwise as
+ * buffers and frees them itself. `data` and `diff` must be the caller's
+ * own allocations of at least the tensor's size, distinct, and not
+ * adopted before by this net (both are checked). Otherwise as
  * `nnm_net_attach_param`.
  *
  * Errors: as `nnm_net_attach_param`, and NULL_ARGUMENT for a NULL `data`
- * or `free_fn`, INVALID_ARGUMENT when `diff` is `data`.
+ * or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or either is
+ * already adopted by this net.
  */
 enum nnm_status nnm_net_attach_param_adopted(struct nnm_net *net,
                                              const char *name,

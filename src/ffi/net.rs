@@ -64,7 +64,7 @@ impl Default for list_head {
 }
 
 /// A tensor descriptor. Its `ownership` says who owns `data`; nnmem frees
-/// only what it allocated, whatever this field says.
+/// only what it allocated or adopted, whatever this field says.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_tensor {
@@ -199,7 +199,7 @@ pub struct nnm_net_bytes {
     /// Tensors (params, outputs and inputs have two each: data and diff;
     /// caches count what is on their stacks).
     pub tensors: u64,
-    /// Bytes of buffers nnmem allocated (and frees); for caches including
+    /// Bytes of buffers nnmem allocated or adopted (and frees); for caches including
     /// popped buffers kept for reuse.
     pub owned_bytes: u64,
     /// Bytes of tensors that only refer to memory: views, borrowed caller
@@ -388,6 +388,9 @@ struct NetHandle {
     outputs: Vec<*mut LayerEntry>,
     inputs: Vec<*mut LayerEntry>,
     caches: Vec<*mut CacheEntry>,
+    /// Addresses of the adopted buffers: adopting one twice would free it
+    /// twice.
+    adopted: std::collections::HashSet<usize>,
 }
 
 impl Tagged for NetHandle {
@@ -586,6 +589,7 @@ pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net)
             outputs: Vec::new(),
             inputs: Vec::new(),
             caches: Vec::new(),
+            adopted: Default::default(),
         });
         for anchor in [
             addr_of_mut!((*h).public.params),
@@ -602,8 +606,8 @@ pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net)
 }
 
 /// Frees the net: every buffer nnmem allocated (params, outputs, cache
-/// buffers), exactly once, and every entry; never a view, a placeholder or
-/// borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+/// buffers) or adopted (through its `free_fn`), exactly once, and every
+/// entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
 /// a no-op; freeing twice is detected and reported through
 /// `nnm_last_error()`.
 #[no_mangle]
@@ -755,12 +759,14 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
 /// Each is shown as NNM_OWNERSHIP_OWNED and freed exactly once, as
 /// `free_fn(ctx, buffer)`, by `nnm_net_free`; never earlier, never twice.
 /// When this call fails, nothing is adopted: the caller still owns both
-/// buffers and frees them itself. `data` and `diff` must be distinct
-/// buffers of at least the tensor's size. Otherwise as
+/// buffers and frees them itself. `data` and `diff` must be the caller's
+/// own allocations of at least the tensor's size, distinct, and not
+/// adopted before by this net (both are checked). Otherwise as
 /// `nnm_net_attach_param`.
 ///
 /// Errors: as `nnm_net_attach_param`, and NULL_ARGUMENT for a NULL `data`
-/// or `free_fn`, INVALID_ARGUMENT when `diff` is `data`.
+/// or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or either is
+/// already adopted by this net.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_attach_param_adopted(
     net: *mut nnm_net,
@@ -785,7 +791,13 @@ pub unsafe extern "C" fn nnm_net_attach_param_adopted(
         if ptr::eq(data, diff) {
             return Err(Error::invalid("diff is the same buffer as data: each adopted buffer is freed once, so they must differ"));
         }
+        for (what, p) in [("data", data), ("diff", diff)] {
+            if (*h).adopted.contains(&(p as usize)) {
+                return Err(Error::invalid(format!("{what} {p:p} is already adopted by this net: it would be freed twice")));
+            }
+        }
         (*h).core.check_new(Kind::Param, name)?;
+        (*h).adopted.try_reserve(2).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record adopted buffers"))?;
         let adopt = |p: *mut c_void| Held::Adopted(Adopted { ptr: p, free_fn, ctx });
         let [mut data_t, mut diff_t] = borrowed_pair(&shape, MemKind::Host, data, diff);
         data_t.ownership = Ownership::Owned as u32;
@@ -796,6 +808,10 @@ pub unsafe extern "C" fn nnm_net_attach_param_adopted(
             Some(adopt(diff))
         };
         let p = add_param(h, name, (Some(adopt(data)), data_t), (diff_held, diff_t))?;
+        (*h).adopted.insert(data as usize);
+        if !diff.is_null() {
+            (*h).adopted.insert(diff as usize);
+        }
         write_optional(out_param, p);
         Ok(())
     })
@@ -1231,8 +1247,9 @@ const INLINE: usize = NNM_STACK_CACHE_INLINE as usize;
 /// ever stores descriptors (shallow copies that never own a buffer), so it
 /// frees no tensor buffer either.
 ///
-/// While it holds heap, it must not be copied or moved: calls on a copy
-/// fail with WRONG_STATE and change nothing.
+/// While it holds heap, it must not be copied or moved: push, pop, get,
+/// count and clear on a copy fail with WRONG_STATE and change nothing
+/// (`nnm_stack_cache_init` makes a copy an empty cache of its own).
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_stack_cache {

@@ -68,7 +68,7 @@ pub struct Bytes {
     pub entries: u64,
     /// Tensors (a param, output or input has two: data and diff).
     pub tensors: u64,
-    /// Bytes of buffers nnmem allocated and will free.
+    /// Bytes of buffers nnmem allocated or adopted and will free.
     pub owned: u64,
     /// Bytes of tensors that only refer to memory: views, borrowed caller
     /// memory, placeholders (at the size the caller will bind).

@@ -435,6 +435,9 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
         assert_eq!(attach("x", mine, mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
         assert!(last_error().contains("same buffer"), "{}", last_error());
         assert_eq!(attach("x", ptr::null_mut(), mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(attach("x", mine, diff, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().starts_with("diff 0x") && last_error().ends_with("is already adopted by this net: it would be freed twice"), "{}", last_error());
+        assert_eq!(attach("x", frozen, ptr::null_mut(), Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
         assert!(freed.borrow().is_empty(), "nothing is freed before nnm_net_free");
         drop(Box::from_raw(mine.cast::<[f32; 6]>()));
 
