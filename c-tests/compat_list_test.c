@@ -1,7 +1,7 @@
 /*
  * awnn's list idioms, unchanged, through `#include "utils/list.h"` resolved
  * by the include path alone to nnmem/compat/utils/list.h (c-tests/
- * CMakeLists.txt builds this file with only that directory added, as C99,
+ * CMakeLists.txt builds this file with nnmem::compat's include path, as C99,
  * C11, gnu11, C23, C11 with the portable iterators, C++11, C++17, gnu++17
  * and C++17 with the decltype-based typeof; warnings as errors).
  *
@@ -15,19 +15,11 @@
 #include <string.h>
 
 #include "utils/list.h"
+#include "nnm_check.h" /* and nnmem.h after it: the same struct list_head */
 
 #ifndef NNM_COMPAT_UTILS_LIST_H
 #error "utils/list.h did not resolve to nnmem/compat/utils/list.h"
 #endif
-
-static int failures;
-#define EXPECT(cond)                                                           \
-    do {                                                                       \
-        if (!(cond)) {                                                         \
-            fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-            ++failures;                                                        \
-        }                                                                      \
-    } while (0)
 
 #define NAME_LEN 32
 
@@ -87,20 +79,20 @@ int main(void) {
 
     /* Caches attached, found, freed: awnn's net.h. */
     init_list_head(&caches);
-    EXPECT(list_empty(&caches));
+    CHECK(list_empty(&caches));
     for (i = 0; i < 4; ++i) net_attach_cache(&caches, names[i]);
     found = net_get_cache(&caches, "drop1");
-    EXPECT(found != NULL && strcmp(found->name, "drop1") == 0);
-    EXPECT(net_get_cache(&caches, "fc3") == NULL);
+    CHECK(found != NULL && strcmp(found->name, "drop1") == 0);
+    CHECK(net_get_cache(&caches, "fc3") == NULL);
     n = 0;
     list_for_each(pos, &caches) {
         lcache_t *entry = list_entry(pos, lcache_t, list);
-        EXPECT(strcmp(entry->name, names[n]) == 0);
+        CHECK(strcmp(entry->name, names[n]) == 0);
         ++n;
     }
-    EXPECT(n == 4);
-    EXPECT(net_free_cache(&caches) == 4);
-    EXPECT(list_empty(&caches));
+    CHECK(n == 4);
+    CHECK(net_free_cache(&caches) == 4);
+    CHECK(list_empty(&caches));
 
     /* Params and velocities walked pairwise, in step. */
     init_list_head(&params);
@@ -115,16 +107,16 @@ int main(void) {
     }
     n = 0;
     list_for_each_entry_pairwise(pp, &params, pv, &velocities, list) {
-        EXPECT(strncmp(pv->name, pp->name, strlen(pp->name)) == 0);
+        CHECK(strncmp(pv->name, pp->name, strlen(pp->name)) == 0);
         pp->value -= pv->value;
         ++n;
     }
-    EXPECT(n == 3 && p[0].value == 0.5 && p[2].value == 2.5);
+    CHECK(n == 3 && p[0].value == 0.5 && p[2].value == 2.5);
 
     /* container_of with a bare typeof type, as awnn's headers write it. */
     {
         param_t *last = container_of(params.prev, typeof(*last), list);
-        EXPECT(last == &p[2]);
+        CHECK(last == &p[2]);
     }
 
     /* awnn's list_del unlinks and leaves the node's own pointers as they
@@ -132,20 +124,18 @@ int main(void) {
     list_for_each(pos, &params) {
         if (list_entry(pos, param_t, list) == &p[1]) list_del(pos);
     }
-    EXPECT(params.next == &p[0].list && p[0].list.next == &p[2].list && p[2].list.prev == &p[0].list);
-    EXPECT(p[1].list.next == &p[2].list && p[1].list.prev == &p[0].list);
+    CHECK(params.next == &p[0].list && p[0].list.next == &p[2].list && p[2].list.prev == &p[0].list);
+    CHECK(p[1].list.next == &p[2].list && p[1].list.prev == &p[0].list);
 
     /* The helpers awnn's list.h exposed: _list_add, _list_del. */
     init_list_head(&a);
     _list_add(&b, &a, &a);      /* a <-> b */
     _list_add(&c, &b, &a);      /* a <-> b <-> c */
-    EXPECT(a.next == &b && b.next == &c && c.next == &a && a.prev == &c);
+    CHECK(a.next == &b && b.next == &c && c.next == &a && a.prev == &c);
     _list_del(&a, &c);          /* drops b */
-    EXPECT(a.next == &c && c.prev == &a && list_count(&a) == 1);
+    CHECK(a.next == &c && c.prev == &a && list_count(&a) == 1);
     list_add(&b, &a);           /* front */
-    EXPECT(a.next == &b && list_count(&a) == 2);
+    CHECK(a.next == &b && list_count(&a) == 2);
 
-    if (failures) return 1;
-    printf("compat utils/list.h: all checks passed\n");
-    return 0;
+    return nnm_check_report();
 }

@@ -687,6 +687,18 @@ unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<Held>, nnm_ten
     Ok(entry.cast())
 }
 
+/// The net, name and shape arguments every param attach starts with,
+/// checked in that order.
+///
+/// # Safety
+/// As the attach functions' arguments.
+unsafe fn param_args<'a>(net: *mut nnm_net, name: *const c_char, dtype: u32, dims: *const u32, ndims: u32) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
+    let h = net_live(net)?;
+    let name = name_bytes(name)?;
+    let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+    Ok((h, name, shape))
+}
+
 /// Attaches a learnable param named `name` with data and diff of
 /// `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
 /// `nnm_dtype`). nnmem allocates both, host memory, zeroed, 64-byte aligned,
@@ -706,9 +718,7 @@ pub unsafe extern "C" fn nnm_net_attach_param(
     out_param: *mut *mut nnm_param,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+        let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         (*h).core.check_new(Kind::Param, name)?;
         let what = |part: &str| format!("{part} of param \"{}\"", String::from_utf8_lossy(name));
         let (data_buf, data) = owned_tensor(&shape, &|| what("data"))?;
@@ -740,9 +750,7 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
     out_param: *mut *mut nnm_param,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+        let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         let kind = memory_kind(mem_kind)?;
         non_null(data, "data")?;
         (*h).core.check_new(Kind::Param, name)?;
@@ -781,9 +789,7 @@ pub unsafe extern "C" fn nnm_net_attach_param_adopted(
     out_param: *mut *mut nnm_param,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+        let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         non_null(data, "data")?;
         let Some(free_fn) = free_fn else {
             return Err(Error::new(Status::NullArgument, "free_fn is NULL: an adopted buffer needs its deallocator"));
