@@ -11,8 +11,9 @@
  *   simply go out of scope, after a full forward/backward step and after a
  *   forward-only pass that leaves tensors (a dropout mask among them) on
  *   them;
- * - weights allocated by the legacy code with malloc and handed to the net,
- *   which frees them with the legacy deallocator at nnm_net_free, once;
+ * - weights (and one layer output) allocated by the legacy code with malloc
+ *   and handed to the net, which frees them with the legacy deallocator at
+ *   nnm_net_free, once;
  * - a layer that caches more tensors than a stack cache holds inline, and
  *   must then clear it.
  * The valgrind run of this program (c-tests/CMakeLists.txt) requires 0
@@ -154,7 +155,7 @@ typedef struct {
     nnm_net *net;
     nnm_param *w1, *b1, *w2, *b2;
     nnm_layer_data *x, *fc1, *relu1, *drop1, *mask, *fc2;
-    void *adopted[8];
+    void *adopted[12];
     int n_adopted;
 } legacy_net_t;
 
@@ -179,6 +180,20 @@ static nnm_param *adopt_weight(legacy_net_t *ln, struct freed_log *log, const ch
     return p;
 }
 
+/* A layer output the legacy code allocates itself, adopted by the net. */
+static nnm_layer_data *adopt_output(legacy_net_t *ln, struct freed_log *log, const char *name, uint32_t width) {
+    size_t count = (size_t)MAX_BATCH * width;
+    double *data = (double *)calloc(count, sizeof(double));
+    double *diff = (double *)calloc(count, sizeof(double));
+    nnm_layer_data *o = NULL;
+    CHECK(data != NULL && diff != NULL);
+    CHECK_OK(nnm_net_attach_output_adopted(ln->net, name, NNM_DTYPE_F64, &width, 1, data, diff, legacy_free, log, &o));
+    CHECK(o != NULL && o->data.data == data && o->data.ownership == NNM_OWNERSHIP_OWNED && o->data.dims[0] == MAX_BATCH);
+    ln->adopted[ln->n_adopted++] = data;
+    ln->adopted[ln->n_adopted++] = diff;
+    return o;
+}
+
 static nnm_layer_data *output(legacy_net_t *ln, const char *name, nnm_dtype dtype, uint32_t width) {
     nnm_layer_data *o = NULL;
     CHECK_OK(nnm_net_attach_output(ln->net, name, dtype, &width, 1, &o));
@@ -198,7 +213,7 @@ static void legacy_net_init(legacy_net_t *ln, struct freed_log *log) {
     ln->relu1 = output(ln, "relu1", NNM_DTYPE_F64, H);
     ln->drop1 = output(ln, "drop1", NNM_DTYPE_F64, H);
     ln->mask = output(ln, "drop1.mask", NNM_DTYPE_U8, H);
-    ln->fc2 = output(ln, "fc2", NNM_DTYPE_F64, M);
+    ln->fc2 = adopt_output(ln, log, "fc2", M);
     CHECK_OK(nnm_net_input_bind(ln->x, NNM_MEM_KIND_HOST, x_data, NULL, N));
 }
 

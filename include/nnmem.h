@@ -1320,6 +1320,31 @@ enum nnm_status nnm_net_attach_output(struct nnm_net *net,
                                       struct nnm_layer_data **out_output);
 
 /**
+ * Attaches a layer output whose host buffers the net adopts, as
+ * `nnm_net_attach_param_adopted` does for params: `data` and `diff`
+ * (both required, distinct, each of at least the `[max_batch,
+ * sample_dims...]` tensor's size) were allocated by the caller, are shown
+ * as NNM_OWNERSHIP_OWNED, and are freed exactly once, as
+ * `free_fn(ctx, buffer)`, by `nnm_net_free`. When this call fails, nothing
+ * is adopted. Inputs attached as views of it share the buffers and free
+ * nothing. Otherwise as `nnm_net_attach_output`.
+ *
+ * Errors: as `nnm_net_attach_output`, and NULL_ARGUMENT for a NULL
+ * `data`, `diff` or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or
+ * either is already adopted by this net.
+ */
+enum nnm_status nnm_net_attach_output_adopted(struct nnm_net *net,
+                                              const char *name,
+                                              uint32_t dtype,
+                                              const uint32_t *sample_dims,
+                                              uint32_t ndims,
+                                              void *data,
+                                              void *diff,
+                                              nnm_free_fn free_fn,
+                                              void *ctx,
+                                              struct nnm_layer_data **out_output);
+
+/**
  * Attaches a layer input named `name` that is a view of `output` (an
  * output of this net): its data and diff share the output's buffers and
  * own nothing (ownership NNM_OWNERSHIP_VIEW), so freeing the net frees

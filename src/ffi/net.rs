@@ -330,11 +330,13 @@ enum Held {
 }
 
 impl Held {
-    /// After a failed attach: nnmem's own allocation is freed, an adopted
-    /// buffer is left to the caller, who still owns it.
-    fn give_back(self) {
-        if let Held::Adopted(a) = self {
-            std::mem::forget(a);
+    /// After a failed attach: nnmem's own allocations are freed, adopted
+    /// buffers are left to the caller, who still owns them.
+    fn give_back(pair: [Option<Held>; 2]) {
+        for held in pair.into_iter().flatten() {
+            if let Held::Adopted(a) = held {
+                std::mem::forget(a);
+            }
         }
     }
 }
@@ -363,7 +365,7 @@ struct LayerEntry {
     /// The shape as attached (`[max_batch, ...]`).
     shape: Shape,
     /// For outputs: the data and diff buffers nnmem owns.
-    owned: [Option<HostBuffer>; 2],
+    owned: [Option<Held>; 2],
     /// For outputs: `owned`'s data pointers (views copy them).
     buffers: [*mut c_void; 2],
     _name: CString,
@@ -661,11 +663,10 @@ pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mu
 unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<Held>, nnm_tensor), diff: (Option<Held>, nnm_tensor)) -> Result<*mut nnm_param> {
     let bytes = pair_bytes(&data.1, &diff.1, [data.0.is_some(), diff.0.is_some()]);
     let owned = [data.0, diff.0];
-    let give_back = |owned: [Option<Held>; 2]| owned.into_iter().flatten().for_each(Held::give_back);
     // Field by field: never a reference covering the C-visible anchors.
     let params = &mut (*h).params;
     if params.try_reserve(1).is_err() {
-        give_back(owned);
+        Held::give_back(owned);
         return Err(Error::new(Status::OutOfMemory, "no memory for a param entry"));
     }
     let cname = c_name(name);
@@ -678,7 +679,7 @@ unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<Held>, nnm_ten
         _owned: [None, None],
     }));
     if let Err(e) = index(h, Kind::Param, name, bytes, entry) {
-        give_back(owned);
+        Held::give_back(owned);
         return Err(e);
     }
     (*entry)._owned = owned;
@@ -761,6 +762,62 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
     })
 }
 
+/// The checked arguments of an adopting attach of `kind` named `name`:
+/// descriptors of `shape` at `data` and `diff` (a NULL `diff` is a
+/// placeholder, for params only), shown as owned, with the records that
+/// will free them. Every check comes first: once this returns, the records
+/// exist, and the caller's failure path must hand them back
+/// ([`Held::give_back`]).
+///
+/// # Safety
+/// `h` must be a live net.
+#[allow(clippy::too_many_arguments)]
+unsafe fn adopt_pair(
+    h: *mut NetHandle,
+    kind: Kind,
+    name: &[u8],
+    shape: &Shape,
+    data: *mut c_void,
+    diff: *mut c_void,
+    free_fn: nnm_free_fn,
+    ctx: *mut c_void,
+) -> Result<[(Option<Held>, nnm_tensor); 2]> {
+    non_null(data, "data")?;
+    if kind != Kind::Param {
+        non_null(diff, "diff")?;
+    }
+    let Some(free_fn) = free_fn else {
+        return Err(Error::new(Status::NullArgument, "free_fn is NULL: an adopted buffer needs its deallocator"));
+    };
+    if ptr::eq(data, diff) {
+        return Err(Error::invalid("diff is the same buffer as data: each adopted buffer is freed once, so they must differ"));
+    }
+    for (what, p) in [("data", data), ("diff", diff)] {
+        if (*h).adopted.contains(&(p as usize)) {
+            return Err(Error::invalid(format!("{what} {p:p} is already adopted by this net: it would be freed twice")));
+        }
+    }
+    (*h).core.check_new(kind, name)?;
+    (*h).adopted.try_reserve(2).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record adopted buffers"))?;
+    let adopt = |p: *mut c_void, mut t: nnm_tensor| {
+        if p.is_null() {
+            return (None, t);
+        }
+        t.ownership = Ownership::Owned as u32;
+        (Some(Held::Adopted(Adopted { ptr: p, free_fn, ctx })), t)
+    };
+    let [data_t, diff_t] = borrowed_pair(shape, MemKind::Host, data, diff);
+    Ok([adopt(data, data_t), adopt(diff, diff_t)])
+}
+
+/// Records the buffers an attach adopted (room was reserved by
+/// [`adopt_pair`]).
+unsafe fn record_adopted(h: *mut NetHandle, buffers: [*mut c_void; 2]) {
+    for p in buffers.into_iter().filter(|p| !p.is_null()) {
+        (*h).adopted.insert(p as usize);
+    }
+}
+
 /// Attaches a param whose host buffers the net adopts: the caller
 /// allocated `data` (and `diff`, unless NULL: then the diff is a
 /// placeholder, a frozen param) and hands them over with its deallocator.
@@ -790,34 +847,10 @@ pub unsafe extern "C" fn nnm_net_attach_param_adopted(
 ) -> nnm_status {
     guard(|| {
         let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
-        non_null(data, "data")?;
-        let Some(free_fn) = free_fn else {
-            return Err(Error::new(Status::NullArgument, "free_fn is NULL: an adopted buffer needs its deallocator"));
-        };
-        if ptr::eq(data, diff) {
-            return Err(Error::invalid("diff is the same buffer as data: each adopted buffer is freed once, so they must differ"));
-        }
-        for (what, p) in [("data", data), ("diff", diff)] {
-            if (*h).adopted.contains(&(p as usize)) {
-                return Err(Error::invalid(format!("{what} {p:p} is already adopted by this net: it would be freed twice")));
-            }
-        }
-        (*h).core.check_new(Kind::Param, name)?;
-        (*h).adopted.try_reserve(2).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record adopted buffers"))?;
-        let adopt = |p: *mut c_void| Held::Adopted(Adopted { ptr: p, free_fn, ctx });
-        let [mut data_t, mut diff_t] = borrowed_pair(&shape, MemKind::Host, data, diff);
-        data_t.ownership = Ownership::Owned as u32;
-        let diff_held = if diff.is_null() {
-            None
-        } else {
-            diff_t.ownership = Ownership::Owned as u32;
-            Some(adopt(diff))
-        };
-        let p = add_param(h, name, (Some(adopt(data)), data_t), (diff_held, diff_t))?;
-        (*h).adopted.insert(data as usize);
-        if !diff.is_null() {
-            (*h).adopted.insert(diff as usize);
-        }
+        let [data, diff] = adopt_pair(h, Kind::Param, name, &shape, data, diff, free_fn, ctx)?;
+        let buffers = [data.1.data, diff.1.data];
+        let p = add_param(h, name, data, diff)?;
+        record_adopted(h, buffers);
         write_optional(out_param, p);
         Ok(())
     })
@@ -853,11 +886,16 @@ unsafe fn lookup<T>(net: *const nnm_net, kind: Kind, name: *const c_char) -> Res
 // ---- outputs and inputs -------------------------------------------------------------------
 
 /// Adds an output or input entry (all-or-nothing) and links it.
-unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, data: (Option<HostBuffer>, nnm_tensor), diff: (Option<HostBuffer>, nnm_tensor)) -> Result<*mut nnm_layer_data> {
+/// On failure, as [`add_param`].
+unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, data: (Option<Held>, nnm_tensor), diff: (Option<Held>, nnm_tensor)) -> Result<*mut nnm_layer_data> {
     let bytes = pair_bytes(&data.1, &diff.1, [data.0.is_some(), diff.0.is_some()]);
+    let owned = [data.0, diff.0];
     // Field by field: never a reference covering the C-visible anchors.
     let list = if kind == Kind::Output { &mut (*h).outputs } else { &mut (*h).inputs };
-    list.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, format!("no memory for an {} entry", kind.what())))?;
+    if list.try_reserve(1).is_err() {
+        Held::give_back(owned);
+        return Err(Error::new(Status::OutOfMemory, format!("no memory for an {} entry", kind.what())));
+    }
     let cname = c_name(name);
     let entry = Box::into_raw(Box::new(LayerEntry {
         public: nnm_layer_data { node: list_head::default(), name: cname.as_ptr(), data: data.1, diff: diff.1 },
@@ -866,10 +904,14 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
         net: h,
         shape,
         buffers: [data.1.data, diff.1.data],
-        owned: [data.0, diff.0],
+        owned: [None, None],
         _name: cname,
     }));
-    index(h, kind, name, bytes, entry)?;
+    if let Err(e) = index(h, kind, name, bytes, entry) {
+        Held::give_back(owned);
+        return Err(e);
+    }
+    (*entry).owned = owned;
     if kind == Kind::Output {
         (*h).outputs.push(entry);
         link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.outputs));
@@ -878,6 +920,19 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
         link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.inputs));
     }
     Ok(entry.cast())
+}
+
+/// The net, name and `[max_batch, sample...]` shape arguments of the
+/// batch-sized attaches, checked in that order.
+///
+/// # Safety
+/// As the attach functions' arguments.
+unsafe fn output_args<'a>(net: *mut nnm_net, name: *const c_char, dtype: u32, sample_dims: *const u32, ndims: u32) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
+    let h = net_live(net)?;
+    let name = name_bytes(name)?;
+    let dtype = Dtype::from_value(dtype)?;
+    let shape = (*h).core.batch_shape(dtype, dims_arg(sample_dims, ndims, MAX_DIMS - 1)?)?;
+    Ok((h, name, shape))
 }
 
 /// Attaches a layer output named `name`: data and diff of
@@ -898,15 +953,48 @@ pub unsafe extern "C" fn nnm_net_attach_output(
     out_output: *mut *mut nnm_layer_data,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let dtype = Dtype::from_value(dtype)?;
-        let shape = (*h).core.batch_shape(dtype, dims_arg(sample_dims, ndims, MAX_DIMS - 1)?)?;
+        let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         (*h).core.check_new(Kind::Output, name)?;
         let what = |part: &str| format!("{part} of output \"{}\"", String::from_utf8_lossy(name));
         let (data_buf, data) = owned_tensor(&shape, &|| what("data"))?;
         let (diff_buf, diff) = owned_tensor(&shape, &|| what("diff"))?;
-        let o = add_layer(h, Kind::Output, name, shape, (Some(data_buf), data), (Some(diff_buf), diff))?;
+        let o = add_layer(h, Kind::Output, name, shape, (Some(Held::Host(data_buf)), data), (Some(Held::Host(diff_buf)), diff))?;
+        write_optional(out_output, o);
+        Ok(())
+    })
+}
+
+/// Attaches a layer output whose host buffers the net adopts, as
+/// `nnm_net_attach_param_adopted` does for params: `data` and `diff`
+/// (both required, distinct, each of at least the `[max_batch,
+/// sample_dims...]` tensor's size) were allocated by the caller, are shown
+/// as NNM_OWNERSHIP_OWNED, and are freed exactly once, as
+/// `free_fn(ctx, buffer)`, by `nnm_net_free`. When this call fails, nothing
+/// is adopted. Inputs attached as views of it share the buffers and free
+/// nothing. Otherwise as `nnm_net_attach_output`.
+///
+/// Errors: as `nnm_net_attach_output`, and NULL_ARGUMENT for a NULL
+/// `data`, `diff` or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or
+/// either is already adopted by this net.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_net_attach_output_adopted(
+    net: *mut nnm_net,
+    name: *const c_char,
+    dtype: u32,
+    sample_dims: *const u32,
+    ndims: u32,
+    data: *mut c_void,
+    diff: *mut c_void,
+    free_fn: nnm_free_fn,
+    ctx: *mut c_void,
+    out_output: *mut *mut nnm_layer_data,
+) -> nnm_status {
+    guard(|| {
+        let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
+        let [data, diff] = adopt_pair(h, Kind::Output, name, &shape, data, diff, free_fn, ctx)?;
+        let buffers = [data.1.data, diff.1.data];
+        let o = add_layer(h, Kind::Output, name, shape, data, diff)?;
+        record_adopted(h, buffers);
         write_optional(out_output, o);
         Ok(())
     })
@@ -966,10 +1054,7 @@ pub unsafe extern "C" fn nnm_net_attach_input_placeholder(
     out_input: *mut *mut nnm_layer_data,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let dtype = Dtype::from_value(dtype)?;
-        let shape = (*h).core.batch_shape(dtype, dims_arg(sample_dims, ndims, MAX_DIMS - 1)?)?;
+        let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         (*h).core.check_new(Kind::Input, name)?;
         let empty = descriptor(&shape, ptr::null_mut(), MemKind::Placeholder, Ownership::Borrowed);
         let i = add_layer(h, Kind::Input, name, shape, (None, empty), (None, empty))?;

@@ -541,3 +541,42 @@ fn stack_caches_refuse_bad_arguments_and_uninitialised_storage() {
         assert!(last_error().contains("corrupt"), "{}", last_error());
     }
 }
+
+#[test]
+fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
+    let freed = std::cell::RefCell::new(Vec::<usize>::new());
+    let ctx = ptr::addr_of!(freed).cast_mut().cast::<c_void>();
+    // [max_batch 2, 3] f32: 24 B, the size of the boxed [f32; 6] buffers.
+    let sample = [3u32];
+    let data = Box::into_raw(Box::new([1.0f32; 6])).cast::<c_void>();
+    let diff = Box::into_raw(Box::new([0.0f32; 6])).cast::<c_void>();
+    unsafe {
+        let net = TestNet::new(2);
+        let attach = |name: &str, data: *mut c_void, diff: *mut c_void, out: *mut *mut nnm_layer_data| {
+            nnm_net_attach_output_adopted(net.0, c(name).as_ptr(), 0, sample.as_ptr(), 1, data, diff, Some(record_free), ctx, out)
+        };
+        let mut o = ptr::null_mut();
+        assert_eq!(attach("fc1", data, diff, &mut o), nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(((*o).data.data, (*o).diff.data, (*o).data.dims), (data, diff, [2, 3, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(((*o).data.ownership, (*o).diff.ownership), (Ownership::Owned as u32, Ownership::Owned as u32));
+        let mut v = ptr::null_mut();
+        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), o, &mut v), nnm_status::NNM_OK);
+        assert_eq!(((*v).data.data, (*v).data.ownership), (data, Ownership::View as u32));
+
+        // An output needs its diff; failures adopt nothing.
+        let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
+        assert_eq!(attach("fc2", mine, ptr::null_mut(), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(last_error(), "diff is NULL");
+        assert_eq!(attach("fc1", mine, diff.cast::<u8>().add(1).cast(), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        assert_eq!(attach("fc2", mine, data, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(freed.borrow().is_empty());
+        drop(Box::from_raw(mine.cast::<[f32; 6]>()));
+        let r = net.report();
+        assert_eq!((r.outputs.owned_bytes, r.inputs.referenced_bytes), (48, 48));
+    }
+    let mut got = freed.into_inner();
+    got.sort_unstable();
+    let mut want = vec![data as usize, diff as usize];
+    want.sort_unstable();
+    assert_eq!(got, want, "each adopted output buffer freed exactly once, by nnm_net_free");
+}
