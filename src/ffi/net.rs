@@ -1376,6 +1376,33 @@ impl Default for nnm_stack_cache {
     }
 }
 
+/// The heap part of a stack cache that holds one, as the Vec it came from,
+/// after checking that `c` is that Vec's owner (not a copy) and consistent.
+///
+/// # Safety
+/// `c` is the cache at `cache`, with a valid tag and a non-NULL `spill`.
+#[cold]
+#[inline(never)]
+unsafe fn spill_of(c: &nnm_stack_cache, cache: *const nnm_stack_cache) -> Result<Vec<nnm_tensor>> {
+    let spilled = c.count.saturating_sub(INLINE);
+    if !ptr::eq(c.spill_owner, cache) {
+        return Err(Error::wrong_state(format!(
+            "stack cache holds {} tensors, {spilled} of them on the heap, and was copied or moved since: use the original",
+            c.count
+        )));
+    }
+    if spilled == 0 || spilled > c.spill_capacity {
+        return Err(Error::invalid(format!(
+            "stack cache is corrupt: count {} with room for {} tensors on the heap",
+            c.count, c.spill_capacity
+        )));
+    }
+    // SAFETY: `spill` and `spill_capacity` were stored by with_stack_cache
+    // from a Vec<nnm_tensor> of this very struct (its address is recorded in
+    // `spill_owner`), and its first `spilled` elements are initialised.
+    Ok(Vec::from_raw_parts(c.spill, spilled, c.spill_capacity))
+}
+
 /// Runs `f` on the stack of the caller's cache at `cache` after checking
 /// it, then stores the spill back into the struct.
 ///
@@ -1387,36 +1414,21 @@ unsafe fn with_stack_cache<R>(cache: *mut nnm_stack_cache, f: impl FnOnce(&mut S
     non_null(cache, "cache")?;
     let c = &mut *cache;
     if c.tag != NNM_STACK_CACHE_TAG {
-        return Err(Error::invalid("cache is not an initialised nnm_stack_cache (NNM_STACK_CACHE_INIT or nnm_stack_cache_init)"));
+        return Err(not_a("cache", "initialised nnm_stack_cache (NNM_STACK_CACHE_INIT or nnm_stack_cache_init)"));
     }
-    let mut spill = if c.spill.is_null() {
-        Vec::new()
-    } else {
-        if !ptr::eq(c.spill_owner, cache) {
-            return Err(Error::wrong_state(format!(
-                "stack cache holds {} tensors, {} of them on the heap, and was copied or moved since: use the original",
-                c.count,
-                c.count.saturating_sub(INLINE)
-            )));
-        }
-        let spilled = c.count.saturating_sub(INLINE);
-        if spilled == 0 || spilled > c.spill_capacity {
-            return Err(Error::invalid(format!(
-                "stack cache is corrupt: count {} with room for {} tensors on the heap",
-                c.count, c.spill_capacity
-            )));
-        }
-        // SAFETY: `spill` and `spill_capacity` were stored below from a
-        // Vec<nnm_tensor> of this very struct (its address is recorded in
-        // `spill_owner`), and its first `spilled` elements are initialised.
-        Vec::from_raw_parts(c.spill, spilled, c.spill_capacity)
-    };
+    // Within the inline slots (the common case) there is no heap to rebuild.
+    let mut spill = if c.spill.is_null() { Vec::new() } else { spill_of(c, cache)? };
+    let had_heap = !c.spill.is_null();
     let result = SpillStack::new(&mut c.tensors, &mut c.count, &mut spill).and_then(|mut stack| f(&mut stack));
     let mut spill = std::mem::ManuallyDrop::new(spill);
     if spill.capacity() == 0 {
-        c.spill = ptr::null_mut();
-        c.spill_capacity = 0;
-        c.spill_owner = ptr::null();
+        // Stored only when they change: the inline-only calls leave the
+        // private fields alone.
+        if had_heap {
+            c.spill = ptr::null_mut();
+            c.spill_capacity = 0;
+            c.spill_owner = ptr::null();
+        }
     } else {
         c.spill = spill.as_mut_ptr();
         c.spill_capacity = spill.capacity();
@@ -1479,9 +1491,8 @@ pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tenso
 pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> nnm_status {
     guard(|| {
         non_null(out_tensor, "out_tensor")?;
-        let t = with_stack_cache(cache, |stack| stack.pop())?;
-        write_out(out_tensor, t);
-        Ok(())
+        // Written only on success: pop_into fails before touching it.
+        with_stack_cache(cache, |stack| stack.pop_into(&mut *out_tensor))
     })
 }
 

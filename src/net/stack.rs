@@ -10,6 +10,20 @@
 
 use crate::status::{Error, Result, Status};
 
+/// INVALID_ARGUMENT for parts that break the invariant (out of line: the
+/// hot paths only pay for the compare).
+#[cold]
+#[inline(never)]
+fn corrupt(count: usize, inline: usize, spilled: usize) -> Error {
+    Error::invalid(format!("stack cache is corrupt: count {count} with {inline} inline slots, but {spilled} tensors on the heap"))
+}
+
+#[cold]
+#[inline(never)]
+fn empty() -> Error {
+    Error::wrong_state("stack cache is empty: pop without a matching push")
+}
+
 /// A stack over `inline` (the caller's fixed slots), `count` (the caller's
 /// item count) and `spill` (items past the inline slots).
 ///
@@ -25,16 +39,12 @@ impl<'a, T: Copy> SpillStack<'a, T> {
     /// The stack over these parts, or INVALID_ARGUMENT when they do not
     /// satisfy the invariant (storage that was never initialised, or was
     /// overwritten).
+    #[inline]
     pub fn new(inline: &'a mut [T], count: &'a mut usize, spill: &'a mut Vec<T>) -> Result<Self> {
         let spilled = count.saturating_sub(inline.len());
         let held = if spilled == 0 { spill.capacity() } else { spill.len() };
         if held != spilled {
-            return Err(Error::invalid(format!(
-                "stack cache is corrupt: count {} with {} inline slots, but {} tensors on the heap",
-                count,
-                inline.len(),
-                spill.len()
-            )));
+            return Err(corrupt(*count, inline.len(), spill.len()));
         }
         Ok(SpillStack { inline, count, spill })
     }
@@ -73,7 +83,7 @@ impl<'a, T: Copy> SpillStack<'a, T> {
     pub fn pop(&mut self) -> Result<T> {
         let n = *self.count;
         if n == 0 {
-            return Err(Error::wrong_state("stack cache is empty: pop without a matching push"));
+            return Err(empty());
         }
         let item = match self.spill.pop() {
             Some(item) => {
@@ -86,6 +96,21 @@ impl<'a, T: Copy> SpillStack<'a, T> {
         };
         *self.count = n - 1;
         Ok(item)
+    }
+
+    /// [`SpillStack::pop`] into `out`: the item is copied once, straight to
+    /// where the caller wants it; `out` is untouched on failure.
+    #[inline]
+    pub fn pop_into(&mut self, out: &mut T) -> Result<()> {
+        let n = *self.count;
+        if n == 0 || n > self.inline.len() {
+            // Empty (pop fails before `out` is assigned) or spilled.
+            *out = self.pop()?;
+            return Ok(());
+        }
+        *out = self.inline[n - 1];
+        *self.count = n - 1;
+        Ok(())
     }
 
     /// The item at `index` (0 is the bottom), if there is one.
@@ -119,6 +144,10 @@ mod tests {
         }
         assert_eq!((s.len(), s.get(0), s.get(3), s.get(4)), (4, Some(1), Some(4), None));
         assert_eq!(s.pop().unwrap(), 4);
+        let mut out = 0;
+        s.pop_into(&mut out).unwrap();
+        assert_eq!(out, 3);
+        s.push(3).unwrap();
         assert_eq!((count, spill.capacity()), (3, 0), "no heap while the items fit inline");
         assert_eq!(&inline[..3], &[1, 2, 3]);
     }
@@ -131,8 +160,14 @@ mod tests {
             s.push(i).unwrap();
         }
         assert_eq!((s.len(), s.get(1), s.get(2), s.get(99), s.get(100)), (100, Some(1), Some(2), Some(99), None));
+        let mut out = 0;
         for i in (2..100).rev() {
-            assert_eq!(s.pop().unwrap(), i);
+            if i % 2 == 0 {
+                assert_eq!(s.pop().unwrap(), i);
+            } else {
+                s.pop_into(&mut out).unwrap();
+                assert_eq!(out, i);
+            }
         }
         assert_eq!(s.len(), 2);
         assert_eq!(spill.capacity(), 0, "the pop back to the inline capacity frees the spill");
@@ -140,6 +175,9 @@ mod tests {
         assert_eq!((s.pop().unwrap(), s.pop().unwrap()), (1, 0));
         let e = s.pop().unwrap_err();
         assert_eq!(e.status(), Status::WrongState);
+        let mut out = 7;
+        assert_eq!(s.pop_into(&mut out).unwrap_err().status(), Status::WrongState);
+        assert_eq!(out, 7, "a failed pop_into leaves its target alone");
         assert_eq!(e.message(), "stack cache is empty: pop without a matching push");
         assert!(s.is_empty());
         // Clear frees a spill too.

@@ -517,7 +517,7 @@ fn stack_caches_refuse_bad_arguments_and_uninitialised_storage() {
     unsafe {
         let mut garbage: nnm_stack_cache = std::mem::zeroed();
         assert_eq!(nnm_stack_cache_push(&mut garbage, &w), nnm_status::NNM_INVALID_ARGUMENT);
-        assert!(last_error().contains("not an initialised nnm_stack_cache"), "{}", last_error());
+        assert!(last_error().contains("is not a valid initialised nnm_stack_cache"), "{}", last_error());
         assert_eq!(nnm_stack_cache_init(&mut garbage), nnm_status::NNM_OK);
         let mut k = garbage;
         let mut bad = w;
