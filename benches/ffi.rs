@@ -22,6 +22,7 @@ use nnmem::ffi::net::{
     nnm_cache, nnm_cache_clear, nnm_cache_pop, nnm_cache_push, nnm_net, nnm_net_attach_cache, nnm_net_attach_param,
     nnm_net_free, nnm_net_new, nnm_net_param_get, nnm_tensor,
 };
+use nnmem::ffi::net::{nnm_stack_cache, nnm_stack_cache_pop, nnm_stack_cache_push, NNM_STACK_CACHE_INLINE};
 use nnmem::ffi::nnm_status_str;
 use nnmem::ffi::plan::{
     nnm_planner, nnm_planner_add_buffer, nnm_planner_buffer_count, nnm_planner_free, nnm_planner_lower_bound,
@@ -244,6 +245,28 @@ fn bench_net(c: &mut Criterion) {
         })
     });
     assert_eq!(unsafe { nnm_cache_clear(cache) }, nnm_status::NNM_OK);
+    // A cache in caller storage, within its inline slots (no heap): each
+    // iteration fills it and empties it again; the time is per call.
+    let mut stack = nnm_stack_cache::default();
+    let depth = NNM_STACK_CACHE_INLINE as u64;
+    group.bench_function("nnm_stack_cache push and pop (net layer cache in caller storage)", |b| {
+        b.iter_custom(|iters| {
+            let mut out = nnm_tensor::default();
+            let rounds = iters.div_ceil(2 * depth);
+            let started = Instant::now();
+            for _ in 0..rounds {
+                for _ in 0..depth {
+                    black_box(unsafe { nnm_stack_cache_push(black_box(&mut stack), &tensor) });
+                }
+                for _ in 0..depth {
+                    black_box(unsafe { nnm_stack_cache_pop(black_box(&mut stack), &mut out) });
+                }
+            }
+            black_box(out.data);
+            started.elapsed().mul_f64(iters as f64 / (rounds * 2 * depth) as f64)
+        })
+    });
+    assert_eq!(stack.count, 0);
     group.finish();
     drop(net);
 }

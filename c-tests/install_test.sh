@@ -43,7 +43,7 @@ build_consumer() {
     rm -rf "$b"
     cmake -S "$src" -B "$b" -DBUILD_SHARED_LIBS="$shared" -DNNMEM_CONSUMER_SELF_TEST=ON "$@"
     cmake --build "$b"
-    for kind in static shared nnmem; do
+    for kind in static shared nnmem compat; do
         echo "--- consumer_$kind (BUILD_SHARED_LIBS=$shared)"
         "$b/consumer_$kind"
     done
@@ -74,6 +74,10 @@ install)
     src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     for h in "$src_dir"/include/nnmem/*.h; do
         [ -f "$p/include/nnmem/$(basename "$h")" ] || fail "not installed: include/nnmem/$(basename "$h")"
+    done
+    # The legacy compat headers (nnmem/compat/utils/list.h).
+    for h in $(cd "$src_dir/include" && find nnmem/compat -name '*.h'); do
+        [ -f "$p/include/$h" ] || fail "not installed: include/$h"
     done
     # libnnmem.so -> libnnmem.so.<soversion> -> libnnmem.so.<version> (the file)
     [ -L "$p/$libdir/libnnmem.so" ] || fail "$libdir/libnnmem.so is not a symlink"
@@ -126,6 +130,12 @@ pkg_config)
     "$cc" "${flags[@]}" "$src/main.c" "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_shared"
     "$b/consumer_shared"
     check_linkage "$b/consumer_shared" shared "$soname"
+
+    compat=$(pkg-config --variable=compatincludedir nnmem)
+    [ -f "$compat/utils/list.h" ] || fail "pkg-config compatincludedir $compat has no utils/list.h"
+    echo "compat: $cc compat.c ${cflags[*]} -I$compat ${libs[*]}"
+    "$cc" "${flags[@]}" "$src/compat.c" "${cflags[@]}" "-I$compat" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_compat"
+    "$b/consumer_compat"
 
     # With both libnnmem.a and libnnmem.so in libdir, -lnnmem picks the .so;
     # a static link names the archive (-l:libnnmem.a) and keeps the rest of

@@ -66,6 +66,13 @@ struct list_head {
 };
 #endif
 
+/*
+ * Initialiser of an empty nnm_stack_cache (a layer cache in the caller's
+ * storage), like LIST_HEAD_INIT:
+ *     nnm_stack_cache cache = NNM_STACK_CACHE_INIT;
+ */
+#define NNM_STACK_CACHE_INIT {0, NNM_STACK_CACHE_TAG, NULL, 0, NULL, {{NULL, 0, {0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0}}}
+
 
 /**
  * Flag of `nnm_arena_new*`: keep per-category statistics from the start
@@ -105,6 +112,16 @@ struct list_head {
  * (INVALID_ARGUMENT), never truncated.
  */
 #define NNM_NAME_MAX 127
+
+/**
+ * Tensors an `nnm_stack_cache` holds in its own storage, without heap.
+ */
+#define NNM_STACK_CACHE_INLINE 8
+
+/**
+ * The `tag` of an initialised `nnm_stack_cache` ("nnm_stkc").
+ */
+#define NNM_STACK_CACHE_TAG 7957417848336575331
 
 /**
  * `first_use` and `last_use` of a buffer that is never used (TFLite
@@ -404,7 +421,8 @@ typedef enum nnm_mem_kind {
  */
 typedef enum nnm_ownership {
   /**
-   * Allocated by nnmem, freed by nnmem.
+   * Allocated (or adopted, with the caller's deallocator) by nnmem,
+   * freed by nnmem.
    */
   NNM_OWNERSHIP_OWNED = 0,
   /**
@@ -609,7 +627,7 @@ typedef struct nnm_net_bytes {
    */
   uint64_t tensors;
   /**
-   * Bytes of buffers nnmem allocated (and frees); for caches including
+   * Bytes of buffers nnmem allocated or adopted (and frees); for caches including
    * popped buffers kept for reuse.
    */
   uint64_t owned_bytes;
@@ -656,7 +674,7 @@ typedef struct nnm_net_report {
 
 /**
  * A tensor descriptor. Its `ownership` says who owns `data`; nnmem frees
- * only what it allocated, whatever this field says.
+ * only what it allocated or adopted, whatever this field says.
  */
 typedef struct nnm_tensor {
   /**
@@ -719,6 +737,11 @@ typedef struct nnm_param {
 } nnm_param;
 
 /**
+ * The deallocator of an adopted buffer: called once as `free_fn(ctx, ptr)`.
+ */
+typedef void (*nnm_free_fn)(void *ctx, void *ptr);
+
+/**
  * A layer output or input: an entry of `nnm_net.outputs` or
  * `nnm_net.inputs`, linked by `node`. Outputs own their buffers, sized for
  * the net's maximum batch; inputs are views of an output or placeholders.
@@ -765,6 +788,59 @@ typedef struct nnm_cache {
    */
   size_t count;
 } nnm_cache;
+
+/**
+ * A layer cache that lives in the caller's storage (on the stack, in a
+ * struct, by value), outside any net: a stack of tensor descriptors like
+ * `nnm_cache`, for legacy layers that keep their caches by value and never
+ * clear them on some paths.
+ *
+ * Initialise it with `NNM_STACK_CACHE_INIT` or `nnm_stack_cache_init`,
+ * then use only the `nnm_stack_cache_*` functions; read `count` and, for
+ * the first NNM_STACK_CACHE_INLINE tensors, `tensors[i]` directly; never
+ * write a field.
+ *
+ * Memory: the first NNM_STACK_CACHE_INLINE tensors live in `tensors`; a
+ * push beyond them puts the rest on the heap, which is freed again by the
+ * pop that brings `count` back to NNM_STACK_CACHE_INLINE, or by
+ * `nnm_stack_cache_clear`. So a cache whose `count` is at most
+ * NNM_STACK_CACHE_INLINE holds no heap and needs no call before it goes
+ * out of scope; only one that holds more must be cleared first. It only
+ * ever stores descriptors (shallow copies that never own a buffer), so it
+ * frees no tensor buffer either.
+ *
+ * While it holds heap, it must not be copied or moved: push, pop, get,
+ * count and clear on a copy fail with WRONG_STATE and change nothing
+ * (`nnm_stack_cache_init` makes a copy an empty cache of its own).
+ */
+typedef struct nnm_stack_cache {
+  /**
+   * Tensors on the stack.
+   */
+  size_t count;
+  /**
+   * Private: NNM_STACK_CACHE_TAG once initialised.
+   */
+  uint64_t tag;
+  /**
+   * Private: the tensors past the inline ones, NULL while there are none.
+   */
+  struct nnm_tensor *spill;
+  /**
+   * Private: room at `spill`, in tensors.
+   */
+  size_t spill_capacity;
+  /**
+   * Private: the cache's own address while `spill` is set (a copy's
+   * differs).
+   */
+  const struct nnm_stack_cache *spill_owner;
+  /**
+   * The bottom NNM_STACK_CACHE_INLINE tensors of the stack; entries at
+   * and past `count` are unspecified.
+   */
+  struct nnm_tensor tensors[8];
+} nnm_stack_cache;
 
 /**
  * Summary of the last plan.
@@ -1242,8 +1318,8 @@ enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
 
 /**
  * Frees the net: every buffer nnmem allocated (params, outputs, cache
- * buffers), exactly once, and every entry; never a view, a placeholder or
- * borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+ * buffers) or adopted (through its `free_fn`), exactly once, and every
+ * entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
  * a no-op; freeing twice is detected and reported through
  * `nnm_last_error()`.
  */
@@ -1296,6 +1372,33 @@ enum nnm_status nnm_net_attach_param_borrowed(struct nnm_net *net,
                                               struct nnm_param **out_param);
 
 /**
+ * Attaches a param whose host buffers the net adopts: the caller
+ * allocated `data` (and `diff`, unless NULL: then the diff is a
+ * placeholder, a frozen param) and hands them over with its deallocator.
+ * Each is shown as NNM_OWNERSHIP_OWNED and freed exactly once, as
+ * `free_fn(ctx, buffer)`, by `nnm_net_free`; never earlier, never twice.
+ * When this call fails, nothing is adopted: the caller still owns both
+ * buffers and frees them itself. `data` and `diff` must be the caller's
+ * own allocations of at least the tensor's size, distinct, and not
+ * adopted before by this net (both are checked). Otherwise as
+ * `nnm_net_attach_param`.
+ *
+ * Errors: as `nnm_net_attach_param`, and NULL_ARGUMENT for a NULL `data`
+ * or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or either is
+ * already adopted by this net.
+ */
+enum nnm_status nnm_net_attach_param_adopted(struct nnm_net *net,
+                                             const char *name,
+                                             uint32_t dtype,
+                                             const uint32_t *dims,
+                                             uint32_t ndims,
+                                             void *data,
+                                             void *diff,
+                                             nnm_free_fn free_fn,
+                                             void *ctx,
+                                             struct nnm_param **out_param);
+
+/**
  * The param named `name`, found in O(1); NULL when there is none (or on
  * bad arguments), with the reason in `nnm_last_error()`. Like awnn's
  * net_get_param, without walking the list.
@@ -1321,6 +1424,31 @@ enum nnm_status nnm_net_attach_output(struct nnm_net *net,
                                       const uint32_t *sample_dims,
                                       uint32_t ndims,
                                       struct nnm_layer_data **out_output);
+
+/**
+ * Attaches a layer output whose host buffers the net adopts, as
+ * `nnm_net_attach_param_adopted` does for params: `data` and `diff`
+ * (both required, distinct, each of at least the `[max_batch,
+ * sample_dims...]` tensor's size) were allocated by the caller, are shown
+ * as NNM_OWNERSHIP_OWNED, and are freed exactly once, as
+ * `free_fn(ctx, buffer)`, by `nnm_net_free`. When this call fails, nothing
+ * is adopted. Inputs attached as views of it share the buffers and free
+ * nothing. Otherwise as `nnm_net_attach_output`.
+ *
+ * Errors: as `nnm_net_attach_output`, and NULL_ARGUMENT for a NULL
+ * `data`, `diff` or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or
+ * either is already adopted by this net.
+ */
+enum nnm_status nnm_net_attach_output_adopted(struct nnm_net *net,
+                                              const char *name,
+                                              uint32_t dtype,
+                                              const uint32_t *sample_dims,
+                                              uint32_t ndims,
+                                              void *data,
+                                              void *diff,
+                                              nnm_free_fn free_fn,
+                                              void *ctx,
+                                              struct nnm_layer_data **out_output);
 
 /**
  * Attaches a layer input named `name` that is a view of `output` (an
@@ -1405,8 +1533,9 @@ struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name)
  * buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
  * Amortised O(1); the stack grows as needed.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims`, `dtype`,
- * `mem_kind` or `ownership` out of range); OUT_OF_MEMORY.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
+ * 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
+ * OUT_OF_MEMORY.
  */
 enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor *tensor);
 
@@ -1453,6 +1582,66 @@ enum nnm_status nnm_cache_count(const struct nnm_cache *cache, size_t *out_count
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
  */
 enum nnm_status nnm_cache_clear(struct nnm_cache *cache);
+
+/**
+ * Makes `*cache` an empty stack cache: what `NNM_STACK_CACHE_INIT` gives.
+ * For storage never initialised (or emptied): a cache that still holds
+ * heap (more than NNM_STACK_CACHE_INLINE tensors) is refused, since that
+ * heap would leak; clear it first.
+ *
+ * Errors: NULL_ARGUMENT; WRONG_STATE (it holds heap).
+ */
+enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
+
+/**
+ * Pushes a copy of `*tensor` (a shallow copy that never owns: a copy of an
+ * owned tensor is stored as NNM_OWNERSHIP_VIEW; nnmem never frees its
+ * buffer). The first NNM_STACK_CACHE_INLINE tensors need no heap; past
+ * them the stack grows on the heap (see `nnm_stack_cache`).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised; `ndims`
+ * outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
+ * range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+ */
+enum nnm_status nnm_stack_cache_push(struct nnm_stack_cache *cache,
+                                     const struct nnm_tensor *tensor);
+
+/**
+ * Pops the tensor on top of the stack into `out_tensor`; the pop that
+ * brings `count` back to NNM_STACK_CACHE_INLINE frees the cache's heap.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
+ * (empty: a pop without a matching push; a copy of a cache holding heap).
+ */
+enum nnm_status nnm_stack_cache_pop(struct nnm_stack_cache *cache, struct nnm_tensor *out_tensor);
+
+/**
+ * Writes the tensor at `index` (0 is the bottom of the stack).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised, `index` not
+ * below `count`); WRONG_STATE (a copy of a cache holding heap).
+ */
+enum nnm_status nnm_stack_cache_get(struct nnm_stack_cache *cache,
+                                    size_t index,
+                                    struct nnm_tensor *out_tensor);
+
+/**
+ * Writes the number of tensors on the stack (also `cache->count`).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
+ * (a copy of a cache holding heap).
+ */
+enum nnm_status nnm_stack_cache_count(struct nnm_stack_cache *cache, size_t *out_count);
+
+/**
+ * Empties the stack and frees its heap, if any. Needed only for a cache
+ * that holds more than NNM_STACK_CACHE_INLINE tensors; harmless on any
+ * initialised one.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
+ * (a copy of a cache holding heap).
+ */
+enum nnm_status nnm_stack_cache_clear(struct nnm_stack_cache *cache);
 
 /**
  * Looks an algorithm up by name ("auto", "tflm", "linear",

@@ -26,6 +26,7 @@ use nnmem::ffi::net::{
     list_head, nnm_cache, nnm_layer_data, nnm_net, nnm_net_bytes, nnm_net_report, nnm_param, nnm_tensor, NNM_MAX_DIMS,
     NNM_NAME_MAX,
 };
+use nnmem::ffi::net::{nnm_stack_cache, NNM_STACK_CACHE_INLINE, NNM_STACK_CACHE_TAG};
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP, NNM_VALIDATE_TRUST_FIXED};
 use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::ffi::status::nnm_status;
@@ -193,6 +194,15 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_VALIDATE_TRUST_FIXED %lld", "(long long)(NNM_VALIDATE_TRUST_FIXED)");
         line("macro NNM_MAX_DIMS %lld", "(long long)(NNM_MAX_DIMS)");
         line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
+        line("macro NNM_STACK_CACHE_INLINE %lld", "(long long)(NNM_STACK_CACHE_INLINE)");
+        line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
+        // The initialiser, field by field (pointers as 0/1: NULL or not).
+        for f in ["count", "tag", "spill_capacity"] {
+            line(&format!("init nnm_stack_cache.{f} %lld"), &format!("(long long)((nnm_stack_cache)NNM_STACK_CACHE_INIT).{f}"));
+        }
+        for f in ["spill", "spill_owner"] {
+            line(&format!("init nnm_stack_cache.{f} %lld"), &format!("(long long)(((nnm_stack_cache)NNM_STACK_CACHE_INIT).{f} != NULL)"));
+        }
         src.push_str("    return 0;\n}\n");
 
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("layout-{}", std::process::id()));
@@ -339,6 +349,7 @@ fn rust_structs() -> Vec<RustStruct> {
         rust_struct!(nnm_layer_data { node, name, data, diff }),
         rust_struct!(nnm_cache { node, name, tensors, count }),
         rust_struct!(nnm_net { params, outputs, inputs, caches, max_batch }),
+        rust_struct!(nnm_stack_cache { count, tag, spill, spill_capacity, spill_owner, tensors }),
         rust_struct!(nnm_net_bytes { entries, tensors, owned_bytes, referenced_bytes }),
         rust_struct!(nnm_net_report {
             params,
@@ -527,4 +538,14 @@ fn net_enums_and_constants_match_in_c_and_rust() {
     }
     assert_eq!(c["macro NNM_MAX_DIMS"], u64::from(NNM_MAX_DIMS));
     assert_eq!(c["macro NNM_NAME_MAX"], u64::from(NNM_NAME_MAX));
+    assert_eq!(c["macro NNM_STACK_CACHE_INLINE"], u64::from(NNM_STACK_CACHE_INLINE));
+    assert_eq!(c["macro NNM_STACK_CACHE_TAG"], NNM_STACK_CACHE_TAG);
+    // NNM_STACK_CACHE_INIT (C) is nnm_stack_cache::default() (what nnm_stack_cache_init writes).
+    let d = nnm_stack_cache::default();
+    let init = |f: &str| c[&format!("init nnm_stack_cache.{f}")];
+    assert_eq!(
+        (init("count"), init("tag"), init("spill_capacity"), init("spill"), init("spill_owner")),
+        (d.count as u64, d.tag, d.spill_capacity as u64, u64::from(!d.spill.is_null()), u64::from(!d.spill_owner.is_null())),
+        "NNM_STACK_CACHE_INIT (left) and nnm_stack_cache_init (right)"
+    );
 }

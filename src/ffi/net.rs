@@ -24,7 +24,7 @@ use super::handle::{check_live, free_handle, into_handle, Tagged};
 use super::status::nnm_status;
 use crate::net::names::not_found;
 use crate::net::tensor::described_bytes;
-use crate::net::{Bytes, CacheStack, Capacity, Dtype, Kind, MemKind, Net, Ownership, Shape, MAX_DIMS, NAME_MAX};
+use crate::net::{Bytes, CacheStack, Capacity, Dtype, Kind, MemKind, Net, Ownership, Shape, SpillStack, MAX_DIMS, NAME_MAX};
 use crate::status::{Error, Result, Status};
 
 /// Most dimensions of a tensor.
@@ -64,7 +64,7 @@ impl Default for list_head {
 }
 
 /// A tensor descriptor. Its `ownership` says who owns `data`; nnmem frees
-/// only what it allocated, whatever this field says.
+/// only what it allocated or adopted, whatever this field says.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_tensor {
@@ -199,7 +199,7 @@ pub struct nnm_net_bytes {
     /// Tensors (params, outputs and inputs have two each: data and diff;
     /// caches count what is on their stacks).
     pub tensors: u64,
-    /// Bytes of buffers nnmem allocated (and frees); for caches including
+    /// Bytes of buffers nnmem allocated or adopted (and frees); for caches including
     /// popped buffers kept for reuse.
     pub owned_bytes: u64,
     /// Bytes of tensors that only refer to memory: views, borrowed caller
@@ -303,6 +303,44 @@ fn owned_tensor(shape: &Shape, what: &dyn Fn() -> String) -> Result<(HostBuffer,
     Ok((buffer, desc))
 }
 
+/// The deallocator of an adopted buffer: called once as `free_fn(ctx, ptr)`.
+pub type nnm_free_fn = Option<unsafe extern "C" fn(ctx: *mut c_void, ptr: *mut c_void)>;
+
+/// A caller buffer the net adopted: freed with the caller's deallocator,
+/// once, when this record is dropped (with its entry, at `nnm_net_free`).
+struct Adopted {
+    ptr: *mut c_void,
+    free_fn: unsafe extern "C" fn(*mut c_void, *mut c_void),
+    ctx: *mut c_void,
+}
+
+impl Drop for Adopted {
+    fn drop(&mut self) {
+        // SAFETY: the caller handed `ptr` over with this deallocator and
+        // context (nnm_net_attach_param_adopted); this record is its only
+        // owner and is dropped once.
+        unsafe { (self.free_fn)(self.ctx, self.ptr) }
+    }
+}
+
+/// A buffer an entry owns and frees: one nnmem allocated, or one it adopted.
+enum Held {
+    Host(#[allow(dead_code)] HostBuffer),
+    Adopted(#[allow(dead_code)] Adopted),
+}
+
+impl Held {
+    /// After a failed attach: nnmem's own allocations are freed, adopted
+    /// buffers are left to the caller, who still owns them.
+    fn give_back(pair: [Option<Held>; 2]) {
+        for held in pair.into_iter().flatten() {
+            if let Held::Adopted(a) = held {
+                std::mem::forget(a);
+            }
+        }
+    }
+}
+
 // ---- hidden entry state --------------------------------------------------------------
 
 const NET_TAG: u64 = 0x6e6e_6d5f_6e65_7421; // "nnm_net!"
@@ -315,7 +353,7 @@ struct ParamEntry {
     public: nnm_param,
     tag: u64,
     _name: CString,
-    _owned: [Option<HostBuffer>; 2],
+    _owned: [Option<Held>; 2],
 }
 
 #[repr(C)]
@@ -327,7 +365,7 @@ struct LayerEntry {
     /// The shape as attached (`[max_batch, ...]`).
     shape: Shape,
     /// For outputs: the data and diff buffers nnmem owns.
-    owned: [Option<HostBuffer>; 2],
+    owned: [Option<Held>; 2],
     /// For outputs: `owned`'s data pointers (views copy them).
     buffers: [*mut c_void; 2],
     _name: CString,
@@ -352,6 +390,9 @@ struct NetHandle {
     outputs: Vec<*mut LayerEntry>,
     inputs: Vec<*mut LayerEntry>,
     caches: Vec<*mut CacheEntry>,
+    /// Addresses of the adopted buffers: adopting one twice would free it
+    /// twice.
+    adopted: std::collections::HashSet<usize>,
 }
 
 impl Tagged for NetHandle {
@@ -550,6 +591,7 @@ pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net)
             outputs: Vec::new(),
             inputs: Vec::new(),
             caches: Vec::new(),
+            adopted: Default::default(),
         });
         for anchor in [
             addr_of_mut!((*h).public.params),
@@ -566,8 +608,8 @@ pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net)
 }
 
 /// Frees the net: every buffer nnmem allocated (params, outputs, cache
-/// buffers), exactly once, and every entry; never a view, a placeholder or
-/// borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+/// buffers) or adopted (through its `free_fn`), exactly once, and every
+/// entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
 /// a no-op; freeing twice is detected and reported through
 /// `nnm_last_error()`.
 #[no_mangle]
@@ -616,22 +658,46 @@ pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mu
 
 /// Adds a param entry to the net (all-or-nothing) and links it at the back
 /// of `params`.
-unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<HostBuffer>, nnm_tensor), diff: (Option<HostBuffer>, nnm_tensor)) -> Result<*mut nnm_param> {
+/// On failure, buffers nnmem allocated are freed and adopted ones are left
+/// to the caller ([`Held::give_back`]).
+unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<Held>, nnm_tensor), diff: (Option<Held>, nnm_tensor)) -> Result<*mut nnm_param> {
     let bytes = pair_bytes(&data.1, &diff.1, [data.0.is_some(), diff.0.is_some()]);
+    let owned = [data.0, diff.0];
     // Field by field: never a reference covering the C-visible anchors.
     let params = &mut (*h).params;
-    params.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory for a param entry"))?;
+    if params.try_reserve(1).is_err() {
+        Held::give_back(owned);
+        return Err(Error::new(Status::OutOfMemory, "no memory for a param entry"));
+    }
     let cname = c_name(name);
+    // The entry gets its buffers only once it is in the net: a failed
+    // attach must not free an adopted buffer.
     let entry = Box::into_raw(Box::new(ParamEntry {
         public: nnm_param { node: list_head::default(), name: cname.as_ptr(), data: data.1, diff: diff.1 },
         tag: PARAM_TAG,
         _name: cname,
-        _owned: [data.0, diff.0],
+        _owned: [None, None],
     }));
-    index(h, Kind::Param, name, bytes, entry)?;
+    if let Err(e) = index(h, Kind::Param, name, bytes, entry) {
+        Held::give_back(owned);
+        return Err(e);
+    }
+    (*entry)._owned = owned;
     (*h).params.push(entry);
     link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.params));
     Ok(entry.cast())
+}
+
+/// The net, name and shape arguments every param attach starts with,
+/// checked in that order.
+///
+/// # Safety
+/// As the attach functions' arguments.
+unsafe fn param_args<'a>(net: *mut nnm_net, name: *const c_char, dtype: u32, dims: *const u32, ndims: u32) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
+    let h = net_live(net)?;
+    let name = name_bytes(name)?;
+    let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+    Ok((h, name, shape))
 }
 
 /// Attaches a learnable param named `name` with data and diff of
@@ -653,14 +719,12 @@ pub unsafe extern "C" fn nnm_net_attach_param(
     out_param: *mut *mut nnm_param,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+        let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         (*h).core.check_new(Kind::Param, name)?;
         let what = |part: &str| format!("{part} of param \"{}\"", String::from_utf8_lossy(name));
         let (data_buf, data) = owned_tensor(&shape, &|| what("data"))?;
         let (diff_buf, diff) = owned_tensor(&shape, &|| what("diff"))?;
-        let p = add_param(h, name, (Some(data_buf), data), (Some(diff_buf), diff))?;
+        let p = add_param(h, name, (Some(Held::Host(data_buf)), data), (Some(Held::Host(diff_buf)), diff))?;
         write_optional(out_param, p);
         Ok(())
     })
@@ -687,14 +751,106 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
     out_param: *mut *mut nnm_param,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
+        let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         let kind = memory_kind(mem_kind)?;
         non_null(data, "data")?;
         (*h).core.check_new(Kind::Param, name)?;
         let [data, diff] = borrowed_pair(&shape, kind, data, diff);
         let p = add_param(h, name, (None, data), (None, diff))?;
+        write_optional(out_param, p);
+        Ok(())
+    })
+}
+
+/// The checked arguments of an adopting attach of `kind` named `name`:
+/// descriptors of `shape` at `data` and `diff` (a NULL `diff` is a
+/// placeholder, for params only), shown as owned, with the records that
+/// will free them. Every check comes first: once this returns, the records
+/// exist, and the caller's failure path must hand them back
+/// ([`Held::give_back`]).
+///
+/// # Safety
+/// `h` must be a live net.
+#[allow(clippy::too_many_arguments)]
+unsafe fn adopt_pair(
+    h: *mut NetHandle,
+    kind: Kind,
+    name: &[u8],
+    shape: &Shape,
+    data: *mut c_void,
+    diff: *mut c_void,
+    free_fn: nnm_free_fn,
+    ctx: *mut c_void,
+) -> Result<[(Option<Held>, nnm_tensor); 2]> {
+    non_null(data, "data")?;
+    if kind != Kind::Param {
+        non_null(diff, "diff")?;
+    }
+    let Some(free_fn) = free_fn else {
+        return Err(Error::new(Status::NullArgument, "free_fn is NULL: an adopted buffer needs its deallocator"));
+    };
+    if ptr::eq(data, diff) {
+        return Err(Error::invalid("diff is the same buffer as data: each adopted buffer is freed once, so they must differ"));
+    }
+    for (what, p) in [("data", data), ("diff", diff)] {
+        if (*h).adopted.contains(&(p as usize)) {
+            return Err(Error::invalid(format!("{what} {p:p} is already adopted by this net: it would be freed twice")));
+        }
+    }
+    (*h).core.check_new(kind, name)?;
+    (*h).adopted.try_reserve(2).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record adopted buffers"))?;
+    let adopt = |p: *mut c_void, mut t: nnm_tensor| {
+        if p.is_null() {
+            return (None, t);
+        }
+        t.ownership = Ownership::Owned as u32;
+        (Some(Held::Adopted(Adopted { ptr: p, free_fn, ctx })), t)
+    };
+    let [data_t, diff_t] = borrowed_pair(shape, MemKind::Host, data, diff);
+    Ok([adopt(data, data_t), adopt(diff, diff_t)])
+}
+
+/// Records the buffers an attach adopted (room was reserved by
+/// [`adopt_pair`]).
+unsafe fn record_adopted(h: *mut NetHandle, buffers: [*mut c_void; 2]) {
+    for p in buffers.into_iter().filter(|p| !p.is_null()) {
+        (*h).adopted.insert(p as usize);
+    }
+}
+
+/// Attaches a param whose host buffers the net adopts: the caller
+/// allocated `data` (and `diff`, unless NULL: then the diff is a
+/// placeholder, a frozen param) and hands them over with its deallocator.
+/// Each is shown as NNM_OWNERSHIP_OWNED and freed exactly once, as
+/// `free_fn(ctx, buffer)`, by `nnm_net_free`; never earlier, never twice.
+/// When this call fails, nothing is adopted: the caller still owns both
+/// buffers and frees them itself. `data` and `diff` must be the caller's
+/// own allocations of at least the tensor's size, distinct, and not
+/// adopted before by this net (both are checked). Otherwise as
+/// `nnm_net_attach_param`.
+///
+/// Errors: as `nnm_net_attach_param`, and NULL_ARGUMENT for a NULL `data`
+/// or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or either is
+/// already adopted by this net.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_net_attach_param_adopted(
+    net: *mut nnm_net,
+    name: *const c_char,
+    dtype: u32,
+    dims: *const u32,
+    ndims: u32,
+    data: *mut c_void,
+    diff: *mut c_void,
+    free_fn: nnm_free_fn,
+    ctx: *mut c_void,
+    out_param: *mut *mut nnm_param,
+) -> nnm_status {
+    guard(|| {
+        let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
+        let [data, diff] = adopt_pair(h, Kind::Param, name, &shape, data, diff, free_fn, ctx)?;
+        let buffers = [data.1.data, diff.1.data];
+        let p = add_param(h, name, data, diff)?;
+        record_adopted(h, buffers);
         write_optional(out_param, p);
         Ok(())
     })
@@ -730,11 +886,16 @@ unsafe fn lookup<T>(net: *const nnm_net, kind: Kind, name: *const c_char) -> Res
 // ---- outputs and inputs -------------------------------------------------------------------
 
 /// Adds an output or input entry (all-or-nothing) and links it.
-unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, data: (Option<HostBuffer>, nnm_tensor), diff: (Option<HostBuffer>, nnm_tensor)) -> Result<*mut nnm_layer_data> {
+/// On failure, as [`add_param`].
+unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, data: (Option<Held>, nnm_tensor), diff: (Option<Held>, nnm_tensor)) -> Result<*mut nnm_layer_data> {
     let bytes = pair_bytes(&data.1, &diff.1, [data.0.is_some(), diff.0.is_some()]);
+    let owned = [data.0, diff.0];
     // Field by field: never a reference covering the C-visible anchors.
     let list = if kind == Kind::Output { &mut (*h).outputs } else { &mut (*h).inputs };
-    list.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, format!("no memory for an {} entry", kind.what())))?;
+    if list.try_reserve(1).is_err() {
+        Held::give_back(owned);
+        return Err(Error::new(Status::OutOfMemory, format!("no memory for an {} entry", kind.what())));
+    }
     let cname = c_name(name);
     let entry = Box::into_raw(Box::new(LayerEntry {
         public: nnm_layer_data { node: list_head::default(), name: cname.as_ptr(), data: data.1, diff: diff.1 },
@@ -743,10 +904,14 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
         net: h,
         shape,
         buffers: [data.1.data, diff.1.data],
-        owned: [data.0, diff.0],
+        owned: [None, None],
         _name: cname,
     }));
-    index(h, kind, name, bytes, entry)?;
+    if let Err(e) = index(h, kind, name, bytes, entry) {
+        Held::give_back(owned);
+        return Err(e);
+    }
+    (*entry).owned = owned;
     if kind == Kind::Output {
         (*h).outputs.push(entry);
         link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.outputs));
@@ -755,6 +920,19 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
         link_tail(addr_of_mut!((*entry).public.node), addr_of_mut!((*h).public.inputs));
     }
     Ok(entry.cast())
+}
+
+/// The net, name and `[max_batch, sample...]` shape arguments of the
+/// batch-sized attaches, checked in that order.
+///
+/// # Safety
+/// As the attach functions' arguments.
+unsafe fn output_args<'a>(net: *mut nnm_net, name: *const c_char, dtype: u32, sample_dims: *const u32, ndims: u32) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
+    let h = net_live(net)?;
+    let name = name_bytes(name)?;
+    let dtype = Dtype::from_value(dtype)?;
+    let shape = (*h).core.batch_shape(dtype, dims_arg(sample_dims, ndims, MAX_DIMS - 1)?)?;
+    Ok((h, name, shape))
 }
 
 /// Attaches a layer output named `name`: data and diff of
@@ -775,15 +953,48 @@ pub unsafe extern "C" fn nnm_net_attach_output(
     out_output: *mut *mut nnm_layer_data,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let dtype = Dtype::from_value(dtype)?;
-        let shape = (*h).core.batch_shape(dtype, dims_arg(sample_dims, ndims, MAX_DIMS - 1)?)?;
+        let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         (*h).core.check_new(Kind::Output, name)?;
         let what = |part: &str| format!("{part} of output \"{}\"", String::from_utf8_lossy(name));
         let (data_buf, data) = owned_tensor(&shape, &|| what("data"))?;
         let (diff_buf, diff) = owned_tensor(&shape, &|| what("diff"))?;
-        let o = add_layer(h, Kind::Output, name, shape, (Some(data_buf), data), (Some(diff_buf), diff))?;
+        let o = add_layer(h, Kind::Output, name, shape, (Some(Held::Host(data_buf)), data), (Some(Held::Host(diff_buf)), diff))?;
+        write_optional(out_output, o);
+        Ok(())
+    })
+}
+
+/// Attaches a layer output whose host buffers the net adopts, as
+/// `nnm_net_attach_param_adopted` does for params: `data` and `diff`
+/// (both required, distinct, each of at least the `[max_batch,
+/// sample_dims...]` tensor's size) were allocated by the caller, are shown
+/// as NNM_OWNERSHIP_OWNED, and are freed exactly once, as
+/// `free_fn(ctx, buffer)`, by `nnm_net_free`. When this call fails, nothing
+/// is adopted. Inputs attached as views of it share the buffers and free
+/// nothing. Otherwise as `nnm_net_attach_output`.
+///
+/// Errors: as `nnm_net_attach_output`, and NULL_ARGUMENT for a NULL
+/// `data`, `diff` or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or
+/// either is already adopted by this net.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_net_attach_output_adopted(
+    net: *mut nnm_net,
+    name: *const c_char,
+    dtype: u32,
+    sample_dims: *const u32,
+    ndims: u32,
+    data: *mut c_void,
+    diff: *mut c_void,
+    free_fn: nnm_free_fn,
+    ctx: *mut c_void,
+    out_output: *mut *mut nnm_layer_data,
+) -> nnm_status {
+    guard(|| {
+        let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
+        let [data, diff] = adopt_pair(h, Kind::Output, name, &shape, data, diff, free_fn, ctx)?;
+        let buffers = [data.1.data, diff.1.data];
+        let o = add_layer(h, Kind::Output, name, shape, data, diff)?;
+        record_adopted(h, buffers);
         write_optional(out_output, o);
         Ok(())
     })
@@ -843,10 +1054,7 @@ pub unsafe extern "C" fn nnm_net_attach_input_placeholder(
     out_input: *mut *mut nnm_layer_data,
 ) -> nnm_status {
     guard(|| {
-        let h = net_live(net)?;
-        let name = name_bytes(name)?;
-        let dtype = Dtype::from_value(dtype)?;
-        let shape = (*h).core.batch_shape(dtype, dims_arg(sample_dims, ndims, MAX_DIMS - 1)?)?;
+        let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         (*h).core.check_new(Kind::Input, name)?;
         let empty = descriptor(&shape, ptr::null_mut(), MemKind::Placeholder, Ownership::Borrowed);
         let i = add_layer(h, Kind::Input, name, shape, (None, empty), (None, empty))?;
@@ -960,8 +1168,8 @@ unsafe fn publish(c: *mut CacheEntry) {
 /// What is wrong with a descriptor handed to `nnm_cache_push`.
 #[cold]
 fn bad_descriptor(t: &nnm_tensor) -> Error {
-    if t.ndims as usize > MAX_DIMS {
-        return Error::invalid(format!("tensor has ndims {}: at most {MAX_DIMS}", t.ndims));
+    if t.ndims == 0 || t.ndims as usize > MAX_DIMS {
+        return Error::invalid(format!("tensor has ndims {}: a tensor has 1 to {MAX_DIMS} dimensions", t.ndims));
     }
     let checks = [
         Dtype::from_value(t.dtype).err(),
@@ -971,26 +1179,35 @@ fn bad_descriptor(t: &nnm_tensor) -> Error {
     checks.into_iter().flatten().next().unwrap_or_else(|| Error::invalid("tensor descriptor is malformed"))
 }
 
+/// The ownership a cache's copy of `t` gets (it never owns: an owned
+/// tensor's copy is a view), after checking `t`'s fields.
+#[inline(always)]
+fn copy_ownership(t: &nnm_tensor) -> Result<u32> {
+    // One branch on the hot path; the precise message only on failure.
+    // `ndims - 1` wraps 0 to u32::MAX, so one compare refuses 0 and > 8.
+    if t.ndims.wrapping_sub(1) as usize >= MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
+        return Err(bad_descriptor(t));
+    }
+    // Ownership::of_copy computed in a register: patching the field in
+    // memory would make the copy into the stack reload it across a partial
+    // store (a store-forwarding stall).
+    Ok(t.ownership | u32::from(t.ownership == Ownership::Owned as u32))
+}
+
 /// Pushes a copy of `*tensor` (a shallow copy: the cache never frees its
 /// buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
 /// Amortised O(1); the stack grows as needed.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims`, `dtype`,
-/// `mem_kind` or `ownership` out of range); OUT_OF_MEMORY.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
+/// 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
+/// OUT_OF_MEMORY.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nnm_tensor) -> nnm_status {
     guard(|| {
         let c = cache_entry(cache)?;
         non_null(tensor, "tensor")?;
         let t = &*tensor;
-        // One branch on the hot path; the precise message only on failure.
-        if t.ndims as usize > MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
-            return Err(bad_descriptor(t));
-        }
-        // The copy never owns (Ownership::of_copy), computed in a register:
-        // patching the field in memory would make the copy into the stack
-        // reload it across a partial store (a store-forwarding stall).
-        let ownership = t.ownership | u32::from(t.ownership == Ownership::Owned as u32);
+        let ownership = copy_ownership(t)?;
         let stack = &mut (*c).stack;
         if stack.is_full() {
             // `tensor` may point into this very stack (`cache->tensors`), so
@@ -1089,6 +1306,239 @@ pub unsafe extern "C" fn nnm_cache_clear(cache: *mut nnm_cache) -> nnm_status {
         (*c).stack.clear();
         publish(c);
         Ok(())
+    })
+}
+
+// ---- caches in caller storage ----------------------------------------------------------
+
+/// Tensors an `nnm_stack_cache` holds in its own storage, without heap.
+pub const NNM_STACK_CACHE_INLINE: u32 = 8;
+
+/// The `tag` of an initialised `nnm_stack_cache` ("nnm_stkc").
+pub const NNM_STACK_CACHE_TAG: u64 = 0x6e6e_6d5f_7374_6b63;
+
+const INLINE: usize = NNM_STACK_CACHE_INLINE as usize;
+
+/// A layer cache that lives in the caller's storage (on the stack, in a
+/// struct, by value), outside any net: a stack of tensor descriptors like
+/// `nnm_cache`, for legacy layers that keep their caches by value and never
+/// clear them on some paths.
+///
+/// Initialise it with `NNM_STACK_CACHE_INIT` or `nnm_stack_cache_init`,
+/// then use only the `nnm_stack_cache_*` functions; read `count` and, for
+/// the first NNM_STACK_CACHE_INLINE tensors, `tensors[i]` directly; never
+/// write a field.
+///
+/// Memory: the first NNM_STACK_CACHE_INLINE tensors live in `tensors`; a
+/// push beyond them puts the rest on the heap, which is freed again by the
+/// pop that brings `count` back to NNM_STACK_CACHE_INLINE, or by
+/// `nnm_stack_cache_clear`. So a cache whose `count` is at most
+/// NNM_STACK_CACHE_INLINE holds no heap and needs no call before it goes
+/// out of scope; only one that holds more must be cleared first. It only
+/// ever stores descriptors (shallow copies that never own a buffer), so it
+/// frees no tensor buffer either.
+///
+/// While it holds heap, it must not be copied or moved: push, pop, get,
+/// count and clear on a copy fail with WRONG_STATE and change nothing
+/// (`nnm_stack_cache_init` makes a copy an empty cache of its own).
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub struct nnm_stack_cache {
+    /// Tensors on the stack.
+    pub count: usize,
+    /// Private: NNM_STACK_CACHE_TAG once initialised.
+    pub tag: u64,
+    /// Private: the tensors past the inline ones, NULL while there are none.
+    pub spill: *mut nnm_tensor,
+    /// Private: room at `spill`, in tensors.
+    pub spill_capacity: usize,
+    /// Private: the cache's own address while `spill` is set (a copy's
+    /// differs).
+    pub spill_owner: *const nnm_stack_cache,
+    /// The bottom NNM_STACK_CACHE_INLINE tensors of the stack; entries at
+    /// and past `count` are unspecified.
+    pub tensors: [nnm_tensor; 8],
+}
+
+// The header's array length is the literal 8 (cbindgen writes it as written).
+const _: () = assert!(INLINE == 8);
+
+impl Default for nnm_stack_cache {
+    fn default() -> Self {
+        nnm_stack_cache {
+            count: 0,
+            tag: NNM_STACK_CACHE_TAG,
+            spill: ptr::null_mut(),
+            spill_capacity: 0,
+            spill_owner: ptr::null(),
+            tensors: [nnm_tensor::default(); INLINE],
+        }
+    }
+}
+
+/// The heap part of a stack cache that holds one, as the Vec it came from,
+/// after checking that `c` is that Vec's owner (not a copy) and consistent.
+///
+/// # Safety
+/// `c` is the cache at `cache`, with a valid tag and a non-NULL `spill`.
+#[cold]
+#[inline(never)]
+unsafe fn spill_of(c: &nnm_stack_cache, cache: *const nnm_stack_cache) -> Result<Vec<nnm_tensor>> {
+    let spilled = c.count.saturating_sub(INLINE);
+    if !ptr::eq(c.spill_owner, cache) {
+        return Err(Error::wrong_state(format!(
+            "stack cache holds {} tensors, {spilled} of them on the heap, and was copied or moved since: use the original",
+            c.count
+        )));
+    }
+    if spilled == 0 || spilled > c.spill_capacity {
+        return Err(Error::invalid(format!(
+            "stack cache is corrupt: count {} with room for {} tensors on the heap",
+            c.count, c.spill_capacity
+        )));
+    }
+    // SAFETY: `spill` and `spill_capacity` were stored by with_stack_cache
+    // from a Vec<nnm_tensor> of this very struct (its address is recorded in
+    // `spill_owner`), and its first `spilled` elements are initialised.
+    Ok(Vec::from_raw_parts(c.spill, spilled, c.spill_capacity))
+}
+
+/// Runs `f` on the stack of the caller's cache at `cache` after checking
+/// it, then stores the spill back into the struct.
+///
+/// # Safety
+/// `cache` must be NULL or valid for reads and writes of an
+/// `nnm_stack_cache`.
+#[inline]
+unsafe fn with_stack_cache<R>(cache: *mut nnm_stack_cache, f: impl FnOnce(&mut SpillStack<'_, nnm_tensor>) -> Result<R>) -> Result<R> {
+    non_null(cache, "cache")?;
+    let c = &mut *cache;
+    if c.tag != NNM_STACK_CACHE_TAG {
+        return Err(not_a("cache", "initialised nnm_stack_cache (NNM_STACK_CACHE_INIT or nnm_stack_cache_init)"));
+    }
+    // Within the inline slots (the common case) there is no heap to rebuild.
+    let mut spill = if c.spill.is_null() { Vec::new() } else { spill_of(c, cache)? };
+    let had_heap = !c.spill.is_null();
+    let result = SpillStack::new(&mut c.tensors, &mut c.count, &mut spill).and_then(|mut stack| f(&mut stack));
+    let mut spill = std::mem::ManuallyDrop::new(spill);
+    if spill.capacity() == 0 {
+        // Stored only when they change: the inline-only calls leave the
+        // private fields alone.
+        if had_heap {
+            c.spill = ptr::null_mut();
+            c.spill_capacity = 0;
+            c.spill_owner = ptr::null();
+        }
+    } else {
+        c.spill = spill.as_mut_ptr();
+        c.spill_capacity = spill.capacity();
+        c.spill_owner = cache;
+    }
+    result
+}
+
+/// Makes `*cache` an empty stack cache: what `NNM_STACK_CACHE_INIT` gives.
+/// For storage never initialised (or emptied): a cache that still holds
+/// heap (more than NNM_STACK_CACHE_INLINE tensors) is refused, since that
+/// heap would leak; clear it first.
+///
+/// Errors: NULL_ARGUMENT; WRONG_STATE (it holds heap).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> nnm_status {
+    guard(|| {
+        non_null(cache, "cache")?;
+        // Read field by field: the storage may be uninitialised garbage, in
+        // which case only a tag match (a 64-bit pattern) makes the rest count.
+        let tag = ptr::addr_of!((*cache).tag).read();
+        let spill = ptr::addr_of!((*cache).spill).read();
+        let owner = ptr::addr_of!((*cache).spill_owner).read();
+        if tag == NNM_STACK_CACHE_TAG && !spill.is_null() && ptr::eq(owner, cache) {
+            return Err(Error::wrong_state(format!(
+                "stack cache holds {} tensors, some on the heap: nnm_stack_cache_clear it before initialising it again",
+                ptr::addr_of!((*cache).count).read()
+            )));
+        }
+        write_out(cache, nnm_stack_cache::default());
+        Ok(())
+    })
+}
+
+/// Pushes a copy of `*tensor` (a shallow copy that never owns: a copy of an
+/// owned tensor is stored as NNM_OWNERSHIP_VIEW; nnmem never frees its
+/// buffer). The first NNM_STACK_CACHE_INLINE tensors need no heap; past
+/// them the stack grows on the heap (see `nnm_stack_cache`).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised; `ndims`
+/// outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
+/// range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tensor: *const nnm_tensor) -> nnm_status {
+    guard(|| {
+        non_null(tensor, "tensor")?;
+        // Copied before the push: `tensor` may point into this cache.
+        let t = *tensor;
+        let ownership = copy_ownership(&t)?;
+        with_stack_cache(cache, |stack| stack.push(nnm_tensor { ownership, ..t }))
+    })
+}
+
+/// Pops the tensor on top of the stack into `out_tensor`; the pop that
+/// brings `count` back to NNM_STACK_CACHE_INLINE frees the cache's heap.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
+/// (empty: a pop without a matching push; a copy of a cache holding heap).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> nnm_status {
+    guard(|| {
+        non_null(out_tensor, "out_tensor")?;
+        // Written only on success: pop_into fails before touching it.
+        with_stack_cache(cache, |stack| stack.pop_into(&mut *out_tensor))
+    })
+}
+
+/// Writes the tensor at `index` (0 is the bottom of the stack).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised, `index` not
+/// below `count`); WRONG_STATE (a copy of a cache holding heap).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_stack_cache_get(cache: *mut nnm_stack_cache, index: usize, out_tensor: *mut nnm_tensor) -> nnm_status {
+    guard(|| {
+        non_null(out_tensor, "out_tensor")?;
+        let t = with_stack_cache(cache, |stack| {
+            stack.get(index).ok_or_else(|| Error::invalid(format!("index {index}: the stack cache holds {} tensors", stack.len())))
+        })?;
+        write_out(out_tensor, t);
+        Ok(())
+    })
+}
+
+/// Writes the number of tensors on the stack (also `cache->count`).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
+/// (a copy of a cache holding heap).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_stack_cache_count(cache: *mut nnm_stack_cache, out_count: *mut usize) -> nnm_status {
+    guard(|| {
+        non_null(out_count, "out_count")?;
+        let n = with_stack_cache(cache, |stack| Ok(stack.len()))?;
+        write_out(out_count, n);
+        Ok(())
+    })
+}
+
+/// Empties the stack and frees its heap, if any. Needed only for a cache
+/// that holds more than NNM_STACK_CACHE_INLINE tensors; harmless on any
+/// initialised one.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
+/// (a copy of a cache holding heap).
+#[no_mangle]
+pub unsafe extern "C" fn nnm_stack_cache_clear(cache: *mut nnm_stack_cache) -> nnm_status {
+    guard(|| {
+        with_stack_cache(cache, |stack| {
+            stack.clear();
+            Ok(())
+        })
     })
 }
 

@@ -9,6 +9,9 @@
 //! - **caches**: per layer, a stack of tensors that forward pushes and
 //!   backward pops ([`CacheStack`]).
 //!
+//! Outside a net, a cache can also live in the caller's own storage (a
+//! legacy layer's cache kept by value on the stack): [`SpillStack`].
+//!
 //! This module is the safe part: names and their O(1) index (the lists keep
 //! insertion order), shapes and byte sizes, the ownership rule, the cache
 //! stacks and the byte report. The C-visible entries, which embed the
@@ -16,16 +19,19 @@
 //! those nodes live in `ffi::net`, the only place touching raw pointers.
 //!
 //! Ownership rule: nnmem frees a buffer only if it allocated it (an owned
-//! tensor), exactly once, when the net is freed (or, for cache buffers, when
-//! the cache is cleared). Views, placeholders and borrowed caller memory are
+//! tensor) or adopted it (a caller buffer handed over with its deallocator),
+//! exactly once, when the net is freed (or, for cache buffers, when the
+//! cache is cleared). Views, placeholders and borrowed caller memory are
 //! never freed.
 
 pub mod cache;
 pub mod names;
+pub mod stack;
 pub mod tensor;
 
 pub use cache::{CacheStack, Capacity};
 pub use names::{NameIndex, NAME_MAX};
+pub use stack::SpillStack;
 pub use tensor::{Dtype, MemKind, Ownership, Shape, MAX_DIMS};
 
 use crate::status::{Error, Result};
@@ -62,7 +68,7 @@ pub struct Bytes {
     pub entries: u64,
     /// Tensors (a param, output or input has two: data and diff).
     pub tensors: u64,
-    /// Bytes of buffers nnmem allocated and will free.
+    /// Bytes of buffers nnmem allocated or adopted and will free.
     pub owned: u64,
     /// Bytes of tensors that only refer to memory: views, borrowed caller
     /// memory, placeholders (at the size the caller will bind).

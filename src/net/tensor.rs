@@ -87,7 +87,8 @@ impl MemKind {
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Ownership {
-    /// Allocated by nnmem, freed by nnmem.
+    /// Allocated (or adopted, with the caller's deallocator) by nnmem,
+    /// freed by nnmem.
     Owned = 0,
     /// A shallow copy of another tensor's descriptor: shares its buffer.
     View = 1,

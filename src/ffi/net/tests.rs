@@ -328,6 +328,11 @@ fn caches_push_pop_count_clear() {
         let mut bad = (*p).data;
         bad.ndims = 9;
         assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "tensor has ndims 9: a tensor has 1 to 8 dimensions");
+        bad.ndims = 0;
+        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
+        assert_eq!((*k).count, 0, "a refused push leaves the stack as it was");
         bad.ndims = 1;
         bad.ownership = 5;
         assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
@@ -391,4 +396,187 @@ fn every_list_walks_in_order_and_report_totals_add_up() {
     assert_eq!(r.total_owned_bytes, r.params.owned_bytes + r.outputs.owned_bytes);
     assert_eq!(r.total_referenced_bytes, 2 * 4 * 8);
     assert_eq!(r.caches.entries, 2);
+}
+
+/// A deallocator that records what it freed: `ctx` is a `RefCell<Vec<usize>>`
+/// of addresses; the buffers are boxed `[f32; 6]`.
+unsafe extern "C" fn record_free(ctx: *mut c_void, p: *mut c_void) {
+    (*ctx.cast::<std::cell::RefCell<Vec<usize>>>()).borrow_mut().push(p as usize);
+    drop(Box::from_raw(p.cast::<[f32; 6]>()));
+}
+
+#[test]
+fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() {
+    let freed = std::cell::RefCell::new(Vec::<usize>::new());
+    let ctx = ptr::addr_of!(freed).cast_mut().cast::<c_void>();
+    let dims = [2u32, 3];
+    let data = Box::into_raw(Box::new([1.0f32; 6])).cast::<c_void>();
+    let diff = Box::into_raw(Box::new([0.0f32; 6])).cast::<c_void>();
+    let frozen = Box::into_raw(Box::new([2.0f32; 6])).cast::<c_void>();
+    unsafe {
+        let net = TestNet::new(1);
+        let attach = |name: &str, data: *mut c_void, diff: *mut c_void, free_fn: nnm_free_fn, out: *mut *mut nnm_param| {
+            nnm_net_attach_param_adopted(net.0, c(name).as_ptr(), 0, dims.as_ptr(), 2, data, diff, free_fn, ctx, out)
+        };
+        let mut p = ptr::null_mut();
+        assert_eq!(attach("fc.W", data, diff, Some(record_free), &mut p), nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(((*p).data.data, (*p).diff.data), (data, diff));
+        assert_eq!(((*p).data.ownership, (*p).diff.ownership), (Ownership::Owned as u32, Ownership::Owned as u32));
+        assert_eq!((*p).data.bytes, 24);
+        let mut q = ptr::null_mut();
+        assert_eq!(attach("emb", frozen, ptr::null_mut(), Some(record_free), &mut q), nnm_status::NNM_OK);
+        assert_eq!(((*q).diff.mem_kind, (*q).diff.ownership), (MemKind::Placeholder as u32, Ownership::Borrowed as u32));
+
+        // Failed attaches adopt nothing: the caller's buffer stays its own.
+        let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
+        assert_eq!(attach("fc.W", mine, ptr::null_mut(), Some(record_free), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        assert_eq!(attach("x", mine, ptr::null_mut(), None, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(last_error(), "free_fn is NULL: an adopted buffer needs its deallocator");
+        assert_eq!(attach("x", mine, mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().contains("same buffer"), "{}", last_error());
+        assert_eq!(attach("x", ptr::null_mut(), mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(attach("x", mine, diff, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().starts_with("diff 0x") && last_error().ends_with("is already adopted by this net: it would be freed twice"), "{}", last_error());
+        assert_eq!(attach("x", frozen, ptr::null_mut(), Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(freed.borrow().is_empty(), "nothing is freed before nnm_net_free");
+        drop(Box::from_raw(mine.cast::<[f32; 6]>()));
+
+        let r = net.report();
+        assert_eq!((r.params.owned_bytes, r.params.referenced_bytes), (3 * 24, 24), "adopted bytes are the net's");
+        drop(net);
+    }
+    let mut got = freed.into_inner();
+    got.sort_unstable();
+    let mut want = vec![data as usize, diff as usize, frozen as usize];
+    want.sort_unstable();
+    assert_eq!(got, want, "each adopted buffer freed exactly once, by nnm_net_free");
+}
+
+fn tensor_of(p: *mut nnm_param) -> nnm_tensor {
+    unsafe { (*p).data }
+}
+
+#[test]
+fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
+    let net = TestNet::new(1);
+    let p = net.param("W", &[2, 3]);
+    let w = tensor_of(p);
+    let mut k = nnm_stack_cache::default();
+    let mut out = nnm_tensor::default();
+    let mut n = 0usize;
+    unsafe {
+        for i in 0..INLINE {
+            assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
+            assert_eq!(k.tensors[i].ownership, Ownership::View as u32, "a copy of an owned tensor is a view");
+        }
+        assert!(k.spill.is_null(), "no heap for the inline tensors");
+        // Pushing a descriptor that lives in the cache itself, past the inline slots.
+        let inline0: *const nnm_tensor = &k.tensors[0];
+        for _ in 0..20 {
+            assert_eq!(nnm_stack_cache_push(&mut k, inline0), nnm_status::NNM_OK);
+        }
+        assert_eq!(nnm_stack_cache_count(&mut k, &mut n), nnm_status::NNM_OK);
+        assert_eq!((n, k.count), (28, 28));
+        assert!(!k.spill.is_null() && ptr::eq(k.spill_owner, &k));
+        assert_eq!(nnm_stack_cache_get(&mut k, 27, &mut out), nnm_status::NNM_OK);
+        assert_eq!((out.data, out.ownership), (w.data, Ownership::View as u32));
+        assert_eq!(nnm_stack_cache_get(&mut k, 28, &mut out), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "index 28: the stack cache holds 28 tensors");
+
+        // A copy of a cache that holds heap is refused, and left alone.
+        let mut copy = k;
+        assert_eq!(nnm_stack_cache_pop(&mut copy, &mut out), nnm_status::NNM_WRONG_STATE);
+        assert!(last_error().contains("copied or moved"), "{}", last_error());
+        assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_WRONG_STATE, "init would leak the heap");
+
+        for _ in 0..20 {
+            assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
+        }
+        assert_eq!((k.count, k.spill.is_null(), k.spill_capacity), (INLINE, true, 0), "the pop back to the inline slots frees the heap");
+        for _ in 0..INLINE {
+            assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
+        }
+        assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(last_error(), "stack cache is empty: pop without a matching push");
+
+        // Clear frees a spill.
+        for _ in 0..10 {
+            assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
+        }
+        assert_eq!(nnm_stack_cache_clear(&mut k), nnm_status::NNM_OK);
+        assert_eq!((k.count, k.spill.is_null()), (0, true));
+        assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_OK);
+    }
+}
+
+#[test]
+fn stack_caches_refuse_bad_arguments_and_uninitialised_storage() {
+    let net = TestNet::new(1);
+    let w = tensor_of(net.param("W", &[4]));
+    let mut out = nnm_tensor::default();
+    unsafe {
+        let mut garbage: nnm_stack_cache = std::mem::zeroed();
+        assert_eq!(nnm_stack_cache_push(&mut garbage, &w), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().contains("is not a valid initialised nnm_stack_cache"), "{}", last_error());
+        assert_eq!(nnm_stack_cache_init(&mut garbage), nnm_status::NNM_OK);
+        let mut k = garbage;
+        let mut bad = w;
+        bad.ndims = 0;
+        assert_eq!(nnm_stack_cache_push(&mut k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
+        bad.ndims = 1;
+        bad.dtype = 99;
+        assert_eq!(nnm_stack_cache_push(&mut k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(k.count, 0);
+        assert_eq!(nnm_stack_cache_push(&mut k, ptr::null()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_push(ptr::null_mut(), &w), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_pop(&mut k, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_pop(ptr::null_mut(), &mut out), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_count(&mut k, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_init(ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_clear(ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        // A corrupted count is caught before any heap is touched.
+        k.count = INLINE + 1;
+        assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(last_error().contains("corrupt"), "{}", last_error());
+    }
+}
+
+#[test]
+fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
+    let freed = std::cell::RefCell::new(Vec::<usize>::new());
+    let ctx = ptr::addr_of!(freed).cast_mut().cast::<c_void>();
+    // [max_batch 2, 3] f32: 24 B, the size of the boxed [f32; 6] buffers.
+    let sample = [3u32];
+    let data = Box::into_raw(Box::new([1.0f32; 6])).cast::<c_void>();
+    let diff = Box::into_raw(Box::new([0.0f32; 6])).cast::<c_void>();
+    unsafe {
+        let net = TestNet::new(2);
+        let attach = |name: &str, data: *mut c_void, diff: *mut c_void, out: *mut *mut nnm_layer_data| {
+            nnm_net_attach_output_adopted(net.0, c(name).as_ptr(), 0, sample.as_ptr(), 1, data, diff, Some(record_free), ctx, out)
+        };
+        let mut o = ptr::null_mut();
+        assert_eq!(attach("fc1", data, diff, &mut o), nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(((*o).data.data, (*o).diff.data, (*o).data.dims), (data, diff, [2, 3, 0, 0, 0, 0, 0, 0]));
+        assert_eq!(((*o).data.ownership, (*o).diff.ownership), (Ownership::Owned as u32, Ownership::Owned as u32));
+        let mut v = ptr::null_mut();
+        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), o, &mut v), nnm_status::NNM_OK);
+        assert_eq!(((*v).data.data, (*v).data.ownership), (data, Ownership::View as u32));
+
+        // An output needs its diff; failures adopt nothing.
+        let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
+        assert_eq!(attach("fc2", mine, ptr::null_mut(), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(last_error(), "diff is NULL");
+        assert_eq!(attach("fc1", mine, diff.cast::<u8>().add(1).cast(), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        assert_eq!(attach("fc2", mine, data, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(freed.borrow().is_empty());
+        drop(Box::from_raw(mine.cast::<[f32; 6]>()));
+        let r = net.report();
+        assert_eq!((r.outputs.owned_bytes, r.inputs.referenced_bytes), (48, 48));
+    }
+    let mut got = freed.into_inner();
+    got.sort_unstable();
+    let mut want = vec![data as usize, diff as usize];
+    want.sort_unstable();
+    assert_eq!(got, want, "each adopted output buffer freed exactly once, by nnm_net_free");
 }
