@@ -266,7 +266,7 @@ static void test_cancellation_from_another_thread(const instance *hard) {
     CHECK_OK(nnm_cancel_token_reset(c.token));
     CHECK_OK(nnm_cancel_token_is_cancelled(c.token, &flag));
     CHECK(flag == 0);
-    /* The planner holds its own reference: freeing the token first is fine. */
+    /* Freeing the token first is fine: freeing detaches it from the planner. */
     nnm_cancel_token_free(c.token);
     CHECK_OK(nnm_planner_set_cancel_token(p, NULL));
     nnm_planner_free(p);

@@ -325,8 +325,19 @@ static void errors(legacy_net_t *ln, struct freed_log *log) {
     memcpy(&copy, &cache, sizeof copy);
     CHECK_FAILS(nnm_stack_cache_pop(&copy, &t), NNM_WRONG_STATE);
     CHECK_FAILS(nnm_stack_cache_clear(&copy), NNM_WRONG_STATE);
-    CHECK_FAILS(nnm_stack_cache_init(&cache), NNM_WRONG_STATE);
     CHECK_OK(nnm_stack_cache_clear(&cache));
+    /* An old copy written back over the cleared cache is refused (its heap is
+     * gone), and initialising again frees nothing twice. */
+    memcpy(&cache, &copy, sizeof cache);
+    CHECK_FAILS(nnm_stack_cache_pop(&cache, &t), NNM_WRONG_STATE);
+    CHECK(strstr(nnm_last_error(), "no longer its own") != NULL);
+    CHECK_FAILS(nnm_stack_cache_clear(&cache), NNM_WRONG_STATE);
+    CHECK_OK(nnm_stack_cache_init(&cache));
+    CHECK(cache.count == 0);
+    /* Initialising a cache that holds heap frees that heap (no leak). */
+    for (i = 0; i < DEEP; ++i) lcache_push(&cache, ln->w2->data);
+    CHECK_OK(nnm_stack_cache_init(&cache));
+    CHECK(cache.count == 0 && cache.spill == NULL);
 
     /* Failed adoptions leave the buffer with the caller. */
     CHECK(mine != NULL);

@@ -811,7 +811,9 @@ typedef struct nnm_cache {
  *
  * While it holds heap, it must not be copied or moved: push, pop, get,
  * count and clear on a copy fail with WRONG_STATE and change nothing
- * (`nnm_stack_cache_init` makes a copy an empty cache of its own).
+ * (`nnm_stack_cache_init` makes a copy an empty cache of its own); so do
+ * they on an old copy written back over the cache after its heap was
+ * freed (nnmem records which cache owns which heap).
  */
 typedef struct nnm_stack_cache {
   /**
@@ -1585,11 +1587,12 @@ enum nnm_status nnm_cache_clear(struct nnm_cache *cache);
 
 /**
  * Makes `*cache` an empty stack cache: what `NNM_STACK_CACHE_INIT` gives.
- * For storage never initialised (or emptied): a cache that still holds
- * heap (more than NNM_STACK_CACHE_INLINE tensors) is refused, since that
- * heap would leak; clear it first.
+ * The storage may be uninitialised: it is not read. If the cache at this
+ * address still holds heap (more than NNM_STACK_CACHE_INLINE tensors),
+ * that heap is freed first, as by `nnm_stack_cache_clear`, so nothing
+ * leaks; a copy of the old struct kept elsewhere is refused from then on.
  *
- * Errors: NULL_ARGUMENT; WRONG_STATE (it holds heap).
+ * Errors: NULL_ARGUMENT.
  */
 enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
 
@@ -1730,8 +1733,9 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
  * search node plus one per conflict entry, floor, buffer or section it
  * visits (a quarter per buffer scanned in parts under 2048 buffers), one
- * per conflict entry built for the search, and an estimate per buffer for
- * each heuristic AUTO runs first. Counted, not timed, so
+ * per conflict entry and per buffer when the search's conflict lists are
+ * built, and an estimate per buffer for each heuristic AUTO (or EXACT, for
+ * its first plan) runs first. Counted, not timed, so
  * the same input and settings give the same plan on any machine. The
  * default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s on a 2-core Xeon for
  * the largest shipped traces (tens of thousands of buffers); small models
@@ -1762,7 +1766,10 @@ enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
  * buffer; the lower bound counts bytes that fixed buffers share once) and
  * the overlaps are only reported in `nnm_plan_result`. Without it,
  * `nnm_planner_plan` fails on them with any other algorithm. Kept by
- * `nnm_planner_reset`.
+ * `nnm_planner_reset`. Cost: overlapping fixed buffers are planned around
+ * as the disjoint blocks of their union, O(k^2) blocks for k fixed buffers
+ * at worst (crafted plans; real offline plans make about k), which the
+ * lower bound (`nnm_planner_lower_bound` too) and the algorithms then see.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
  */
@@ -1930,7 +1937,9 @@ enum nnm_status nnm_plan_validate(const struct nnm_plan_buffer *buffers,
  * buffers, where it is the first overlap (earliest step) involving a
  * buffer not fixed, paired with the lowest-indexed fixed buffer it meets
  * at that step if it meets one. O(n log n) plus, with trust and
- * overlapping fixed buffers, the union of the fixed ones.
+ * overlapping fixed buffers, the union of the fixed ones: k fixed buffers
+ * make at most O(k^2) disjoint blocks (crafted offline plans reach that;
+ * real ones make about k).
  *
  * Errors: as `nnm_plan_validate`, plus INVALID_ARGUMENT for an `is_fixed`
  * entry other than 0 or 1 and for unknown bits in `flags`.

@@ -16,8 +16,10 @@
 //! or borrowed memory. The lists are linked and unlinked only here; C code
 //! walks them and must not modify them.
 
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{self, addr_of_mut, NonNull};
+use std::sync::Mutex;
 
 use super::error::{guard, guard_ptr, guard_void, non_null, write_out};
 use super::handle::{check_live, free_handle, into_handle, Tagged};
@@ -1340,7 +1342,9 @@ const INLINE: usize = NNM_STACK_CACHE_INLINE as usize;
 ///
 /// While it holds heap, it must not be copied or moved: push, pop, get,
 /// count and clear on a copy fail with WRONG_STATE and change nothing
-/// (`nnm_stack_cache_init` makes a copy an empty cache of its own).
+/// (`nnm_stack_cache_init` makes a copy an empty cache of its own); so do
+/// they on an old copy written back over the cache after its heap was
+/// freed (nnmem records which cache owns which heap).
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_stack_cache {
@@ -1376,8 +1380,26 @@ impl Default for nnm_stack_cache {
     }
 }
 
+/// The heap of every stack cache that holds one: the cache's address ->
+/// (its heap, its capacity). A cache's fields alone cannot prove that its
+/// heap is still live (C may write an old copy of the struct back over it),
+/// so nnmem keeps its own record; only caches past their inline slots use
+/// it.
+static LIVE_SPILLS: Mutex<Option<HashMap<usize, (usize, usize)>>> = Mutex::new(None);
+
+fn live_spills<R>(f: impl FnOnce(&mut HashMap<usize, (usize, usize)>) -> R) -> R {
+    let mut guard = LIVE_SPILLS.lock().unwrap_or_else(|p| p.into_inner());
+    let result = f(guard.get_or_insert_with(HashMap::new));
+    // Nothing of nnmem's stays allocated once no cache holds heap.
+    if guard.as_ref().is_some_and(HashMap::is_empty) {
+        *guard = None;
+    }
+    result
+}
+
 /// The heap part of a stack cache that holds one, as the Vec it came from,
-/// after checking that `c` is that Vec's owner (not a copy) and consistent.
+/// after checking that `c` is that Vec's owner (not a copy), that nnmem's
+/// record says the heap is still live, and that the fields are consistent.
 ///
 /// # Safety
 /// `c` is the cache at `cache`, with a valid tag and a non-NULL `spill`.
@@ -1391,15 +1413,22 @@ unsafe fn spill_of(c: &nnm_stack_cache, cache: *const nnm_stack_cache) -> Result
             c.count
         )));
     }
+    if live_spills(|live| live.get(&(cache as usize)).copied()) != Some((c.spill as usize, c.spill_capacity)) {
+        return Err(Error::wrong_state(format!(
+            "stack cache says it holds {spilled} tensors on the heap, but that heap is no longer its own (an old copy \
+             of the struct was written back over it): initialise it again"
+        )));
+    }
     if spilled == 0 || spilled > c.spill_capacity {
         return Err(Error::invalid(format!(
             "stack cache is corrupt: count {} with room for {} tensors on the heap",
             c.count, c.spill_capacity
         )));
     }
-    // SAFETY: `spill` and `spill_capacity` were stored by with_stack_cache
-    // from a Vec<nnm_tensor> of this very struct (its address is recorded in
-    // `spill_owner`), and its first `spilled` elements are initialised.
+    // SAFETY: nnmem's own record (LIVE_SPILLS) says that `spill` is the live
+    // allocation of `spill_capacity` tensors that with_stack_cache stored for
+    // the cache at this address, from a Vec<nnm_tensor>; the stack keeps its
+    // first `spilled` elements written (checked against the capacity above).
     Ok(Vec::from_raw_parts(c.spill, spilled, c.spill_capacity))
 }
 
@@ -1417,10 +1446,12 @@ unsafe fn with_stack_cache<R>(cache: *mut nnm_stack_cache, f: impl FnOnce(&mut S
         return Err(not_a("cache", "initialised nnm_stack_cache (NNM_STACK_CACHE_INIT or nnm_stack_cache_init)"));
     }
     // Within the inline slots (the common case) there is no heap to rebuild.
-    let mut spill = if c.spill.is_null() { Vec::new() } else { spill_of(c, cache)? };
+    // ManuallyDrop: a panic inside `f` must not free a heap the struct still
+    // points to.
     let had_heap = !c.spill.is_null();
+    let mut spill = std::mem::ManuallyDrop::new(if had_heap { spill_of(c, cache)? } else { Vec::new() });
     let result = SpillStack::new(&mut c.tensors, &mut c.count, &mut spill).and_then(|mut stack| f(&mut stack));
-    let mut spill = std::mem::ManuallyDrop::new(spill);
+    let now = (spill.as_mut_ptr() as usize, spill.capacity());
     if spill.capacity() == 0 {
         // Stored only when they change: the inline-only calls leave the
         // private fields alone.
@@ -1428,35 +1459,33 @@ unsafe fn with_stack_cache<R>(cache: *mut nnm_stack_cache, f: impl FnOnce(&mut S
             c.spill = ptr::null_mut();
             c.spill_capacity = 0;
             c.spill_owner = ptr::null();
+            live_spills(|live| live.remove(&(cache as usize)));
         }
-    } else {
+    } else if !had_heap || now != (c.spill as usize, c.spill_capacity) {
         c.spill = spill.as_mut_ptr();
         c.spill_capacity = spill.capacity();
         c.spill_owner = cache;
+        live_spills(|live| live.insert(cache as usize, now));
     }
     result
 }
 
 /// Makes `*cache` an empty stack cache: what `NNM_STACK_CACHE_INIT` gives.
-/// For storage never initialised (or emptied): a cache that still holds
-/// heap (more than NNM_STACK_CACHE_INLINE tensors) is refused, since that
-/// heap would leak; clear it first.
+/// The storage may be uninitialised: it is not read. If the cache at this
+/// address still holds heap (more than NNM_STACK_CACHE_INLINE tensors),
+/// that heap is freed first, as by `nnm_stack_cache_clear`, so nothing
+/// leaks; a copy of the old struct kept elsewhere is refused from then on.
 ///
-/// Errors: NULL_ARGUMENT; WRONG_STATE (it holds heap).
+/// Errors: NULL_ARGUMENT.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> nnm_status {
     guard(|| {
         non_null(cache, "cache")?;
-        // Read field by field: the storage may be uninitialised garbage, in
-        // which case only a tag match (a 64-bit pattern) makes the rest count.
-        let tag = ptr::addr_of!((*cache).tag).read();
-        let spill = ptr::addr_of!((*cache).spill).read();
-        let owner = ptr::addr_of!((*cache).spill_owner).read();
-        if tag == NNM_STACK_CACHE_TAG && !spill.is_null() && ptr::eq(owner, cache) {
-            return Err(Error::wrong_state(format!(
-                "stack cache holds {} tensors, some on the heap: nnm_stack_cache_clear it before initialising it again",
-                ptr::addr_of!((*cache).count).read()
-            )));
+        if let Some((spill, capacity)) = live_spills(|live| live.remove(&(cache as usize))) {
+            // SAFETY: nnmem's record says this is the live allocation of
+            // `capacity` tensors that a Vec<nnm_tensor> made for the cache
+            // at this address; with length 0 only the allocation is freed.
+            drop(Vec::from_raw_parts(spill as *mut nnm_tensor, 0, capacity));
         }
         write_out(cache, nnm_stack_cache::default());
         Ok(())
@@ -1491,8 +1520,12 @@ pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tenso
 pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> nnm_status {
     guard(|| {
         non_null(out_tensor, "out_tensor")?;
-        // Written only on success: pop_into fails before touching it.
-        with_stack_cache(cache, |stack| stack.pop_into(&mut *out_tensor))
+        // Popped into a local, then written: `out_tensor` may point into the
+        // cache, which with_stack_cache borrows while the pop runs.
+        let mut t = nnm_tensor::default();
+        with_stack_cache(cache, |stack| stack.pop_into(&mut t))?;
+        write_out(out_tensor, t);
+        Ok(())
     })
 }
 

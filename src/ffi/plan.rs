@@ -301,8 +301,9 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
 /// Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
 /// search node plus one per conflict entry, floor, buffer or section it
 /// visits (a quarter per buffer scanned in parts under 2048 buffers), one
-/// per conflict entry built for the search, and an estimate per buffer for
-/// each heuristic AUTO runs first. Counted, not timed, so
+/// per conflict entry and per buffer when the search's conflict lists are
+/// built, and an estimate per buffer for each heuristic AUTO (or EXACT, for
+/// its first plan) runs first. Counted, not timed, so
 /// the same input and settings give the same plan on any machine. The
 /// default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s on a 2-core Xeon for
 /// the largest shipped traces (tens of thousands of buffers); small models
@@ -341,7 +342,10 @@ pub unsafe extern "C" fn nnm_planner_set_cancel_token(planner: *mut nnm_planner,
 /// buffer; the lower bound counts bytes that fixed buffers share once) and
 /// the overlaps are only reported in `nnm_plan_result`. Without it,
 /// `nnm_planner_plan` fails on them with any other algorithm. Kept by
-/// `nnm_planner_reset`.
+/// `nnm_planner_reset`. Cost: overlapping fixed buffers are planned around
+/// as the disjoint blocks of their union, O(k^2) blocks for k fixed buffers
+/// at worst (crafted plans; real offline plans make about k), which the
+/// lower bound (`nnm_planner_lower_bound` too) and the algorithms then see.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
 #[no_mangle]
@@ -637,7 +641,9 @@ pub unsafe extern "C" fn nnm_plan_validate(
 /// buffers, where it is the first overlap (earliest step) involving a
 /// buffer not fixed, paired with the lowest-indexed fixed buffer it meets
 /// at that step if it meets one. O(n log n) plus, with trust and
-/// overlapping fixed buffers, the union of the fixed ones.
+/// overlapping fixed buffers, the union of the fixed ones: k fixed buffers
+/// make at most O(k^2) disjoint blocks (crafted offline plans reach that;
+/// real ones make about k).
 ///
 /// Errors: as `nnm_plan_validate`, plus INVALID_ARGUMENT for an `is_fixed`
 /// entry other than 0 or 1 and for unknown bits in `flags`.

@@ -30,11 +30,12 @@ fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match args::parse(&argv) {
         Ok(Command::Help(text)) => {
-            print!("{text}");
+            // A closed pipe (`nnmem help | head -1`) is not an error.
+            let _ = std::io::stdout().lock().write_all(text.as_bytes());
             ExitCode::SUCCESS
         }
         Ok(Command::Version) => {
-            println!("nnmem {}", nnmem::VERSION);
+            let _ = writeln!(std::io::stdout().lock(), "nnmem {}", nnmem::VERSION);
             ExitCode::SUCCESS
         }
         Ok(Command::Plan(a)) => finish(run_plan(&a)),
@@ -158,7 +159,7 @@ fn run_plan(a: &PlanArgs) -> Result<(), Error> {
         let summary = report::Summary { input: &name, rows: &rows, planner: &planner, outcome: planner.outcome() };
         let report = summary.text();
         if a.summary_on_stdout {
-            print!("{report}");
+            write_to(&Dest::Stdout, &report)?;
         } else {
             eprint!("{report}");
         }
@@ -226,14 +227,14 @@ fn run_validate(a: &ValidateArgs) -> Result<(), Error> {
         planner.add_buffer(b.size, b.lifetime, f.then_some(offset))?;
     }
     let (peak, lb) = (verdict.peak, planner.lower_bound());
-    println!(
-        "valid: {} buffers, peak {}, lower bound {}, peak/lower bound {}{fixed}",
+    let verdict = format!(
+        "valid: {} buffers, peak {}, lower bound {}, peak/lower bound {}{fixed}\n",
         rows.len(),
         units::bytes(peak),
         units::bytes(lb),
         report::ratio(peak, lb)
     );
-    Ok(())
+    write_to(&Dest::Stdout, &verdict)
 }
 
 /// Which rows of a plan are fixed: those whose id has an offset in the

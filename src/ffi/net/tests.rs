@@ -487,7 +487,6 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
         let mut copy = k;
         assert_eq!(nnm_stack_cache_pop(&mut copy, &mut out), nnm_status::NNM_WRONG_STATE);
         assert!(last_error().contains("copied or moved"), "{}", last_error());
-        assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_WRONG_STATE, "init would leak the heap");
 
         for _ in 0..20 {
             assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
@@ -503,9 +502,21 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
         for _ in 0..10 {
             assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
         }
+        let stale = k;
         assert_eq!(nnm_stack_cache_clear(&mut k), nnm_status::NNM_OK);
         assert_eq!((k.count, k.spill.is_null()), (0, true));
+        // The old struct written back: its heap is gone, so it is refused.
+        k = stale;
+        assert_eq!(nnm_stack_cache_clear(&mut k), nnm_status::NNM_WRONG_STATE);
+        assert!(last_error().contains("no longer its own"), "{}", last_error());
         assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_OK);
+        // Init on a cache holding heap frees the heap.
+        for _ in 0..10 {
+            assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
+        }
+        assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_OK);
+        assert_eq!((k.count, k.spill.is_null()), (0, true));
+        assert!(live_spills(|live| !live.contains_key(&(ptr::addr_of!(k) as usize))));
     }
 }
 
