@@ -1737,9 +1737,9 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * built, and an estimate per buffer for each heuristic AUTO (or EXACT, for
  * its first plan) runs first. Counted, not timed, so
  * the same input and settings give the same plan on any machine. The
- * default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s on a 2-core Xeon for
- * the largest shipped traces (tens of thousands of buffers); small models
- * finish far below it.
+ * default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 to 1.5 s on a 2-core Xeon
+ * for the largest shipped traces (tens of thousands of buffers); small
+ * models finish far below it.
  *
  * Errors: NULL_ARGUMENT.
  */

@@ -49,8 +49,9 @@ use crate::status::{Error, Result, Status};
 /// The default work budget of `auto` and `exact`, heuristic stage and
 /// search together, in work units (see [`SearchLimits`]). Counted, not
 /// timed, so the plan is the same on every machine; calibrated so that
-/// the largest shipped traces (PanGu, S_1, Y_1) plan in about 1 s on a
-/// 2-core Xeon. Settable with [`Planner::set_work_limit`]; a wall-clock
+/// the largest shipped traces (PanGu, S_1, Y_1) plan in about 1 to 1.5 s
+/// on a 2-core Xeon (PanGu needs the most to finish the search's first
+/// dive, which reaches its optimum). Settable with [`Planner::set_work_limit`]; a wall-clock
 /// cap is only set explicitly ([`Planner::set_time_limit`]).
 pub const DEFAULT_WORK_LIMIT: u64 = 130_000_000;
 
