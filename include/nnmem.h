@@ -1210,7 +1210,10 @@ enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
  * into released temp memory names the released allocation it hit, as
  * "released temp allocation #3 (category 'Temp scratch data', 64 B at
  * offset 128 of the arena) was written after it was released: ...", or
- * only the offsets where that memory was partly handed out again).
+ * only the offsets where that memory was partly handed out again). Temp
+ * allocations are numbered from 1 in the order they were made, over the
+ * arena's life (a reset does not restart the count), so a number names one
+ * allocation.
  */
 enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
 

@@ -475,7 +475,6 @@ impl<M: Memory> Arena<M> {
         }
         self.temps.clear();
         self.temp_top = self.temp_base;
-        self.temp_serial = 0;
         Ok(())
     }
 

@@ -567,3 +567,26 @@ fn json_report_is_valid_json_with_every_field() {
     assert_eq!(mine["name"], "my \"quoted\" \\ data");
     assert_eq!((mine["requested_bytes"].as_u64(), mine["used_bytes"].as_u64(), mine["count"].as_u64()), (Some(10), Some(16), Some(1)));
 }
+
+#[test]
+fn temp_numbers_stay_unique_across_resets_so_a_stale_write_names_one_allocation() {
+    let mut a = single(0, 4096, guarded());
+    let t1 = a.alloc_temp(256, 0, SCRATCH).unwrap();
+    let t2 = a.alloc_temp(40, 0, OP).unwrap();
+    a.release_temp(t2).unwrap();
+    a.release_temp(t1).unwrap();
+    a.reset_temp().unwrap();
+    // Two small temps in the next scope, inside t1's old bytes: t2's
+    // released memory stays watched, and the new ones are #3 and #4, not a
+    // second #1 and #2.
+    let t3 = a.alloc_temp(8, 0, SCRATCH).unwrap();
+    let t4 = a.alloc_temp(8, 0, SCRATCH).unwrap();
+    assert!(t4 + 8 < t2);
+    a.release_temp(t3).unwrap();
+    assert!(a.release_temp(t3).unwrap_err().message().contains("temp allocation #3 at"));
+    a.memory_mut().bytes[t2] = 0;
+    let e = a.check().unwrap_err();
+    assert!(e.message().contains("released temp allocation #2 (category 'Operator runtime data', 40 B"), "{}", e.message());
+    a.memory_mut().bytes[t2] = POISON;
+    a.release_temp(t4).unwrap();
+}

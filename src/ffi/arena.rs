@@ -646,7 +646,10 @@ pub unsafe extern "C" fn nnm_arena_reset_head(arena: *mut nnm_arena) -> nnm_stat
 /// into released temp memory names the released allocation it hit, as
 /// "released temp allocation #3 (category 'Temp scratch data', 64 B at
 /// offset 128 of the arena) was written after it was released: ...", or
-/// only the offsets where that memory was partly handed out again).
+/// only the offsets where that memory was partly handed out again). Temp
+/// allocations are numbered from 1 in the order they were made, over the
+/// arena's life (a reset does not restart the count), so a number names one
+/// allocation.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_check(arena: *const nnm_arena) -> nnm_status {
     guard(|| arena_ref(arena)?.arena.check())
