@@ -5,150 +5,22 @@
 //! counted, not timed, so the plan depends only on the input and the
 //! options; an explicit time limit or cancellation can still cut it short.
 //!
-//! The heuristic stage (in [`Algorithm::heuristics`] order, floor-first
-//! capped by [`FLOOR_FIRST_MAX_REQUEUES`]) keeps the smallest peak and
-//! stops as soon as a plan reaches the lower bound (it is then optimal),
-//! comes within [`NEAR_BOUND_PPB`] of it, or the deadline or cancellation
-//! say stop (once a heuristic has finished, so there is always a plan). It
-//! skips a heuristic whose charge would take the stage past its share of
-//! the work limit (see [`share`]). The search is skipped when the
-//! stage came that close to the bound, and when the best heuristic plan
-//! fits the capacity.
-//!
-//! Why the tolerance: on the 62k-buffer Y_1 trace live-step ends 1 byte
-//! above a 497 GB bound; trying the other heuristics costs 8 s for at most
-//! that byte. The result still says "not proven optimal".
-//!
-//! Never worse than `tflm`: `size-first-fit` makes the same plan as `tflm`
-//! except when a zero-size buffer has a fixed offset (TFLM then treats it as
-//! a wall), so only in that case is `tflm` itself also tried.
+//! First the heuristic stage ([`super::portfolio::best_heuristic`]: the
+//! heuristics best-first, stopping at or near the lower bound, never worse
+//! than `tflm`). The search is skipped when that stage came within
+//! [`super::portfolio::NEAR_BOUND_PPB`] of the bound, and when the best
+//! heuristic plan fits the capacity.
 
-use super::{exact, floor_first, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
+use super::portfolio::{best_heuristic, close_enough};
+use super::{exact, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// Best of the heuristics, then the exact search.
 pub struct Auto;
 
-/// `auto` stops once a plan is within this many parts per billion of the
-/// lower bound. Small enough that a plan 2.6 kB over a 3 GB bound does not
-/// stop it (floor-first on G_1: 845 ppb, where live-step then reaches the
-/// bound), large enough for Y_1's 1 byte over 497 GB (0.002 ppb).
-pub const NEAR_BOUND_PPB: u64 = 10;
-
-/// `floor-first` goes first but gives up after this many stale queue
-/// entries (20 to 50 ms of work on this 2-core machine: Y_1's 62k buffers
-/// give up after about 45 ms). Its re-queueing
-/// grows with the pairs of buffers live together: ResNet-50's 1,042 buffers
-/// take 145k and land at the lower bound, while the 28,526 of S_1 would take
-/// 31.6 M (2.5 to 4.6 s) for a plan 0.05% smaller than
-/// the one live-step makes in 0.2 s. Counted, not timed,
-/// so `auto` stays deterministic.
-const FLOOR_FIRST_MAX_REQUEUES: u64 = 1 << 18;
-
-/// Whether `peak` is at the bound or within [`NEAR_BOUND_PPB`] of it.
-fn close_enough(peak: u64, lower_bound: u64) -> bool {
-    let slack = (lower_bound as u128 * NEAR_BOUND_PPB as u128) / 1_000_000_000;
-    peak as u128 <= lower_bound as u128 + slack
-}
-
 /// Whether a plan with this peak needs no further work.
 fn good_enough(peak: u64, limits: &SearchLimits) -> bool {
     close_enough(peak, limits.lower_bound) || limits.capacity.is_some_and(|c| peak <= c)
-}
-
-/// The share of the work limit (numerator, denominator) the heuristic
-/// stage may have spent once a heuristic has run: floor-first, live-step
-/// and size-first-fit up to two thirds (Y_1's 62,185 buffers need 75 M
-/// units for floor-first and live-step, which land within a byte of the
-/// bound), the slower rest up to a quarter, so that on long traces they
-/// leave the search its budget (PanGu: 38 M for the first three, then the
-/// search reaches the lower bound in 77 M; conflict would add 20 M,
-/// lifetime-first-fit 36 M and size-best-fit 135 M; beyond a few thousand
-/// buffers the only win among them on the traces shipped is conflict's on
-/// PanGu, 1.0584x, which the search then beats).
-fn share(algorithm: Algorithm) -> (u64, u64) {
-    match algorithm {
-        Algorithm::FloorFirst | Algorithm::LiveStep | Algorithm::SizeFirstFit => (2, 3),
-        _ => (1, 4),
-    }
-}
-
-/// Work units charged per buffer for a heuristic's run: its CPU time per
-/// buffer on the slowest of the largest shipped traces (Y_1, S_1, PanGu;
-/// the per-buffer cost grows with the trace) in the search's units.
-/// Charged before the run, so a heuristic that would take the stage past
-/// its share is skipped.
-fn work_per_buffer(algorithm: Algorithm, n: u64) -> u64 {
-    match algorithm {
-        Algorithm::LiveStep => 1_130,
-        Algorithm::SizeFirstFit => 750,
-        Algorithm::Conflict => 1_070,
-        Algorithm::LifetimeFirstFit => 1_920,
-        Algorithm::SizeBestFit => 7_200,
-        // O(n^2), like the original.
-        Algorithm::Tflm => n / 23,
-        // Charged as it runs, see `FLOOR_FIRST_WORK`.
-        _ => 0,
-    }
-}
-
-/// Floor-first's charge: per buffer (the O(n log n) part) and per stale
-/// queue entry put back.
-const FLOOR_FIRST_WORK: (u64, u64) = (50, 8);
-
-/// The heuristic stage: the smallest peak among the heuristics, stopping
-/// early as described in the module documentation. The placement's `work`
-/// is the stage's charge.
-pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
-    let mut candidates: Vec<Algorithm> = Algorithm::heuristics().to_vec();
-    let zero_size_fixed = problem.buffers().iter().any(|b| b.fixed_offset.is_some() && b.size == 0);
-    if zero_size_fixed {
-        candidates.push(Algorithm::Tflm);
-    }
-    let n = problem.len() as u64;
-    let allowed = |algorithm| {
-        let (num, den) = share(algorithm);
-        limits.work_limit.map_or(u64::MAX, |w| w / den * num)
-    };
-    let mut spent = 0u64;
-    let mut cut = false;
-    let mut best: Option<(u64, Placement)> = None;
-    for algorithm in candidates {
-        let charge = n.saturating_mul(work_per_buffer(algorithm, n));
-        if best.is_some() {
-            if limits.should_stop() {
-                cut = !limits.cancelled();
-                break;
-            }
-            // Tflm runs whatever it costs: `auto` is never worse than it.
-            if algorithm != Algorithm::Tflm && spent.saturating_add(charge) > allowed(algorithm) {
-                continue;
-            }
-        }
-        spent = spent.saturating_add(charge);
-        let placement = match algorithm {
-            Algorithm::FloorFirst => {
-                let mut requeues = 0;
-                let offsets = floor_first::place_counted(problem, FLOOR_FIRST_MAX_REQUEUES, &mut requeues);
-                let (per_buffer, per_requeue) = FLOOR_FIRST_WORK;
-                spent = spent.saturating_add(n.saturating_mul(per_buffer)).saturating_add(requeues.saturating_mul(per_requeue));
-                match offsets {
-                    Some(offsets) => Placement::heuristic(offsets, algorithm),
-                    None => continue,
-                }
-            }
-            _ => algorithm.implementation().place(problem, limits),
-        };
-        let peak = peak_of(problem, &placement.offsets);
-        if best.as_ref().is_none_or(|(p, _)| peak < *p) {
-            best = Some((peak, placement));
-        }
-        if close_enough(peak, limits.lower_bound) {
-            break;
-        }
-    }
-    let best = best.expect("at least one heuristic ran").1;
-    Placement { work: spent, time_limit_cut: cut, ..best }
 }
 
 impl PlacementAlgorithm for Auto {
@@ -166,46 +38,5 @@ impl PlacementAlgorithm for Auto {
             return Placement { time_limit_cut: cut, ..best };
         }
         exact::improve(problem, best, limits)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::{best_heuristic, close_enough, floor_first, share, Algorithm, SearchLimits, FLOOR_FIRST_MAX_REQUEUES, FLOOR_FIRST_WORK};
-    use crate::plan::algo::tests::{random_problem, Rng};
-
-    /// Whatever the limit, the stage's charge is within its share of it
-    /// once the first heuristic (always run) has been paid for; a smaller
-    /// limit runs fewer heuristics, never different ones.
-    #[test]
-    fn the_heuristic_stage_stays_within_its_share() {
-        let mut rng = Rng::new(0x5A5A);
-        for round in 0..20 {
-            let p = random_problem(&mut rng, 200, 1, round % 3 == 0);
-            let mut requeues = 0;
-            assert!(floor_first::place_counted(&p, FLOOR_FIRST_MAX_REQUEUES, &mut requeues).is_some());
-            let first = p.len() as u64 * FLOOR_FIRST_WORK.0 + requeues * FLOOR_FIRST_WORK.1;
-            let (most, den) = share(Algorithm::FloorFirst);
-            let mut last = u64::MAX;
-            for limit in [u64::MAX / 2, 5_000_000, 1_000_000, 300_000, 0] {
-                let limits = SearchLimits { work_limit: Some(limit), ..SearchLimits::unlimited(0) };
-                let placement = best_heuristic(&p, &limits);
-                assert!(placement.work <= (limit / den * most).max(first), "round {round}, limit {limit}: {}", placement.work);
-                assert!(placement.work <= last, "round {round}: a smaller limit spent more");
-                last = placement.work;
-                assert!(!placement.time_limit_cut);
-            }
-            assert_eq!(last, first, "round {round}: with no budget only floor-first runs");
-        }
-    }
-
-    #[test]
-    fn tolerance_is_ten_parts_per_billion() {
-        assert!(close_enough(100, 100));
-        assert!(!close_enough(101, 100), "small bounds get no slack");
-        assert!(close_enough(497_261_190_116, 497_261_190_115), "Y_1: live-step's byte over");
-        assert!(!close_enough(3_030_940_307, 3_030_937_746), "G_1: floor-first's 845 ppb");
-        assert!(close_enough(1_000_000_010, 1_000_000_000));
-        assert!(!close_enough(1_000_000_011, 1_000_000_000));
     }
 }

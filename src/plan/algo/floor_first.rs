@@ -19,7 +19,7 @@
 use std::cmp::Reverse;
 use std::collections::binary_heap::{BinaryHeap, PeekMut};
 
-use super::exact::lift_over;
+use super::lift::lift_over;
 use super::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 

@@ -5,6 +5,22 @@
 //! (first fit or best fit) run by [`place_in_order`] over the shared
 //! [`Occupancy`] structure, so they differ only in what makes them
 //! different.
+//!
+//! Two modules are not algorithms but what several share: `portfolio`, the
+//! heuristic stage (the best heuristic plan within a share of the work
+//! budget) that `auto` and `exact` both start from, and `lift`, lifting a
+//! buffer over the fixed buffers in its way. The modules form a tree (no
+//! two import each other, directly or around a circle); what two need
+//! lives below both:
+//!
+//! - `auto` uses `portfolio` and `exact`;
+//! - `exact` uses `portfolio` and `lift`;
+//! - `portfolio` uses `floor_first` and runs the other heuristics through
+//!   [`Algorithm::implementation`];
+//! - `floor_first` uses `lift`;
+//! - every algorithm uses the shared items of this module (the trait,
+//!   [`place_in_order`], [`peak_of`], ...), which name the algorithms only
+//!   in [`Algorithm::implementation`].
 
 mod auto;
 mod conflict;
@@ -12,7 +28,9 @@ mod exact;
 mod floor_first;
 mod lifetime_first_fit;
 mod linear;
+mod lift;
 mod live_step;
+mod portfolio;
 mod size_best_fit;
 mod size_first_fit;
 mod tflm;
@@ -97,7 +115,7 @@ impl Algorithm {
     }
 
     /// The heuristics `auto` tries, in this order: floor-first (capped, see
-    /// the `auto` module), which often lands at the lower bound on real
+    /// the `portfolio` module), which often lands at the lower bound on real
     /// traces and leads on MiniMalloc's hard ones; live-step, which wins
     /// most often among the rest (so `auto` often stops after one or two
     /// runs at the lower bound); the slowest (best fit) last.
@@ -165,7 +183,7 @@ impl Algorithm {
 /// buffer ranked or listed as a child and each section resident scanned
 /// for the section bound, plus a fixed charge per node for what it does
 /// in O(log n); a heuristic in `auto`'s first stage is charged an
-/// estimate from its buffer count (see `auto`). One unit is about 10 ns
+/// estimate from its buffer count (see `portfolio`). One unit is about 10 ns
 /// on a 2-core Xeon, so [`crate::plan::DEFAULT_WORK_LIMIT`] is about 1 s
 /// of planning there.
 #[derive(Clone, Debug)]

@@ -189,3 +189,95 @@ fn names_round_trip_and_unknown_names_list_the_known_ones() {
     assert!(e.message().contains("unknown algorithm 'fastest'") && e.message().contains("tflm"));
     assert!(Algorithm::from_value(99).is_err());
 }
+
+/// Sibling modules (under `algo/`) that `source` names: a name followed by
+/// `::`, or any name inside a `use` item. Comments are dropped first.
+fn sibling_uses(source: &str, modules: &[String]) -> Vec<String> {
+    let code: String = source.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    let mut used = Vec::new();
+    let mut in_use = false;
+    let mut rest = code.as_str();
+    while let Some(start) = rest.find(|c: char| c.is_alphanumeric() || c == '_' || c == ';') {
+        rest = &rest[start..];
+        if let Some(after) = rest.strip_prefix(';') {
+            in_use = false;
+            rest = after;
+            continue;
+        }
+        let end = rest.find(|c: char| !(c.is_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        if word == "use" {
+            in_use = true;
+        } else if (in_use || after.starts_with("::")) && modules.iter().any(|m| m == word) && !used.iter().any(|u| u == word) {
+            used.push(word.to_string());
+        }
+        rest = after;
+    }
+    used
+}
+
+/// The algorithm modules import each other along a tree, never around a
+/// circle: what two need lives in a module below both (see the module
+/// documentation).
+#[test]
+fn algorithm_modules_import_no_circle() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/plan/algo");
+    // Each module's source: a file, or every file of a directory.
+    let mut sources: Vec<(String, String)> = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_stem().unwrap().to_str().unwrap().to_string();
+        if name == "mod" || name == "tests" {
+            continue;
+        }
+        let text = if path.is_dir() {
+            let mut files: Vec<_> = std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()).collect();
+            files.sort();
+            files.iter().map(|f| std::fs::read_to_string(f).unwrap()).collect::<Vec<_>>().join("\n")
+        } else {
+            std::fs::read_to_string(&path).unwrap()
+        };
+        sources.push((name, text));
+    }
+    sources.sort();
+    let modules: Vec<String> = sources.iter().map(|(name, _)| name.clone()).collect();
+    let uses: Vec<Vec<usize>> = sources
+        .iter()
+        .map(|(name, text)| {
+            let used = sibling_uses(text, &modules);
+            used.iter().filter(|u| *u != name).map(|u| modules.iter().position(|m| m == u).unwrap()).collect()
+        })
+        .collect();
+    let names = &modules;
+    let edges: Vec<String> =
+        uses.iter().enumerate().flat_map(|(m, to)| to.iter().map(move |&t| format!("{} -> {}", names[m], names[t]))).collect();
+    // Depth-first search; a module met again while still on the path closes a circle.
+    fn visit(m: usize, uses: &[Vec<usize>], state: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
+        match state[m] {
+            1 => return Some(path[path.iter().position(|&p| p == m).unwrap()..].iter().copied().chain([m]).collect()),
+            2 => return None,
+            _ => {}
+        }
+        state[m] = 1;
+        path.push(m);
+        for &t in &uses[m] {
+            if let Some(circle) = visit(t, uses, state, path) {
+                return Some(circle);
+            }
+        }
+        path.pop();
+        state[m] = 2;
+        None
+    }
+    let mut state = vec![0u8; modules.len()];
+    for m in 0..modules.len() {
+        if let Some(circle) = visit(m, &uses, &mut state, &mut Vec::new()) {
+            let names: Vec<&str> = circle.iter().map(|&i| modules[i].as_str()).collect();
+            panic!("import circle {} (all imports: {edges:?})", names.join(" -> "));
+        }
+    }
+    // The scan must see the imports it is about, or it proves nothing.
+    for expected in ["auto -> exact", "auto -> portfolio", "exact -> portfolio", "exact -> lift", "floor_first -> lift", "portfolio -> floor_first"] {
+        assert!(edges.iter().any(|e| e == expected), "{expected} not found among {edges:?}");
+    }
+}

@@ -8,6 +8,7 @@
 
 use std::cell::OnceCell;
 
+use crate::plan::algo::lift::lift_over;
 use crate::plan::problem::Problem;
 
 /// Conflict lists are the search's largest structure (one entry per pair of
@@ -97,21 +98,6 @@ impl Part {
         lift_over(obstacles, from, self.size[i], self.alignment)
     }
 
-}
-
-/// The lowest offset at or above `from`, aligned, where `size` bytes clear
-/// every `(bottom, top)` obstacle (fixed buffers, sorted by bottom).
-pub fn lift_over(obstacles: &[(u64, u64)], from: u64, size: u64, alignment: u64) -> u64 {
-    let mut offset = from;
-    for &(bottom, top) in obstacles {
-        if offset.saturating_add(size) <= bottom {
-            break;
-        }
-        offset = offset.max(top);
-    }
-    // Fixed offsets and sizes are aligned, so only `from` can be off.
-    // The alignment is a power of two.
-    offset.checked_next_multiple_of(alignment).unwrap_or(!(alignment - 1))
 }
 
 /// Why the search cannot run on a problem.

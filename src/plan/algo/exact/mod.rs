@@ -28,9 +28,9 @@ mod order;
 mod pending;
 mod search;
 
-use super::{auto, peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
+use super::portfolio::best_heuristic;
+use super::{peak_of, Algorithm, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
-pub(super) use instance::lift_over;
 use instance::{split, Part};
 use order::PREORDERS;
 use search::{Search, Verdict};
@@ -44,7 +44,7 @@ impl PlacementAlgorithm for Exact {
     }
 
     fn place(&self, problem: &Problem, limits: &SearchLimits) -> Placement {
-        let incumbent = auto::best_heuristic(problem, limits);
+        let incumbent = best_heuristic(problem, limits);
         // The plan is exact's answer even when its first step (the
         // heuristics) already settled it.
         Placement { algorithm: Algorithm::Exact, ..improve(problem, incumbent, limits) }

@@ -328,7 +328,7 @@ fn plans_are_valid_and_deterministic_under_a_node_limit() {
     validate(p.buffers(), &first.offsets).expect("valid plan");
     assert_eq!(first, second, "same input and limits, same plan");
     assert!(first.nodes > 0 && first.nodes <= 20_000 + 4, "nodes {}", first.nodes);
-    let heuristic = super::auto::best_heuristic(&p, &limits);
+    let heuristic = super::super::portfolio::best_heuristic(&p, &limits);
     assert!(peak_of(&p, &first.offsets) <= peak_of(&p, &heuristic.offsets));
 }
 
