@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The C surface is exactly what the header says, and all of it is prefixed
-# (docs/c-abi.md: everything public is nnm_/NNM_):
+# (docs/c-abi.md, "Names": everything public is nnm_/NNM_):
 #   - the functions declared in nnmem.h are exactly the symbols libnnmem.so
 #     exports, both ways;
 #   - every macro the header defines is NNM_* (or the guard NNMEM_H);

@@ -8,7 +8,8 @@
  * below). The header is warning-free under -Wall -Wextra -pedantic, and
  * -Wc++-compat in C.
  *
- * Conventions (see docs/c-abi.md and README.md, "C API conventions"):
+ * Conventions (in full: docs/c-abi.md; in short: README.md, "C API
+ * conventions"):
  * - Fallible functions return nnm_status; NNM_OK is 0. nnm_last_error()
  *   gives the thread-local detail of the last failure on the calling thread.
  * - Out-parameters are written only on success.
