@@ -1,14 +1,21 @@
 #!/usr/bin/env bash
 # The C surface is exactly what the header says, and all of it is prefixed
-# (docs/c-abi.md: everything public is nnm_/NNM_):
+# (docs/c-abi.md, "Names": everything public is nnm_/NNM_):
 #   - the functions declared in nnmem.h are exactly the symbols libnnmem.so
 #     exports, both ways;
 #   - every macro the header defines is NNM_* (or the guard NNMEM_H);
 #   - every struct/enum tag, typedef and enum constant is nnm_* / NNM_*,
 #     except `struct list_head` (the kernel's list node; see below).
-# Usage: header_surface.sh HEADER SHARED_LIBRARY CC
+# And the header keeps the language levels its preamble states:
+#   - it compiles, with <nnmem/list.h> after it, as C99, C11, C17 and C23
+#     (where CC knows them) with -Wall -Wextra -Werror -pedantic
+#     -Wc++-compat, and as C++11, C++17 and C++20 with CXX;
+#   - as C89 it stops at its own #error, naming the level it needs;
+#   - its comments carry no Rust paths or rustdoc links (`crate::`,
+#     [`Item`], Self), and negative macros are parenthesised.
+# Usage: header_surface.sh HEADER SHARED_LIBRARY CC CXX
 set -euo pipefail
-header=$1 lib=$2 cc=$3
+header=$1 lib=$2 cc=$3 cxx=$4
 status=0
 fail() { echo "FAIL: $*" >&2; status=1; }
 tmp=$(mktemp -d)
@@ -46,7 +53,60 @@ comm -13 "$tmp/base" "$tmp/all" | grep -vE '^(NNM_[A-Z0-9_]+|NNMEM_H)$' \
 grep -oE '^[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=' "$tmp/code" | tr -d ' \t=' \
     | grep -vE '^NNM_' | sed 's/^/unprefixed enum constant: /' | grep . >&2 && status=1
 
+# Language levels. A mode the compiler does not know is reported, not failed:
+# C23 is the only one that may be missing (older GCC and Clang call it c2x).
+include_dir=$(dirname "$header")
+printf '#include "nnmem.h"\n#include "nnmem/list.h"\n#include "nnmem.h"\nint main(void) { return nnm_version() == NULL; }\n' \
+    >"$tmp/levels.c"
+cp "$tmp/levels.c" "$tmp/levels.cpp"
+levels=0
+compiles() { # compiles COMPILER STD SOURCE EXTRA_FLAGS...
+    local compiler=$1 std=$2 src=$3
+    shift 3
+    "$compiler" -std="$std" -Wall -Wextra -Werror -pedantic "$@" -I"$include_dir" -fsyntax-only "$src" \
+        >"$tmp/out" 2>&1
+}
+for std in c99 c11 c17 c23; do
+    if [ $std = c23 ] && ! echo 'int x;' | "$cc" -std=c23 -fsyntax-only -x c - 2>/dev/null; then
+        std=c2x
+        if ! echo 'int x;' | "$cc" -std=c2x -fsyntax-only -x c - 2>/dev/null; then
+            echo "note: $cc knows neither -std=c23 nor -std=c2x; C23 not checked"
+            continue
+        fi
+    fi
+    if compiles "$cc" $std "$tmp/levels.c" -Wc++-compat; then
+        levels=$((levels + 1))
+    else
+        cat "$tmp/out" >&2
+        fail "nnmem.h does not compile cleanly as $std (-Wc++-compat)"
+    fi
+done
+for std in c++11 c++17 c++20; do
+    if compiles "$cxx" $std "$tmp/levels.cpp"; then
+        levels=$((levels + 1))
+    else
+        cat "$tmp/out" >&2
+        fail "nnmem.h does not compile cleanly as $std"
+    fi
+done
+if compiles "$cc" c89 "$tmp/levels.c" -pedantic-errors; then
+    fail "nnmem.h compiles as C89, but its preamble says it needs C99"
+elif ! grep -q 'error.*nnmem.h needs C99 or later' "$tmp/out"; then
+    cat "$tmp/out" >&2
+    fail "nnmem.h as C89 fails without its #error naming C99 (compiler output above)"
+fi
+
+# Comments are C documentation: no Rust paths or rustdoc link syntax.
+# (A C++ name of another project, like TFLite Micro's, may use `::`.)
+grep -nE 'crate::|super::|self::|\bSelf\b|\[`|`\]|\]\(' "$header" \
+    | sed 's/^/Rust path or rustdoc link in nnmem.h: /' | grep . >&2 && status=1
+# Negative macros parenthesised: `#define NAME -1` expands wrongly next to
+# another operator (`x NAME` or `sizeof NAME`).
+grep -nE '^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]+[-~]' "$header" \
+    | sed 's/^/negative macro without parentheses: /' | grep . >&2 && status=1
+
 if [ $status -eq 0 ]; then
+    echo "language levels OK: $levels modes compile cleanly, C89 stops at the #error"
     echo "C surface OK: $(wc -l <"$tmp/declared") functions declared and exported, all names prefixed"
 fi
 exit $status

@@ -10,7 +10,9 @@
 use crate::status::{Error, Result, Status};
 
 /// The predefined categories, in id order (`nnm_arena_category`).
-#[repr(u32)]
+// repr(C): cbindgen gives a sized repr a `typedef uint32_t` that clashes
+// with the enum tag in C++ (-Wc++-compat); no C signature takes this type.
+#[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Category {
     /// Anything not covered below.

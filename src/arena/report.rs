@@ -13,7 +13,9 @@ use super::memory::Memory;
 use crate::json::escape;
 
 /// The report formats.
-#[repr(u32)]
+// repr(C): cbindgen gives a sized repr a `typedef uint32_t` that clashes
+// with the enum tag in C++ (-Wc++-compat); no C signature takes this type.
+#[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ReportFormat {
     /// Lines like TFLite Micro's `RecordingMicroAllocator::PrintAllocations`.

@@ -15,7 +15,8 @@ use super::status::nnm_status;
 use crate::status::Error;
 
 /// `first_use` and `last_use` of a buffer that is never used (TFLite
-/// Micro's convention). Equals `crate::plan::UNUSED_STEP`.
+/// Micro's convention). Equals `crate::plan::UNUSED_STEP`. The C macro is
+/// written in cbindgen.toml, parenthesised (cbindgen would print a bare -1).
 pub const NNM_UNUSED_STEP: i64 = -1;
 
 /// The default work limit of a new planner (see

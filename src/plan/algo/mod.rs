@@ -44,7 +44,7 @@ use super::problem::Problem;
 use crate::status::{Error, Result};
 
 /// The planning algorithms, selectable by value (C: `nnm_algorithm`) or by
-/// name ([`Algorithm::from_name`]).
+/// name (C: `nnm_algorithm_from_name`).
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Algorithm {
