@@ -143,7 +143,9 @@ fn bench_arena(c: &mut Criterion) {
         group.bench_function(format!("nnm_arena_{name} (recording)"), |b| {
             b.iter_custom(|iters| time_ffi(iters, kind, NNM_ARENA_RECORDING))
         });
-        group.bench_function(format!("Arena::{name} (safe Rust, no FFI)"), |b| b.iter_custom(|iters| time_safe(iters, kind)));
+        group.bench_function(format!("Arena::{name} (safe Rust, no FFI)"), |b| {
+            b.iter_custom(|iters| time_safe(iters, kind))
+        });
     }
     group.bench_function("nnm_arena_alloc_temp + nnm_arena_release_temp", |b| {
         b.iter_custom(|iters| time_ffi(iters, Kind::TempPair, 0))

@@ -202,7 +202,8 @@ fn measure_exact(measured: &[Measured]) -> Vec<ExactRow> {
     let mut rows = Vec::new();
     for m in measured.iter().filter(|m| m.is_challenging()) {
         eprintln!("bench_table: exact on {}", m.instance.name);
-        let mut row = run_planner(&m.instance.rows, Algorithm::Exact, Some(CHALLENGING_CAPACITY), Some(EXACT_TIME_LIMIT));
+        let mut row =
+            run_planner(&m.instance.rows, Algorithm::Exact, Some(CHALLENGING_CAPACITY), Some(EXACT_TIME_LIMIT));
         row.instance = display_name(m);
         row.setting = format!("exact, capacity {CHALLENGING_CAPACITY}, cap 10 s");
         rows.push(row);
@@ -254,7 +255,9 @@ fn render_exact(rows: &[ExactRow]) -> String {
         );
     }
     for r in rows.iter().filter(|r| r.setting.starts_with("auto, default")) {
-        let Some(&(_, _, idealloc)) = PEERS.iter().find(|p| r.instance.ends_with(p.0)) else { continue };
+        let Some(&(_, _, idealloc)) = PEERS.iter().find(|p| r.instance.ends_with(p.0)) else {
+            continue;
+        };
         let ratio = r.peak as f64 / r.lower_bound as f64;
         let _ = writeln!(
             w,
@@ -411,7 +414,9 @@ fn measure(instance: Instance) -> Measured {
             let (peak, lb, picked, time) = plan_once(&instance.rows, algorithm);
             // `auto` too: its budget is counted, not timed.
             match result {
-                Some((p, _, _)) => assert_eq!(p, peak, "{} is not deterministic on {}", algorithm.name(), instance.name),
+                Some((p, _, _)) => {
+                    assert_eq!(p, peak, "{} is not deterministic on {}", algorithm.name(), instance.name)
+                }
                 None => result = Some((peak, lb, picked)),
             }
             times.push(time);
@@ -774,7 +779,11 @@ fn targets(measured: &[Measured], criterion: &Medians) -> Vec<Target> {
     }
     out.extend(arena_targets(criterion));
     for (key, limit, what) in [
-        ("ffi/nnm_net_param_get (10k params)", NET_GET_TARGET_NS, "(m) net: get a param by name among 10,000, median ≤ 50 ns"),
+        (
+            "ffi/nnm_net_param_get (10k params)",
+            NET_GET_TARGET_NS,
+            "(m) net: get a param by name among 10,000, median ≤ 50 ns",
+        ),
         ("ffi/nnm_cache_push (net cache)", CACHE_OP_TARGET_NS, "(n) net: cache push, median ≤ 10 ns"),
         ("ffi/nnm_cache_pop (net cache)", CACHE_OP_TARGET_NS, "(o) net: cache pop, median ≤ 10 ns"),
     ] {
@@ -822,12 +831,18 @@ fn ns_target(median: Option<f64>, key: &str, limit: f64, what: &str) -> Target {
     match median {
         None => Target {
             what: what.into(),
-            result: format!("criterion result `{key}` missing: run `scripts/bench.sh` (or `cargo bench --bench ffi -- net`)"),
+            result: format!(
+                "criterion result `{key}` missing: run `scripts/bench.sh` (or `cargo bench --bench ffi -- net`)"
+            ),
             status: "not measured",
         },
         Some(ns) if ns <= limit => Target {
             what: what.into(),
-            result: format!("{} (criterion median through the C ABI), {:.0}% of the limit", fmt_ns(ns), ns / limit * 100.0),
+            result: format!(
+                "{} (criterion median through the C ABI), {:.0}% of the limit",
+                fmt_ns(ns),
+                ns / limit * 100.0
+            ),
             status: "met",
         },
         Some(ns) => Target {

@@ -88,7 +88,11 @@ fn validate_names_the_overlapping_pair() {
     let plan = "id,lower,upper,size,offset\nx,0,4,8,0\ny,2,6,8,4\n";
     let out = nnmem(&["validate", "-"], Some(plan));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("stdin: invalid plan: x (line 2) and y (line 3) overlap in memory at step 2"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("stdin: invalid plan: x (line 2) and y (line 3) overlap in memory at step 2"),
+        "{}",
+        text(&out.stderr)
+    );
 }
 
 #[test]
@@ -117,7 +121,15 @@ fn writes_output_svg_and_picture() {
     let picture = std::fs::read_to_string(&svg).unwrap();
     assert_eq!(picture.matches("<rect class=\"buf\"").count(), 5);
     // Axes, legend, ids in the rectangles and tooltips by CSV id.
-    for part in ["address (offset in the block)", "execution step", "<g class=\"legend\"", ">16 B</text>", ">20</text>", ">b5</text>", "<title>b3: size 16 B, steps [0, 9)"] {
+    for part in [
+        "address (offset in the block)",
+        "execution step",
+        "<g class=\"legend\"",
+        ">16 B</text>",
+        ">20</text>",
+        ">b5</text>",
+        "<title>b3: size 16 B, steps [0, 9)",
+    ] {
         assert!(picture.contains(part), "{part}: {picture}");
     }
     // The plan went to a file, so the picture has standard output to itself.
@@ -165,7 +177,11 @@ const SHARED_OFFLINE: &str = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8
 fn trust_fixed_plans_around_overlapping_fixed_buffers_and_reports_them() {
     let out = nnmem(&["plan", "-", "--algorithm", "size-best-fit"], Some(SHARED_OFFLINE));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("fixed offsets: a (line 2) and b (line 3) overlap in memory at step 1"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("fixed offsets: a (line 2) and b (line 3) overlap in memory at step 1"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = nnmem(&["plan", "-", "--algorithm", "size-best-fit", "--trust-fixed"], Some(SHARED_OFFLINE));
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,24\n");
@@ -190,16 +206,27 @@ fn validate_trusts_fixed_buffers_named_by_the_input_trace() {
     assert_eq!(out.status.code(), Some(1), "without --fixed-from every overlap counts");
     let out = nnmem(&["validate", "-", "--fixed-from", input], Some(plan));
     assert_eq!(out.status.code(), Some(1));
-    assert!(text(&out.stderr).contains("fixed overlaps: 1 pair(s), first a (line 2) and b (line 3) at step 1"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("fixed overlaps: 1 pair(s), first a (line 2) and b (line 3) at step 1"),
+        "{}",
+        text(&out.stderr)
+    );
     let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(plan));
     assert!(out.status.success(), "{}", text(&out.stderr));
     let report = text(&out.stdout);
     assert!(report.contains("valid: 3 buffers, peak 32 B, lower bound 32 B"), "{report}");
-    assert!(report.contains("fixed overlaps: 1 pair(s), first a (line 2) and b (line 3) at step 1 (trusted)"), "{report}");
+    assert!(
+        report.contains("fixed overlaps: 1 pair(s), first a (line 2) and b (line 3) at step 1 (trusted)"),
+        "{report}"
+    );
     // A planned buffer on a fixed one is still invalid; a moved fixed buffer is refused.
     let clash = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,8\nc,0,4,8,16\n";
     let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(clash));
-    assert!(text(&out.stderr).contains("b (line 3) and c (line 4) overlap in memory at step 1"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("b (line 3) and c (line 4) overlap in memory at step 1"),
+        "{}",
+        text(&out.stderr)
+    );
     let moved = "id,lower,upper,size,offset\na,0,3,16,0\nb,1,4,16,16\nc,0,4,8,32\n";
     let out = nnmem(&["validate", "-", "--fixed-from", input, "--trust-fixed"], Some(moved));
     assert!(text(&out.stderr).contains("fixed buffer b (line 3) is at offset 16 but"), "{}", text(&out.stderr));
@@ -233,7 +260,11 @@ fn usage_errors_exit_2_with_the_commands_usage() {
         (&["plan", "--capacity"], "--capacity needs a number of bytes", "usage: nnmem plan "),
         (&["plan", "--frobnicate"], "unknown option '--frobnicate'", "usage: nnmem plan "),
         (&["plan", "a.csv", "b.csv"], "plan takes one input FILE, got 'a.csv' and 'b.csv'", "usage: nnmem plan "),
-        (&["plan", "a.csv", "--json", "-"], "the plan CSV and --json would both go to standard output", "usage: nnmem plan "),
+        (
+            &["plan", "a.csv", "--json", "-"],
+            "the plan CSV and --json would both go to standard output",
+            "usage: nnmem plan ",
+        ),
         (&["validate"], "validate needs a FILE", "usage: nnmem validate "),
         (&["validate", "a.csv", "b.csv"], "validate takes one FILE, got also 'b.csv'", "usage: nnmem validate "),
         (&["validate", "--strict"], "unknown option '--strict'", "usage: nnmem validate "),
@@ -253,12 +284,20 @@ fn usage_errors_exit_2_with_the_commands_usage() {
 fn input_errors_name_the_file_and_the_line() {
     let dir = temp_dir("input-errors");
     for (name, content, message) in [
-        ("big.csv", &b"id,lower,upper,size\na,0,1,99999999999999999999\n"[..], "line 2: size 99999999999999999999 is too large for 64 bits"),
+        (
+            "big.csv",
+            &b"id,lower,upper,size\na,0,1,99999999999999999999\n"[..],
+            "line 2: size 99999999999999999999 is too large for 64 bits",
+        ),
         ("dup.csv", b"id,lower,upper,size\na,0,1,4\nb,0,1,4\na,1,2,4\n", "line 4: id 'a' is already used on line 2"),
         ("neg.csv", b"id,lower,upper,size\na,0,1,4\nb,-1,1,4\n", "line 3: lower -1 is negative"),
         ("empty.csv", b"id,lower,upper,size\na,3,3,4\n", "line 2: empty lifetime: upper equals lower (3)"),
         ("utf8.csv", b"id,lower,upper,size\na,0,1,4\nb\xc3,0,1,4\n", "line 3: invalid UTF-8 at column 2"),
-        ("fixed.csv", b"id,lower,upper,size,offset\nin,0,4,8,0\nmid,0,4,8,\nw,2,6,8,4\n", "fixed offsets: in (line 2) and w (line 4) overlap in memory at step 2"),
+        (
+            "fixed.csv",
+            b"id,lower,upper,size,offset\nin,0,4,8,0\nmid,0,4,8,\nw,2,6,8,4\n",
+            "fixed offsets: in (line 2) and w (line 4) overlap in memory at step 2",
+        ),
     ] {
         let path = dir.join(name);
         std::fs::write(&path, content).unwrap();
@@ -274,7 +313,11 @@ fn input_errors_name_the_file_and_the_line() {
     }
     // Standard input is named as such.
     let out = nnmem(&["plan", "-"], Some("id,lower,upper,size\na,0,1,4\na,0,1,4\n"));
-    assert!(text(&out.stderr).contains("nnmem: stdin: line 3: id 'a' is already used on line 2"), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("nnmem: stdin: line 3: id 'a' is already used on line 2"),
+        "{}",
+        text(&out.stderr)
+    );
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -330,10 +373,16 @@ fn json_summary_has_every_field() {
     assert_eq!(j["time_limit_cut"], false);
     assert_eq!(j.as_object().unwrap().len(), 20, "{j}");
     // Does not fit: the plan's shortfall; below the bound: no peak.
-    let out = nnmem(&["plan", "-", "--output", "/dev/null", "--json", "-", "--algorithm", "linear", "--capacity", "19"], Some(EXAMPLE));
+    let out = nnmem(
+        &["plan", "-", "--output", "/dev/null", "--json", "-", "--algorithm", "linear", "--capacity", "19"],
+        Some(EXAMPLE),
+    );
     assert_eq!(out.status.code(), Some(3));
     let j = json(&out);
-    assert_eq!((j["peak_bytes"].as_u64(), j["fits"].as_bool(), j["missing_bytes"].as_u64()), (Some(20), Some(false), Some(1)));
+    assert_eq!(
+        (j["peak_bytes"].as_u64(), j["fits"].as_bool(), j["missing_bytes"].as_u64()),
+        (Some(20), Some(false), Some(1))
+    );
     let out = nnmem(&["plan", "-", "--output", "/dev/null", "--json", "-", "--capacity", "10"], Some(EXAMPLE));
     assert_eq!(out.status.code(), Some(3));
     let j = json(&out);

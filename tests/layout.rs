@@ -28,8 +28,8 @@ use nnmem::ffi::net::{
 };
 use nnmem::ffi::net::{nnm_stack_cache, NNM_STACK_CACHE_INLINE, NNM_STACK_CACHE_TAG};
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP, NNM_VALIDATE_TRUST_FIXED};
-use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::ffi::status::nnm_status;
+use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::plan::Algorithm;
 use nnmem::status::Status;
 
@@ -137,7 +137,10 @@ fn parse_bindgen(text: String) -> Bindgen {
         }
         if let Some((name, rest)) = statement.split_once(':') {
             if let Some((ty, value)) = rest.split_once('=') {
-                b.consts.insert(name.trim().to_string(), (ty.trim().to_string(), value.trim().trim_end_matches(';').trim().to_string()));
+                b.consts.insert(
+                    name.trim().to_string(),
+                    (ty.trim().to_string(), value.trim().trim_end_matches(';').trim().to_string()),
+                );
             }
         }
     }
@@ -181,7 +184,15 @@ fn c_view() -> &'static BTreeMap<String, u64> {
                 line(&format!("fieldsize {name}.{f} %zu"), &format!("sizeof(((struct {name} *)0)->{f})"));
             }
         }
-        for e in ["nnm_status", "nnm_algorithm", "nnm_arena_category", "nnm_report_format", "nnm_dtype", "nnm_mem_kind", "nnm_ownership"] {
+        for e in [
+            "nnm_status",
+            "nnm_algorithm",
+            "nnm_arena_category",
+            "nnm_report_format",
+            "nnm_dtype",
+            "nnm_mem_kind",
+            "nnm_ownership",
+        ] {
             if b.consts.values().any(|(ty, _)| ty == e) {
                 line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
                 line(&format!("align {e} %zu"), &format!("_Alignof(enum {e})"));
@@ -198,10 +209,16 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
         // The initialiser, field by field (pointers as 0/1: NULL or not).
         for f in ["count", "tag", "spill_capacity"] {
-            line(&format!("init nnm_stack_cache.{f} %lld"), &format!("(long long)((nnm_stack_cache)NNM_STACK_CACHE_INIT).{f}"));
+            line(
+                &format!("init nnm_stack_cache.{f} %lld"),
+                &format!("(long long)((nnm_stack_cache)NNM_STACK_CACHE_INIT).{f}"),
+            );
         }
         for f in ["spill", "spill_owner"] {
-            line(&format!("init nnm_stack_cache.{f} %lld"), &format!("(long long)(((nnm_stack_cache)NNM_STACK_CACHE_INIT).{f} != NULL)"));
+            line(
+                &format!("init nnm_stack_cache.{f} %lld"),
+                &format!("(long long)(((nnm_stack_cache)NNM_STACK_CACHE_INIT).{f} != NULL)"),
+            );
         }
         src.push_str("    return 0;\n}\n");
 
@@ -509,15 +526,21 @@ fn version_macros_match_cargo_and_nnm_version() {
     assert_eq!(runtime, env!("CARGO_PKG_VERSION"), "nnm_version() vs Cargo.toml");
     assert_eq!(runtime, nnmem::VERSION);
     assert_eq!(c["macro NNM_UNUSED_STEP"] as i64, NNM_UNUSED_STEP, "NNM_UNUSED_STEP in C and Rust");
-    assert_eq!(c["macro NNM_VALIDATE_TRUST_FIXED"], u64::from(NNM_VALIDATE_TRUST_FIXED), "NNM_VALIDATE_TRUST_FIXED in C and Rust");
+    assert_eq!(
+        c["macro NNM_VALIDATE_TRUST_FIXED"],
+        u64::from(NNM_VALIDATE_TRUST_FIXED),
+        "NNM_VALIDATE_TRUST_FIXED in C and Rust"
+    );
 }
 
 #[test]
 fn net_enums_and_constants_match_in_c_and_rust() {
     let b = bindgen();
     let c = c_view();
-    let dtypes: BTreeMap<String, i64> =
-        Dtype::all().iter().map(|&d| (format!("NNM_DTYPE_{}", format!("{d:?}").to_ascii_uppercase()), d as i64)).collect();
+    let dtypes: BTreeMap<String, i64> = Dtype::all()
+        .iter()
+        .map(|&d| (format!("NNM_DTYPE_{}", format!("{d:?}").to_ascii_uppercase()), d as i64))
+        .collect();
     assert_eq!(b.enum_values("nnm_dtype"), dtypes, "enum nnm_dtype: C (left) and Rust (right)");
     let kinds: BTreeMap<String, i64> = [MemKind::Host, MemKind::Device, MemKind::Placeholder]
         .iter()
@@ -545,7 +568,13 @@ fn net_enums_and_constants_match_in_c_and_rust() {
     let init = |f: &str| c[&format!("init nnm_stack_cache.{f}")];
     assert_eq!(
         (init("count"), init("tag"), init("spill_capacity"), init("spill"), init("spill_owner")),
-        (d.count as u64, d.tag, d.spill_capacity as u64, u64::from(!d.spill.is_null()), u64::from(!d.spill_owner.is_null())),
+        (
+            d.count as u64,
+            d.tag,
+            d.spill_capacity as u64,
+            u64::from(!d.spill.is_null()),
+            u64::from(!d.spill_owner.is_null())
+        ),
         "NNM_STACK_CACHE_INIT (left) and nnm_stack_cache_init (right)"
     );
 }

@@ -34,9 +34,9 @@ pub struct Span {
 impl Span {
     /// A span; fails when it would wrap around the address space.
     pub fn new(start: usize, len: usize) -> Result<Span> {
-        start
-            .checked_add(len)
-            .ok_or_else(|| Error::overflow(format!("buffer at {start:#x} of {len} B wraps around the address space")))?;
+        start.checked_add(len).ok_or_else(|| {
+            Error::overflow(format!("buffer at {start:#x} of {len} B wraps around the address space"))
+        })?;
         Ok(Span { start, len })
     }
 

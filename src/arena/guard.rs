@@ -101,14 +101,26 @@ impl<M: Memory> Arena<M> {
             }
         }
         for (i, t) in self.tails.iter().enumerate() {
-            self.check_canaries(&format!("persistent allocation #{}", i + 1), t.addr, t.size, t.category, Side::Persistent, &mut damage);
+            self.check_canaries(
+                &format!("persistent allocation #{}", i + 1),
+                t.addr,
+                t.size,
+                t.category,
+                Side::Persistent,
+                &mut damage,
+            );
         }
         match damage.len() {
             0 => Ok(()),
             1 => Err(Error::new(Status::Corrupted, format!("guard check failed: {}", damage[0]))),
             n => Err(Error::new(
                 Status::Corrupted,
-                format!("guard check failed: {} (and {} more damaged guard{})", damage[0], n - 1, if n == 2 { "" } else { "s" }),
+                format!(
+                    "guard check failed: {} (and {} more damaged guard{})",
+                    damage[0],
+                    n - 1,
+                    if n == 2 { "" } else { "s" }
+                ),
             )),
         }
     }
@@ -143,7 +155,8 @@ impl<M: Memory> Arena<M> {
         match hit {
             Some(t) => {
                 let what = format!("released temp allocation #{}", t.serial);
-                let part = if (t.addr..t.addr + t.size).contains(&first) { "" } else { " (its guard bytes or padding)" };
+                let part =
+                    if (t.addr..t.addr + t.size).contains(&first) { "" } else { " (its guard bytes or padding)" };
                 format!(
                     "{} was written after it was released{part}: {changed}",
                     self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
@@ -158,7 +171,15 @@ impl<M: Memory> Arena<M> {
         }
     }
 
-    pub(super) fn check_canaries(&self, what: &str, addr: usize, size: usize, category: u32, side: Side, damage: &mut Vec<String>) {
+    pub(super) fn check_canaries(
+        &self,
+        what: &str,
+        addr: usize,
+        size: usize,
+        category: u32,
+        side: Side,
+        damage: &mut Vec<String>,
+    ) {
         let before = damaged_canary_bytes(&self.memory, addr - self.canary);
         let after = damaged_canary_bytes(&self.memory, addr + size);
         if after > 0 {

@@ -34,8 +34,8 @@ mod sizes;
 mod tests;
 
 pub use arena::{check_alignment, Arena, ArenaOptions, Buffers, Span, DEFAULT_ALIGNMENT, DRY_RUN_BASE};
-pub use sizes::ArenaSizes;
 pub use category::{Categories, Category, CategoryStats, MAX_CATEGORY_NAME};
 pub use guard::{CANARY_BYTES, POISON};
 pub use memory::{Memory, NoMemory, VecMemory};
 pub use report::{report, ReportFormat};
+pub use sizes::ArenaSizes;

@@ -59,11 +59,20 @@ fn text<M: Memory>(arena: &Arena<M>) -> String {
     let s = arena.sizes();
     let mut out = String::new();
     let capacity = if arena.is_dry_run() { "no memory".to_string() } else { format!("{} bytes", s.capacity) };
-    let _ = writeln!(out, "{PREFIX} Arena mode {}, capacity {capacity}{}", mode(arena), if arena.is_guarded() { ", guard on" } else { "" });
+    let _ = writeln!(
+        out,
+        "{PREFIX} Arena mode {}, capacity {capacity}{}",
+        mode(arena),
+        if arena.is_guarded() { ", guard on" } else { "" }
+    );
     let _ = writeln!(out, "{PREFIX} Arena allocation total {} bytes", s.used);
     let _ = writeln!(out, "{PREFIX} Arena allocation head {} bytes", s.head);
     let _ = writeln!(out, "{PREFIX} Arena allocation tail {} bytes", s.tail);
-    let _ = writeln!(out, "{PREFIX} Arena allocation temp {} bytes (peak {} bytes, {} held)", s.temp, s.temp_peak, s.temp_count);
+    let _ = writeln!(
+        out,
+        "{PREFIX} Arena allocation temp {} bytes (peak {} bytes, {} held)",
+        s.temp, s.temp_peak, s.temp_count
+    );
     let split = if arena.is_split() || arena.is_dry_run() {
         format!(
             "; split: persistent {} bytes, non-persistent {} bytes",

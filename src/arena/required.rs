@@ -40,9 +40,9 @@ fn align_up(x: u128, align: u128) -> u128 {
 /// `last_floor` is the floor after the last step; `steps_rev` yields each
 /// step with the floor that held *before* it, last step first.
 pub fn min_end(last_floor: u128, steps_rev: impl IntoIterator<Item = (TailStep, u128)>) -> u128 {
-    steps_rev.into_iter().fold(last_floor, |need, (step, floor)| {
-        floor.max(align_up(need + step.lead, step.align) + step.span)
-    })
+    steps_rev
+        .into_iter()
+        .fold(last_floor, |need, (step, floor)| floor.max(align_up(need + step.lead, step.align) + step.span))
 }
 
 /// Runs the tail forward from `end`: the bottom after each step, or `None`
@@ -83,11 +83,7 @@ mod tests {
             let lead = if rng.next(2) == 0 { 0 } else { 16 };
             let steps: Vec<(TailStep, u128)> = (0..n)
                 .map(|_| {
-                    let step = TailStep {
-                        span: (rng.next(100) + 1) as u128 + lead,
-                        align: 1 << rng.next(7),
-                        lead,
-                    };
+                    let step = TailStep { span: (rng.next(100) + 1) as u128 + lead, align: 1 << rng.next(7), lead };
                     (step, rng.next(300) as u128)
                 })
                 .collect();

@@ -127,7 +127,6 @@ impl<M: Memory> Arena<M> {
         min_end(floor, self.tails.iter().rev().map(|t| (self.step(t), floor)))
     }
 
-
     #[cold]
     pub(super) fn tail_shortfall(&self, size: usize, align: usize) -> Error {
         let c = self.canary as i128;
@@ -147,7 +146,15 @@ impl<M: Memory> Arena<M> {
         let data = (self.temp_top as u128 + c).next_multiple_of(align as u128);
         let top = data + size as u128 + c;
         let what = format!("a temp allocation of {size} B");
-        self.shortfall(&what, size, align, top - self.temp_top as u128, self.nonpersistent_available(), self.nonpersistent_end(top), Side::NonPersistent)
+        self.shortfall(
+            &what,
+            size,
+            align,
+            top - self.temp_top as u128,
+            self.nonpersistent_available(),
+            self.nonpersistent_end(top),
+            Side::NonPersistent,
+        )
     }
 
     #[cold]
@@ -155,7 +162,15 @@ impl<M: Memory> Arena<M> {
         let top = self.head_start as u128 + size as u128 + self.canary as u128;
         let what = format!("a head of {size} B (it has {} B now)", self.head_size);
         let growth = (size - self.head_size) as u128;
-        self.shortfall(&what, size, self.alignment, growth, self.nonpersistent_available(), self.nonpersistent_end(top), Side::NonPersistent)
+        self.shortfall(
+            &what,
+            size,
+            self.alignment,
+            growth,
+            self.nonpersistent_available(),
+            self.nonpersistent_end(top),
+            Side::NonPersistent,
+        )
     }
 
     fn nonpersistent_available(&self) -> usize {
@@ -178,7 +193,16 @@ impl<M: Memory> Arena<M> {
     /// succeed, so `missing` is what the buffer lacks: exactly 1 B for a
     /// buffer one byte short of the dry-run size.
     #[allow(clippy::too_many_arguments)]
-    fn shortfall(&self, what: &str, size: usize, align: usize, span: u128, available: usize, end: u128, side: Side) -> Error {
+    fn shortfall(
+        &self,
+        what: &str,
+        size: usize,
+        align: usize,
+        span: u128,
+        available: usize,
+        end: u128,
+        side: Side,
+    ) -> Error {
         let span_of_side = if side == Side::Persistent { self.p } else { self.np };
         let missing = end.saturating_sub(span_of_side.end() as u128);
         let needed = end - span_of_side.start as u128;
@@ -200,7 +224,6 @@ impl<M: Memory> Arena<M> {
             ),
         )
     }
-
 }
 
 fn saturate(x: u128) -> u64 {

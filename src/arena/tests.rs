@@ -93,7 +93,10 @@ fn the_head_is_the_largest_committed_plan() {
     a.commit(&small, 300, Category::PlannedTensorData.id()).unwrap();
     let e = a.reserve_head(2000, Category::Other.id()).unwrap_err();
     assert_eq!(e.status(), Status::WrongState);
-    assert_eq!(e.message(), "cannot grow the head from 1500 B to 2000 B while 1 temp allocation is held; release it first");
+    assert_eq!(
+        e.message(),
+        "cannot grow the head from 1500 B to 2000 B while 1 temp allocation is held; release it first"
+    );
     assert_eq!(a.reset_head().unwrap_err().status(), Status::WrongState);
     a.release_temp(t).unwrap();
     a.reserve_head(2000, Category::Other.id()).unwrap();
@@ -185,7 +188,8 @@ fn bad_arguments_are_rejected() {
     let e = Arena::new(Buffers::Single(Span::new(1, 4).unwrap()), ArenaOptions::default(), NoMemory).unwrap_err();
     assert_eq!(e.status(), Status::DoesNotFit);
     assert!(e.message().contains("missing 11 B"), "{}", e.message());
-    let overlapping = Buffers::Split { persistent: Span::new(0, 100).unwrap(), nonpersistent: Span::new(50, 100).unwrap() };
+    let overlapping =
+        Buffers::Split { persistent: Span::new(0, 100).unwrap(), nonpersistent: Span::new(50, 100).unwrap() };
     assert!(Arena::new(overlapping, ArenaOptions::default(), NoMemory).unwrap_err().message().contains("overlap"));
 }
 
@@ -286,8 +290,10 @@ fn the_dry_run_size_is_exact_to_the_byte() {
         }
 
         let split = |p_len: usize, np_len: usize| {
-            let buffers =
-                Buffers::Split { persistent: Span::new(base, p_len).unwrap(), nonpersistent: Span::new(base << 2, np_len).unwrap() };
+            let buffers = Buffers::Split {
+                persistent: Span::new(base, p_len).unwrap(),
+                nonpersistent: Span::new(base << 2, np_len).unwrap(),
+            };
             let memory = VecMemory::new(base, (base << 2) + np_len - base);
             let mut a = Arena::new(buffers, options, memory)?;
             run(&mut a, &ops).and_then(|_| a.check())
@@ -320,7 +326,8 @@ fn required_is_exact_for_an_unaligned_start() {
         assert_eq!(exact.sizes().required as usize, need);
         // One byte short fails: at creation when even the start's alignment
         // does not fit, otherwise on some call.
-        let short = Arena::new(Buffers::Single(Span::new(start, need - 1).unwrap()), options, VecMemory::new(start, need - 1));
+        let short =
+            Arena::new(Buffers::Single(Span::new(start, need - 1).unwrap()), options, VecMemory::new(start, need - 1));
         let result = short.and_then(|mut a| run(&mut a, &ops));
         assert_missing_one_byte(result, &format!("round {round} {ops:?}"));
     }
@@ -383,7 +390,11 @@ fn guard_catches_writes_after_release_and_runs_at_every_reset() {
     a.memory_mut().bytes[t1 + 5] = 7; // a write through a stale pointer
     let e = a.check().unwrap_err();
     assert_eq!(e.status(), Status::Corrupted);
-    assert!(e.message().contains("temp allocation #1 (category 'Temp scratch data', 32 B at offset 16 of the arena)"), "{}", e.message());
+    assert!(
+        e.message().contains("temp allocation #1 (category 'Temp scratch data', 32 B at offset 16 of the arena)"),
+        "{}",
+        e.message()
+    );
     assert!(e.message().contains("was written after it was released: 1 of its bytes changed"), "{}", e.message());
     // Releasing t2 reclaims both; the stale write is not forgotten.
     a.release_temp(t2).unwrap();
@@ -400,7 +411,11 @@ fn every_reset_checks_and_a_failing_reset_changes_nothing() {
     let before = a.sizes();
     let e = a.reset_temp().unwrap_err();
     assert_eq!(e.status(), Status::Corrupted);
-    assert!(e.message().contains("the head (100 B, last committed as category 'Planned tensor data') was overrun"), "{}", e.message());
+    assert!(
+        e.message().contains("the head (100 B, last committed as category 'Planned tensor data') was overrun"),
+        "{}",
+        e.message()
+    );
     assert_eq!(a.reset_head().unwrap_err().status(), Status::Corrupted);
     assert_eq!(a.sizes(), before);
     // Two damaged guards: the first is named, the rest counted.
@@ -416,7 +431,12 @@ fn guard_catches_an_overrun_of_a_temp_released_afterwards() {
     a.release_temp(t).unwrap();
     let e = a.reset_temp().unwrap_err();
     assert_eq!(e.status(), Status::Corrupted);
-    assert!(e.message().contains("temp allocation #1 (category 'Temp scratch data', 64 B at offset 16 of the arena) was overrun"), "{}", e.message());
+    assert!(
+        e.message()
+            .contains("temp allocation #1 (category 'Temp scratch data', 64 B at offset 16 of the arena) was overrun"),
+        "{}",
+        e.message()
+    );
     assert!(e.message().contains("(found when it was released)"), "{}", e.message());
 }
 
@@ -489,14 +509,22 @@ fn a_stale_write_into_reclaimed_memory_names_the_allocation_it_hit() {
     assert_eq!(again, t1);
     a.memory_mut().bytes[t3] = 0;
     let e = a.check().unwrap_err();
-    assert!(e.message().contains("released temp allocation #3 (category 'Temp scratch data', 8 B at offset"), "{}", e.message());
+    assert!(
+        e.message().contains("released temp allocation #3 (category 'Temp scratch data', 8 B at offset"),
+        "{}",
+        e.message()
+    );
     // A byte of t2's that no whole watched allocation holds any more.
     a.memory_mut().bytes[t3] = POISON;
     a.release_temp(again).unwrap();
     let big = a.alloc_temp(100, 0, SCRATCH).unwrap();
     a.memory_mut().bytes[big + 100 + 16 + 1] = 0;
     let e = a.check().unwrap_err();
-    assert!(e.message().contains("released temp memory of the arena was written after it was released: 1 of the bytes"), "{}", e.message());
+    assert!(
+        e.message().contains("released temp memory of the arena was written after it was released: 1 of the bytes"),
+        "{}",
+        e.message()
+    );
 }
 
 #[test]
@@ -506,7 +534,11 @@ fn alignments_up_to_two_to_the_62_are_accepted_and_larger_ones_named() {
     assert_eq!(e.status(), Status::InvalidArgument);
     assert_eq!(
         e.message(),
-        format!("alignment {} is larger than the largest supported, 2^{} = {DRY_RUN_BASE} B", DRY_RUN_BASE << 1, usize::BITS - 2)
+        format!(
+            "alignment {} is larger than the largest supported, 2^{} = {DRY_RUN_BASE} B",
+            DRY_RUN_BASE << 1,
+            usize::BITS - 2
+        )
     );
 }
 
@@ -565,7 +597,10 @@ fn json_report_is_valid_json_with_every_field() {
     assert_eq!(cats.len(), Category::ALL.len() + 1);
     let mine = &cats[id as usize];
     assert_eq!(mine["name"], "my \"quoted\" \\ data");
-    assert_eq!((mine["requested_bytes"].as_u64(), mine["used_bytes"].as_u64(), mine["count"].as_u64()), (Some(10), Some(16), Some(1)));
+    assert_eq!(
+        (mine["requested_bytes"].as_u64(), mine["used_bytes"].as_u64(), mine["count"].as_u64()),
+        (Some(10), Some(16), Some(1))
+    );
 }
 
 #[test]
@@ -586,7 +621,11 @@ fn temp_numbers_stay_unique_across_resets_so_a_stale_write_names_one_allocation(
     assert!(a.release_temp(t3).unwrap_err().message().contains("temp allocation #3 at"));
     a.memory_mut().bytes[t2] = 0;
     let e = a.check().unwrap_err();
-    assert!(e.message().contains("released temp allocation #2 (category 'Operator runtime data', 40 B"), "{}", e.message());
+    assert!(
+        e.message().contains("released temp allocation #2 (category 'Operator runtime data', 40 B"),
+        "{}",
+        e.message()
+    );
     a.memory_mut().bytes[t2] = POISON;
     a.release_temp(t4).unwrap();
 }

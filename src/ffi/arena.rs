@@ -233,11 +233,7 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
     }
     let alignment = if alignment == 0 { NNM_ARENA_DEFAULT_ALIGNMENT } else { alignment };
     check_alignment(alignment)?;
-    Ok(ArenaOptions {
-        alignment,
-        guard: flags & NNM_ARENA_GUARD != 0,
-        recording: flags & NNM_ARENA_RECORDING != 0,
-    })
+    Ok(ArenaOptions { alignment, guard: flags & NNM_ARENA_GUARD != 0, recording: flags & NNM_ARENA_RECORDING != 0 })
 }
 
 fn span_of(ptr: *mut c_void, len: usize, what: &str) -> Result<Span> {
@@ -284,7 +280,14 @@ pub unsafe extern "C" fn nnm_arena_new(
         non_null(out_arena, "out_arena")?;
         let span = span_of(buffer, len, "buffer")?;
         let map = PointerMap::of(buffer.cast());
-        let handle = make(Buffers::Single(span), options(alignment, flags)?, vec![(span.start, buffer.cast(), len)], map, map, None)?;
+        let handle = make(
+            Buffers::Single(span),
+            options(alignment, flags)?,
+            vec![(span.start, buffer.cast(), len)],
+            map,
+            map,
+            None,
+        )?;
         write_out(out_arena, handle);
         Ok(())
     })
@@ -362,7 +365,11 @@ pub unsafe extern "C" fn nnm_arena_new_owned(
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_arena_new_dry_run(alignment: usize, flags: u32, out_arena: *mut *mut nnm_arena) -> nnm_status {
+pub unsafe extern "C" fn nnm_arena_new_dry_run(
+    alignment: usize,
+    flags: u32,
+    out_arena: *mut *mut nnm_arena,
+) -> nnm_status {
     guard(|| {
         non_null(out_arena, "out_arena")?;
         let map = PointerMap::of(std::ptr::null_mut());
@@ -472,7 +479,10 @@ pub unsafe extern "C" fn nnm_arena_get_category(
         let a = arena_ref(arena)?;
         non_null(out_stats, "out_stats")?;
         let s = a.arena.category_stats(id)?;
-        write_out(out_stats, nnm_arena_category_stats { requested_bytes: s.requested, used_bytes: s.used, count: s.count });
+        write_out(
+            out_stats,
+            nnm_arena_category_stats { requested_bytes: s.requested, used_bytes: s.used, count: s.count },
+        );
         Ok(())
     })
 }

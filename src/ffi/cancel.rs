@@ -90,7 +90,10 @@ pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) 
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cancel_token_is_cancelled(token: *const nnm_cancel_token, out_cancelled: *mut u8) -> nnm_status {
+pub unsafe extern "C" fn nnm_cancel_token_is_cancelled(
+    token: *const nnm_cancel_token,
+    out_cancelled: *mut u8,
+) -> nnm_status {
     guard(|| {
         let t = token_ref(token)?;
         non_null(out_cancelled, "out_cancelled")?;

@@ -104,9 +104,7 @@ pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) {
 /// `ptr` must be NULL or point to a NUL-terminated string.
 pub(crate) unsafe fn read_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a str> {
     non_null(ptr, what)?;
-    std::ffi::CStr::from_ptr(ptr)
-        .to_str()
-        .map_err(|_| Error::invalid(format!("{what} is not valid UTF-8")))
+    std::ffi::CStr::from_ptr(ptr).to_str().map_err(|_| Error::invalid(format!("{what} is not valid UTF-8")))
 }
 
 /// The text of the last failure on the calling thread: what was wrong,

@@ -379,7 +379,11 @@ mod tests {
             if i % 2 == 0 {
                 let e = live.err().unwrap();
                 assert_eq!(e.status(), Status::InvalidArgument);
-                assert!(e.message().ends_with("is not a live test_unslotted (already freed, or not made by nnmem)"), "{}", e.message());
+                assert!(
+                    e.message().ends_with("is not a live test_unslotted (already freed, or not made by nnmem)"),
+                    "{}",
+                    e.message()
+                );
                 assert!(unsafe { free_handle(p) }.is_err(), "double free of {i}");
             }
         }

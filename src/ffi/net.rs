@@ -26,7 +26,9 @@ use super::handle::{check_live, free_handle, into_handle, Tagged};
 use super::status::nnm_status;
 use crate::net::names::not_found;
 use crate::net::tensor::described_bytes;
-use crate::net::{Bytes, CacheStack, Capacity, Dtype, Kind, MemKind, Net, Ownership, Shape, SpillStack, MAX_DIMS, NAME_MAX};
+use crate::net::{
+    Bytes, CacheStack, Capacity, Dtype, Kind, MemKind, Net, Ownership, Shape, SpillStack, MAX_DIMS, NAME_MAX,
+};
 use crate::status::{Error, Result, Status};
 
 /// Most dimensions of a tensor.
@@ -91,7 +93,16 @@ pub struct nnm_tensor {
 
 impl Default for nnm_tensor {
     fn default() -> Self {
-        nnm_tensor { data: ptr::null_mut(), bytes: 0, dims: [0; 8], ndims: 0, dtype: 0, elem_size: 0, mem_kind: 0, ownership: 0 }
+        nnm_tensor {
+            data: ptr::null_mut(),
+            bytes: 0,
+            dims: [0; 8],
+            ndims: 0,
+            dtype: 0,
+            elem_size: 0,
+            mem_kind: 0,
+            ownership: 0,
+        }
     }
 }
 
@@ -113,7 +124,12 @@ pub struct nnm_param {
 
 impl Default for nnm_param {
     fn default() -> Self {
-        nnm_param { node: list_head::default(), name: ptr::null(), data: nnm_tensor::default(), diff: nnm_tensor::default() }
+        nnm_param {
+            node: list_head::default(),
+            name: ptr::null(),
+            data: nnm_tensor::default(),
+            diff: nnm_tensor::default(),
+        }
     }
 }
 
@@ -135,7 +151,12 @@ pub struct nnm_layer_data {
 
 impl Default for nnm_layer_data {
     fn default() -> Self {
-        nnm_layer_data { node: list_head::default(), name: ptr::null(), data: nnm_tensor::default(), diff: nnm_tensor::default() }
+        nnm_layer_data {
+            node: list_head::default(),
+            name: ptr::null(),
+            data: nnm_tensor::default(),
+            diff: nnm_tensor::default(),
+        }
     }
 }
 
@@ -282,7 +303,9 @@ fn descriptor(shape: &Shape, data: *mut c_void, kind: MemKind, ownership: Owners
 /// The kind of caller memory: host or device (a placeholder has none).
 fn memory_kind(mem_kind: u32) -> Result<MemKind> {
     match MemKind::from_value(mem_kind)? {
-        MemKind::Placeholder => Err(Error::invalid("mem_kind NNM_MEM_KIND_PLACEHOLDER: caller memory is host or device")),
+        MemKind::Placeholder => {
+            Err(Error::invalid("mem_kind NNM_MEM_KIND_PLACEHOLDER: caller memory is host or device"))
+        }
         k => Ok(k),
     }
 }
@@ -639,7 +662,12 @@ pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mu
             b
         });
         let r = (*h).core.report(caches);
-        let c = |b: Bytes| nnm_net_bytes { entries: b.entries, tensors: b.tensors, owned_bytes: b.owned, referenced_bytes: b.referenced };
+        let c = |b: Bytes| nnm_net_bytes {
+            entries: b.entries,
+            tensors: b.tensors,
+            owned_bytes: b.owned,
+            referenced_bytes: b.referenced,
+        };
         write_out(
             out_report,
             nnm_net_report {
@@ -662,7 +690,12 @@ pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mu
 /// of `params`.
 /// On failure, buffers nnmem allocated are freed and adopted ones are left
 /// to the caller ([`Held::give_back`]).
-unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<Held>, nnm_tensor), diff: (Option<Held>, nnm_tensor)) -> Result<*mut nnm_param> {
+unsafe fn add_param(
+    h: *mut NetHandle,
+    name: &[u8],
+    data: (Option<Held>, nnm_tensor),
+    diff: (Option<Held>, nnm_tensor),
+) -> Result<*mut nnm_param> {
     let bytes = pair_bytes(&data.1, &diff.1, [data.0.is_some(), diff.0.is_some()]);
     let owned = [data.0, diff.0];
     // Field by field: never a reference covering the C-visible anchors.
@@ -695,7 +728,13 @@ unsafe fn add_param(h: *mut NetHandle, name: &[u8], data: (Option<Held>, nnm_ten
 ///
 /// # Safety
 /// As the attach functions' arguments.
-unsafe fn param_args<'a>(net: *mut nnm_net, name: *const c_char, dtype: u32, dims: *const u32, ndims: u32) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
+unsafe fn param_args<'a>(
+    net: *mut nnm_net,
+    name: *const c_char,
+    dtype: u32,
+    dims: *const u32,
+    ndims: u32,
+) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
     let h = net_live(net)?;
     let name = name_bytes(name)?;
     let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
@@ -792,11 +831,15 @@ unsafe fn adopt_pair(
         return Err(Error::new(Status::NullArgument, "free_fn is NULL: an adopted buffer needs its deallocator"));
     };
     if ptr::eq(data, diff) {
-        return Err(Error::invalid("diff is the same buffer as data: each adopted buffer is freed once, so they must differ"));
+        return Err(Error::invalid(
+            "diff is the same buffer as data: each adopted buffer is freed once, so they must differ",
+        ));
     }
     for (what, p) in [("data", data), ("diff", diff)] {
         if (*h).adopted.contains(&(p as usize)) {
-            return Err(Error::invalid(format!("{what} {p:p} is already adopted by this net: it would be freed twice")));
+            return Err(Error::invalid(format!(
+                "{what} {p:p} is already adopted by this net: it would be freed twice"
+            )));
         }
     }
     (*h).core.check_new(kind, name)?;
@@ -889,7 +932,14 @@ unsafe fn lookup<T>(net: *const nnm_net, kind: Kind, name: *const c_char) -> Res
 
 /// Adds an output or input entry (all-or-nothing) and links it.
 /// On failure, as [`add_param`].
-unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, data: (Option<Held>, nnm_tensor), diff: (Option<Held>, nnm_tensor)) -> Result<*mut nnm_layer_data> {
+unsafe fn add_layer(
+    h: *mut NetHandle,
+    kind: Kind,
+    name: &[u8],
+    shape: Shape,
+    data: (Option<Held>, nnm_tensor),
+    diff: (Option<Held>, nnm_tensor),
+) -> Result<*mut nnm_layer_data> {
     let bytes = pair_bytes(&data.1, &diff.1, [data.0.is_some(), diff.0.is_some()]);
     let owned = [data.0, diff.0];
     // Field by field: never a reference covering the C-visible anchors.
@@ -929,7 +979,13 @@ unsafe fn add_layer(h: *mut NetHandle, kind: Kind, name: &[u8], shape: Shape, da
 ///
 /// # Safety
 /// As the attach functions' arguments.
-unsafe fn output_args<'a>(net: *mut nnm_net, name: *const c_char, dtype: u32, sample_dims: *const u32, ndims: u32) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
+unsafe fn output_args<'a>(
+    net: *mut nnm_net,
+    name: *const c_char,
+    dtype: u32,
+    sample_dims: *const u32,
+    ndims: u32,
+) -> Result<(*mut NetHandle, &'a [u8], Shape)> {
     let h = net_live(net)?;
     let name = name_bytes(name)?;
     let dtype = Dtype::from_value(dtype)?;
@@ -960,7 +1016,14 @@ pub unsafe extern "C" fn nnm_net_attach_output(
         let what = |part: &str| format!("{part} of output \"{}\"", String::from_utf8_lossy(name));
         let (data_buf, data) = owned_tensor(&shape, &|| what("data"))?;
         let (diff_buf, diff) = owned_tensor(&shape, &|| what("diff"))?;
-        let o = add_layer(h, Kind::Output, name, shape, (Some(Held::Host(data_buf)), data), (Some(Held::Host(diff_buf)), diff))?;
+        let o = add_layer(
+            h,
+            Kind::Output,
+            name,
+            shape,
+            (Some(Held::Host(data_buf)), data),
+            (Some(Held::Host(diff_buf)), diff),
+        )?;
         write_optional(out_output, o);
         Ok(())
     })
@@ -1099,7 +1162,10 @@ pub unsafe extern "C" fn nnm_net_input_bind(
         }
         let kind = memory_kind(mem_kind)?;
         if batch == 0 || batch > full.dims()[0] {
-            return Err(Error::invalid(format!("batch {batch} is outside 1..={}, the net's maximum batch", full.dims()[0])));
+            return Err(Error::invalid(format!(
+                "batch {batch} is outside 1..={}, the net's maximum batch",
+                full.dims()[0]
+            )));
         }
         let [data, diff] = borrowed_pair(&full.with_batch(batch)?, kind, data, diff);
         (*l).public.data = data;
@@ -1131,7 +1197,11 @@ pub unsafe extern "C" fn nnm_net_input_get(net: *const nnm_net, name: *const c_c
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name, not a live net);
 /// ALREADY_EXISTS.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_net_attach_cache(net: *mut nnm_net, name: *const c_char, out_cache: *mut *mut nnm_cache) -> nnm_status {
+pub unsafe extern "C" fn nnm_net_attach_cache(
+    net: *mut nnm_net,
+    name: *const c_char,
+    out_cache: *mut *mut nnm_cache,
+) -> nnm_status {
     guard(|| {
         let h = net_live(net)?;
         let name = name_bytes(name)?;
@@ -1187,7 +1257,11 @@ fn bad_descriptor(t: &nnm_tensor) -> Error {
 fn copy_ownership(t: &nnm_tensor) -> Result<u32> {
     // One branch on the hot path; the precise message only on failure.
     // `ndims - 1` wraps 0 to u32::MAX, so one compare refuses 0 and > 8.
-    if t.ndims.wrapping_sub(1) as usize >= MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
+    if t.ndims.wrapping_sub(1) as usize >= MAX_DIMS
+        || t.dtype as usize >= Dtype::all().len()
+        || t.mem_kind > 2
+        || t.ownership > 2
+    {
         return Err(bad_descriptor(t));
     }
     // Ownership::of_copy computed in a register: patching the field in
@@ -1439,7 +1513,10 @@ unsafe fn spill_of(c: &nnm_stack_cache, cache: *const nnm_stack_cache) -> Result
 /// `cache` must be NULL or valid for reads and writes of an
 /// `nnm_stack_cache`.
 #[inline]
-unsafe fn with_stack_cache<R>(cache: *mut nnm_stack_cache, f: impl FnOnce(&mut SpillStack<'_, nnm_tensor>) -> Result<R>) -> Result<R> {
+unsafe fn with_stack_cache<R>(
+    cache: *mut nnm_stack_cache,
+    f: impl FnOnce(&mut SpillStack<'_, nnm_tensor>) -> Result<R>,
+) -> Result<R> {
     non_null(cache, "cache")?;
     let c = &mut *cache;
     if c.tag != NNM_STACK_CACHE_TAG {
@@ -1534,11 +1611,17 @@ pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_te
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised, `index` not
 /// below `count`); WRONG_STATE (a copy of a cache holding heap).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_stack_cache_get(cache: *mut nnm_stack_cache, index: usize, out_tensor: *mut nnm_tensor) -> nnm_status {
+pub unsafe extern "C" fn nnm_stack_cache_get(
+    cache: *mut nnm_stack_cache,
+    index: usize,
+    out_tensor: *mut nnm_tensor,
+) -> nnm_status {
     guard(|| {
         non_null(out_tensor, "out_tensor")?;
         let t = with_stack_cache(cache, |stack| {
-            stack.get(index).ok_or_else(|| Error::invalid(format!("index {index}: the stack cache holds {} tensors", stack.len())))
+            stack
+                .get(index)
+                .ok_or_else(|| Error::invalid(format!("index {index}: the stack cache holds {} tensors", stack.len())))
         })?;
         write_out(out_tensor, t);
         Ok(())

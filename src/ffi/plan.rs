@@ -6,12 +6,12 @@ use std::ffi::c_char;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
 
-use super::error::{guard, guard_void, non_null, read_str, write_out};
-use super::text::copy_text;
 use super::cancel::{nnm_cancel_token, token_ref};
+use super::error::{guard, guard_void, non_null, read_str, write_out};
 use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
-use crate::plan::{validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner, Verdict};
 use super::status::nnm_status;
+use super::text::copy_text;
+use crate::plan::{validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner, Verdict};
 use crate::status::Error;
 
 /// `first_use` and `last_use` of a buffer that is never used (TFLite
@@ -215,7 +215,8 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
 pub unsafe extern "C" fn nnm_planner_new(out_planner: *mut *mut nnm_planner) -> nnm_status {
     guard(|| {
         non_null(out_planner, "out_planner")?;
-        let handle = into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new(), cancel: None, requested_bytes: 0 });
+        let handle =
+            into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new(), cancel: None, requested_bytes: 0 });
         write_out(out_planner, handle);
         Ok(())
     })
@@ -327,7 +328,10 @@ pub unsafe extern "C" fn nnm_planner_set_work_limit(planner: *mut nnm_planner, m
 ///
 /// Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a live token).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_cancel_token(planner: *mut nnm_planner, token: *const nnm_cancel_token) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_cancel_token(
+    planner: *mut nnm_planner,
+    token: *const nnm_cancel_token,
+) -> nnm_status {
     guard(|| {
         let h = handle_mut(planner)?;
         h.cancel = if token.is_null() { None } else { Some(Arc::downgrade(&token_ref(token)?.flag)) };
@@ -459,7 +463,11 @@ pub unsafe extern "C" fn nnm_planner_plan(planner: *mut nnm_planner) -> nnm_stat
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT (index
 /// out of range).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_get_offset(planner: *const nnm_planner, index: usize, out_offset: *mut u64) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_get_offset(
+    planner: *const nnm_planner,
+    index: usize,
+    out_offset: *mut u64,
+) -> nnm_status {
     guard(|| {
         let p = planner_ref(planner)?;
         non_null(out_offset, "out_offset")?;
@@ -474,7 +482,11 @@ pub unsafe extern "C" fn nnm_planner_get_offset(planner: *const nnm_planner, ind
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT
 /// (count differs from the buffer count).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_get_offsets(planner: *const nnm_planner, out_offsets: *mut u64, count: usize) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_get_offsets(
+    planner: *const nnm_planner,
+    out_offsets: *mut u64,
+    count: usize,
+) -> nnm_status {
     guard(|| {
         let p = planner_ref(planner)?;
         let outcome = p.planned()?;
@@ -497,7 +509,10 @@ pub unsafe extern "C" fn nnm_planner_get_offsets(planner: *const nnm_planner, ou
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_get_result(planner: *const nnm_planner, out_result: *mut nnm_plan_result) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_get_result(
+    planner: *const nnm_planner,
+    out_result: *mut nnm_plan_result,
+) -> nnm_status {
     guard(|| {
         let p = planner_ref(planner)?;
         non_null(out_result, "out_result")?;
@@ -677,7 +692,8 @@ pub unsafe extern "C" fn nnm_plan_validate_ex(
         if let Some(i) = marks.iter().position(|&m| m > 1) {
             return Err(Error::invalid(format!("is_fixed[{i}] is {}; it must be 0 or 1", marks[i])));
         }
-        let fixed: Vec<bool> = if marks.is_empty() { vec![false; count] } else { marks.iter().map(|&m| m == 1).collect() };
+        let fixed: Vec<bool> =
+            if marks.is_empty() { vec![false; count] } else { marks.iter().map(|&m| m == 1).collect() };
         let verdict = check_plan(&specs, &offsets, &fixed, flags & NNM_VALIDATE_TRUST_FIXED != 0)?;
         write_out(out, verdict);
         Ok(())
@@ -713,7 +729,12 @@ unsafe fn read_plan(buffers: *const nnm_plan_buffer, count: usize) -> crate::Res
 
 /// Runs the validator and turns its verdict into `nnm_validation`; an
 /// invalid plan also sets the last error (the call itself succeeds).
-fn check_plan(specs: &[Buffer], offsets: &[u64], is_fixed: &[bool], trust_fixed: bool) -> crate::Result<nnm_validation> {
+fn check_plan(
+    specs: &[Buffer],
+    offsets: &[u64],
+    is_fixed: &[bool],
+    trust_fixed: bool,
+) -> crate::Result<nnm_validation> {
     let Verdict { peak, overlap, fixed_overlaps } = match validate_with_fixed(specs, offsets, is_fixed, trust_fixed) {
         Ok(v) => v,
         Err(e @ Invalid::OffsetOverflow(_)) => return Err(Error::overflow(e.to_string())),

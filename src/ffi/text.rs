@@ -18,7 +18,13 @@ pub type nnm_write_fn = Option<unsafe extern "C" fn(user: *mut c_void, text: *co
 /// # Safety
 /// `buf` must be NULL or valid for `len` bytes of writes; `out_written`
 /// must be NULL or valid for a write.
-pub(crate) unsafe fn copy_text(text: &str, buf: *mut c_char, len: usize, out_written: *mut usize, what: &str) -> Result<()> {
+pub(crate) unsafe fn copy_text(
+    text: &str,
+    buf: *mut c_char,
+    len: usize,
+    out_written: *mut usize,
+    what: &str,
+) -> Result<()> {
     non_null(out_written, "out_written")?;
     let needed = text.len() + 1;
     if buf.is_null() && len == 0 {

@@ -190,7 +190,10 @@ impl<V: Copy> Net<V> {
     /// Checks a batch size against the maximum.
     pub fn check_batch(&self, batch: u32) -> Result<()> {
         if batch == 0 || batch > self.max_batch {
-            return Err(Error::invalid(format!("batch {batch} is outside 1..={}, the net's maximum batch", self.max_batch)));
+            return Err(Error::invalid(format!(
+                "batch {batch} is outside 1..={}, the net's maximum batch",
+                self.max_batch
+            )));
         }
         Ok(())
     }

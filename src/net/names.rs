@@ -181,7 +181,13 @@ impl<V: Copy> NameIndex<V> {
         let mut head = [0u8; HEAD];
         let n = name.len().min(HEAD);
         head[..n].copy_from_slice(&name[..n]);
-        self.place(Slot { hash: hash(name), value: Some(value), position: position as u32, len: name.len() as u8, head });
+        self.place(Slot {
+            hash: hash(name),
+            value: Some(value),
+            position: position as u32,
+            len: name.len() as u8,
+            head,
+        });
         self.names.push(name.into());
         Ok(position)
     }

@@ -15,7 +15,9 @@ use crate::status::{Error, Result, Status};
 #[cold]
 #[inline(never)]
 fn corrupt(count: usize, inline: usize, spilled: usize) -> Error {
-    Error::invalid(format!("stack cache is corrupt: count {count} with {inline} inline slots, but {spilled} tensors on the heap"))
+    Error::invalid(format!(
+        "stack cache is corrupt: count {count} with {inline} inline slots, but {spilled} tensors on the heap"
+    ))
 }
 
 #[cold]

@@ -140,7 +140,10 @@ impl Shape {
         let mut bytes = u64::from(dtype.size());
         for &d in dims {
             bytes = bytes.checked_mul(u64::from(d)).filter(|&b| b <= isize::MAX as u64).ok_or_else(|| {
-                Error::overflow(format!("tensor of {dims:?} x {} B elements is larger than the address space", dtype.size()))
+                Error::overflow(format!(
+                    "tensor of {dims:?} x {} B elements is larger than the address space",
+                    dtype.size()
+                ))
             })?;
         }
         let mut all = [0u32; MAX_DIMS];

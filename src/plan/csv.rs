@@ -95,8 +95,10 @@ impl Bounded for u64 {
 /// buffer live at step 5 only), or an id already used (both lines named).
 pub fn parse(text: &str) -> Result<Vec<Row>> {
     let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
-    let (_, header) = lines.next().ok_or_else(|| Error::invalid("line 1: empty input, expected header id,lower,upper,size"))?;
-    let columns: Vec<String> = header.split(',').map(|c| c.trim().trim_start_matches('\u{feff}').to_ascii_lowercase()).collect();
+    let (_, header) =
+        lines.next().ok_or_else(|| Error::invalid("line 1: empty input, expected header id,lower,upper,size"))?;
+    let columns: Vec<String> =
+        header.split(',').map(|c| c.trim().trim_start_matches('\u{feff}').to_ascii_lowercase()).collect();
     let find = |name: &str| columns.iter().position(|c| c == name);
     let (id, lower, upper, size) = match (find("id"), find("lower"), find("upper"), find("size")) {
         (Some(a), Some(b), Some(c), Some(d)) => (a, b, c, d),
@@ -138,10 +140,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>> {
             return Err(Error::invalid(format!("line {line_no}: lower {} is negative (steps start at 0)", row.lower)));
         }
         if row.upper < row.lower {
-            return Err(Error::invalid(format!(
-                "line {line_no}: upper {} is below lower {}",
-                row.upper, row.lower
-            )));
+            return Err(Error::invalid(format!("line {line_no}: upper {} is below lower {}", row.upper, row.lower)));
         }
         if row.upper == row.lower {
             return Err(Error::invalid(format!(
@@ -215,11 +214,21 @@ mod tests {
     #[test]
     fn numbers_past_64_bits_are_too_large_not_malformed() {
         let e = parse("id,lower,upper,size\na,0,1,18446744073709551616\n").unwrap_err();
-        assert_eq!(e.message(), "line 2: size 18446744073709551616 is too large for 64 bits (the largest is 18446744073709551615)");
+        assert_eq!(
+            e.message(),
+            "line 2: size 18446744073709551616 is too large for 64 bits (the largest is 18446744073709551615)"
+        );
         let e = parse("id,lower,upper,size\na,0,9223372036854775808,1\n").unwrap_err();
-        assert_eq!(e.message(), "line 2: upper 9223372036854775808 is too large for 64 bits (the largest is 9223372036854775807)");
+        assert_eq!(
+            e.message(),
+            "line 2: upper 9223372036854775808 is too large for 64 bits (the largest is 9223372036854775807)"
+        );
         let e = parse("id,lower,upper,size\na,-9223372036854775809,1,1\n").unwrap_err();
-        assert!(e.message().starts_with("line 2: lower -9223372036854775809 is too small for 64 bits"), "{}", e.message());
+        assert!(
+            e.message().starts_with("line 2: lower -9223372036854775809 is too small for 64 bits"),
+            "{}",
+            e.message()
+        );
         // The largest values themselves are read.
         let rows = parse("id,lower,upper,size,offset\na,0,9223372036854775807,18446744073709551615,0\n").unwrap();
         assert_eq!((rows[0].upper, rows[0].size), (i64::MAX, u64::MAX));

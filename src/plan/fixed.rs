@@ -34,7 +34,13 @@ impl Rect {
     /// The rectangle of buffer `index` at `offset`, or `None` when it occupies
     /// nothing. `offset + size` must not overflow (checked by callers).
     pub fn of(index: usize, b: &Buffer, offset: u64) -> Option<Rect> {
-        b.occupies().then(|| Rect { index, start: b.lifetime.start, end: b.lifetime.end, lo: offset, hi: offset + b.size })
+        b.occupies().then(|| Rect {
+            index,
+            start: b.lifetime.start,
+            end: b.lifetime.end,
+            lo: offset,
+            hi: offset + b.size,
+        })
     }
 }
 
@@ -115,7 +121,11 @@ pub(crate) fn count_overlaps(rects: &[Rect]) -> FixedOverlaps {
         if met > 0 {
             found.count += met as u64;
             if found.first.is_none() {
-                let j = live.iter().copied().find(|&j| rects[j].lo < r.hi && r.lo < rects[j].hi).expect("a met rectangle is live");
+                let j = live
+                    .iter()
+                    .copied()
+                    .find(|&j| rects[j].lo < r.hi && r.lo < rects[j].hi)
+                    .expect("a met rectangle is live");
                 let (a, b) = (rects[j].index.min(r.index), rects[j].index.max(r.index));
                 found.first = Some(Overlap { first: a, second: b, step });
             }
@@ -252,7 +262,11 @@ impl Flat {
     /// blocks at their addresses.
     pub fn to_flat(&self, offsets: &[u64]) -> Vec<u64> {
         let buffers = self.problem.buffers();
-        self.origin.iter().enumerate().map(|(d, o)| o.map_or_else(|| buffers[d].fixed_offset.expect("a block is fixed"), |i| offsets[i])).collect()
+        self.origin
+            .iter()
+            .enumerate()
+            .map(|(d, o)| o.map_or_else(|| buffers[d].fixed_offset.expect("a block is fixed"), |i| offsets[i]))
+            .collect()
     }
 }
 
@@ -332,7 +346,11 @@ mod tests {
                     let covered = |lo: u64, hi: u64, s: i64, e: i64| s <= t && t < e && lo <= byte && byte < hi;
                     let in_rects = rects.iter().any(|r| covered(r.lo, r.hi, r.start, r.end));
                     let in_blocks = blocks.iter().filter(|b| covered(b.lo, b.hi, b.start, b.end)).count();
-                    assert_eq!(in_blocks, usize::from(in_rects), "round {round}, step {t}, byte {byte}: {rects:?} -> {blocks:?}");
+                    assert_eq!(
+                        in_blocks,
+                        usize::from(in_rects),
+                        "round {round}, step {t}, byte {byte}: {rects:?} -> {blocks:?}"
+                    );
                 }
             }
         }

@@ -321,7 +321,10 @@ impl Planner {
         if let Some(capacity) = self.capacity.filter(|&c| c < lb) {
             return Err(Error::new(
                 Status::DoesNotFit,
-                format!("capacity {capacity} B is below the lower bound {lb} B: no plan fits (missing at least {} B)", lb - capacity),
+                format!(
+                    "capacity {capacity} B is below the lower bound {lb} B: no plan fits (missing at least {} B)",
+                    lb - capacity
+                ),
             ));
         }
         let limits = SearchLimits {
@@ -351,7 +354,10 @@ impl Planner {
             // With overlapping fixed buffers the indices are those of the
             // problem with the blocks of their union.
             let indices = if flat.is_some() { " (indices with the fixed buffers as union blocks)" } else { "" };
-            Error::new(Status::Panic, format!("internal error: {} produced an invalid plan: {e}{indices}", placement.algorithm.name()))
+            Error::new(
+                Status::Panic,
+                format!("internal error: {} produced an invalid plan: {e}{indices}", placement.algorithm.name()),
+            )
         })?;
         let offsets = std::mem::take(&mut placement.offsets);
         let fits = self.capacity.is_none_or(|c| peak <= c);
@@ -401,7 +407,10 @@ impl Planner {
     pub fn offset(&self, index: usize) -> Result<u64> {
         let outcome = self.planned()?;
         outcome.offsets.get(index).copied().ok_or_else(|| {
-            Error::invalid(format!("buffer index {index} is out of range (0 to {})", self.problem.len().saturating_sub(1)))
+            Error::invalid(format!(
+                "buffer index {index} is out of range (0 to {})",
+                self.problem.len().saturating_sub(1)
+            ))
         })
     }
 
@@ -481,7 +490,10 @@ mod tests {
         p.add_buffer(600, lt(1, 2), None).unwrap();
         let e = p.plan().unwrap_err();
         assert_eq!(e.status(), Status::DoesNotFit);
-        assert_eq!(e.message(), "capacity 1000 B is below the lower bound 1200 B: no plan fits (missing at least 200 B)");
+        assert_eq!(
+            e.message(),
+            "capacity 1000 B is below the lower bound 1200 B: no plan fits (missing at least 200 B)"
+        );
         assert!(p.outcome().is_none());
         // Still collecting: a buffer may be added, and a larger capacity plans.
         p.add_buffer(1, lt(5, 6), None).unwrap();
@@ -496,7 +508,11 @@ mod tests {
         p.add_buffer(8, lt(2, 4), Some(4)).unwrap();
         let e = p.plan().unwrap_err();
         assert_eq!(e.status(), Status::InvalidArgument);
-        assert!(e.message().contains("fixed buffers 0 and 1 overlap in memory at step 2 (1 overlapping pair"), "{}", e.message());
+        assert!(
+            e.message().contains("fixed buffers 0 and 1 overlap in memory at step 2 (1 overlapping pair"),
+            "{}",
+            e.message()
+        );
         assert!(p.outcome().is_none());
     }
 
@@ -530,7 +546,11 @@ mod tests {
             for i in 2..b.len() {
                 for j in 0..b.len() {
                     let apart = o.offsets[i] + b[i].size <= o.offsets[j] || o.offsets[j] + b[j].size <= o.offsets[i];
-                    assert!(i == j || !b[i].conflicts_with(&b[j]) || apart, "{algorithm:?}: {i} meets {j}: {:?}", o.offsets);
+                    assert!(
+                        i == j || !b[i].conflicts_with(&b[j]) || apart,
+                        "{algorithm:?}: {i} meets {j}: {:?}",
+                        o.offsets
+                    );
                 }
             }
             // Bytes the fixed buffers share count once: 192 at step 2 or 3,
@@ -615,10 +635,18 @@ mod tests {
         // The slowed run slept a millisecond about every 1024 nodes (every
         // 1024 of each search run, and once per round): at least this long.
         let slept = Duration::from_millis(first.nodes / 2048);
-        assert!(slept > Duration::from_millis(300) && runs[2].elapsed >= slept, "{:?} for {} nodes", runs[2].elapsed, first.nodes);
+        assert!(
+            slept > Duration::from_millis(300) && runs[2].elapsed >= slept,
+            "{:?} for {} nodes",
+            runs[2].elapsed,
+            first.nodes
+        );
         for o in &runs[1..] {
             assert_eq!(o.offsets, first.offsets);
-            assert_eq!((o.peak, o.best_bound, o.nodes, o.work, o.algorithm), (first.peak, first.best_bound, first.nodes, first.work, first.algorithm));
+            assert_eq!(
+                (o.peak, o.best_bound, o.nodes, o.work, o.algorithm),
+                (first.peak, first.best_bound, first.nodes, first.work, first.algorithm)
+            );
             assert!(!o.time_limit_cut);
         }
     }

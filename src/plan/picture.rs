@@ -186,7 +186,10 @@ mod tests {
             }
             let peak = planner.plan().unwrap().peak;
             let text = planner.draw().unwrap();
-            assert!(text.starts_with(&format!("{} buffers, peak {peak} B\n", planner.buffer_count())), "{algorithm:?}: {text}");
+            assert!(
+                text.starts_with(&format!("{} buffers, peak {peak} B\n", planner.buffer_count())),
+                "{algorithm:?}: {text}"
+            );
             // One line per step where an occupying buffer starts or ends,
             // each 80 cells wide.
             let rows: Vec<&str> = text.lines().filter(|l| l.ends_with("k)")).collect();

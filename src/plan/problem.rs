@@ -26,9 +26,7 @@ impl Lifetime {
     /// A half-open lifetime `[lower, upper)`. Errors when `upper < lower`.
     pub fn half_open(lower: i64, upper: i64) -> Result<Self> {
         if upper < lower {
-            return Err(Error::invalid(format!(
-                "lifetime upper bound {upper} is below its lower bound {lower}"
-            )));
+            return Err(Error::invalid(format!("lifetime upper bound {upper} is below its lower bound {lower}")));
         }
         Ok(Lifetime { start: lower, end: upper })
     }
@@ -47,13 +45,10 @@ impl Lifetime {
             )));
         }
         if last_use < first_use {
-            return Err(Error::invalid(format!(
-                "last_use {last_use} is before first_use {first_use}"
-            )));
+            return Err(Error::invalid(format!("last_use {last_use} is before first_use {first_use}")));
         }
-        let end = last_use
-            .checked_add(1)
-            .ok_or_else(|| Error::overflow(format!("last_use {last_use} + 1 overflows")))?;
+        let end =
+            last_use.checked_add(1).ok_or_else(|| Error::overflow(format!("last_use {last_use} + 1 overflows")))?;
         Ok(Lifetime { start: first_use, end })
     }
 
@@ -153,7 +148,9 @@ impl Problem {
     pub fn push(&mut self, size: u64, lifetime: Lifetime, fixed_offset: Option<u64>) -> Result<usize> {
         let size = align_up(size, self.alignment)?;
         let total_size = self.total_size.checked_add(size).ok_or_else(|| {
-            Error::overflow(format!("total size of all buffers exceeds 2^64 - 1 bytes when adding a buffer of {size} B"))
+            Error::overflow(format!(
+                "total size of all buffers exceeds 2^64 - 1 bytes when adding a buffer of {size} B"
+            ))
         })?;
         let mut fixed_top = self.fixed_top;
         if let Some(offset) = fixed_offset {
@@ -163,9 +160,9 @@ impl Problem {
                     self.alignment
                 )));
             }
-            let end = offset.checked_add(size).ok_or_else(|| {
-                Error::overflow(format!("fixed offset {offset} + size {size} overflows 64 bits"))
-            })?;
+            let end = offset
+                .checked_add(size)
+                .ok_or_else(|| Error::overflow(format!("fixed offset {offset} + size {size} overflows 64 bits")))?;
             fixed_top = fixed_top.max(end);
         }
         fixed_top.checked_add(total_size).ok_or_else(|| {
@@ -216,7 +213,9 @@ impl Problem {
     /// algorithms add up is what is live at one step, where the blocks are
     /// disjoint. So the old totals stay the bounds.
     pub(crate) fn rewritten(&self, buffers: Vec<Buffer>) -> Problem {
-        debug_assert!(buffers.iter().all(|b| b.fixed_offset.is_none_or(|o| !b.occupies() || o + b.size <= self.fixed_top)));
+        debug_assert!(buffers
+            .iter()
+            .all(|b| b.fixed_offset.is_none_or(|o| !b.occupies() || o + b.size <= self.fixed_top)));
         Problem { buffers, alignment: self.alignment, total_size: self.total_size, fixed_top: self.fixed_top }
     }
 }

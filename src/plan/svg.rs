@@ -117,7 +117,12 @@ pub fn render(buffers: &[Buffer], offsets: &[u64], names: Option<&[&str]>, lower
         // The id where it fits inside, with a little room on each side.
         let chars = id.chars().count() as f64;
         if w >= chars * ID_CHAR_WIDTH + 4.0 && h >= ID_FONT + 3.0 {
-            let _ = writeln!(labels, r#"<text x="{:.1}" y="{:.1}">{id}</text>"#, x0 + w / 2.0, y0 + h / 2.0 + ID_FONT * 0.35);
+            let _ = writeln!(
+                labels,
+                r#"<text x="{:.1}" y="{:.1}">{id}</text>"#,
+                x0 + w / 2.0,
+                y0 + h / 2.0 + ID_FONT * 0.35
+            );
         }
     }
     let _ = writeln!(s, "</g>");

@@ -141,12 +141,18 @@ pub struct Verdict {
 /// With trust, the planned buffers are checked against the disjoint blocks
 /// of the fixed buffers' union (see `plan::fixed`); an overlap with a block
 /// names the lowest-indexed fixed buffer it meets at that step.
-pub fn validate_with_fixed(buffers: &[Buffer], offsets: &[u64], is_fixed: &[bool], trust_fixed: bool) -> Result<Verdict, Invalid> {
+pub fn validate_with_fixed(
+    buffers: &[Buffer],
+    offsets: &[u64],
+    is_fixed: &[bool],
+    trust_fixed: bool,
+) -> Result<Verdict, Invalid> {
     let peak = peak_checked(buffers, offsets)?;
     if is_fixed.len() != buffers.len() {
         return Err(Invalid::LengthMismatch { buffers: buffers.len(), offsets: is_fixed.len() });
     }
-    let rects: Vec<Rect> = (0..buffers.len()).filter(|&i| is_fixed[i]).filter_map(|i| Rect::of(i, &buffers[i], offsets[i])).collect();
+    let rects: Vec<Rect> =
+        (0..buffers.len()).filter(|&i| is_fixed[i]).filter_map(|i| Rect::of(i, &buffers[i], offsets[i])).collect();
     let fixed_overlaps = count_overlaps(&rects);
     if !trust_fixed || fixed_overlaps.count == 0 {
         let overlap = match validate(buffers, offsets) {
@@ -165,7 +171,11 @@ pub fn validate_with_fixed(buffers: &[Buffer], offsets: &[u64], is_fixed: &[bool
         origin.push(Some(i));
     }
     for block in union_blocks(&rects) {
-        flat.push(Buffer { size: block.hi - block.lo, lifetime: Lifetime { start: block.start, end: block.end }, fixed_offset: None });
+        flat.push(Buffer {
+            size: block.hi - block.lo,
+            lifetime: Lifetime { start: block.start, end: block.end },
+            fixed_offset: None,
+        });
         flat_offsets.push(block.lo);
         origin.push(None);
     }
@@ -207,10 +217,7 @@ mod tests {
     fn names_the_first_overlapping_pair() {
         let bs = [b(4, 0, 3), b(4, 5, 9), b(4, 2, 9), b(8, 6, 7)];
         // 0 and 2 overlap at step 2; 1, 2 and 3 later.
-        assert_eq!(
-            validate(&bs, &[0, 0, 2, 2]),
-            Err(Invalid::Overlap(Overlap { first: 0, second: 2, step: 2 }))
-        );
+        assert_eq!(validate(&bs, &[0, 0, 2, 2]), Err(Invalid::Overlap(Overlap { first: 0, second: 2, step: 2 })));
     }
 
     #[test]

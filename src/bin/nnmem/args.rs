@@ -162,7 +162,9 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
     match first.as_str() {
         "help" | "--help" | "-h" => match &argv[1..] {
             [] => Ok(Command::Help(MAIN_USAGE)),
-            [name] => help_of(name).map(Command::Help).ok_or_else(|| usage(format!("no help on '{name}': not a command"))),
+            [name] => {
+                help_of(name).map(Command::Help).ok_or_else(|| usage(format!("no help on '{name}': not a command")))
+            }
             [_, extra, ..] => Err(usage(format!("help takes one command name, got also '{extra}'"))),
         },
         "--version" | "-V" => match argv.get(1) {
@@ -188,7 +190,8 @@ fn parse_validate(argv: &[String]) -> Result<Command, Usage> {
         match flag {
             "-h" | "--help" => return Ok(Command::Help(VALIDATE_USAGE)),
             "--fixed-from" => {
-                let path = inline.or_else(|| it.next().cloned()).ok_or_else(|| usage("--fixed-from needs a path".into()))?;
+                let path =
+                    inline.or_else(|| it.next().cloned()).ok_or_else(|| usage("--fixed-from needs a path".into()))?;
                 a.fixed_from = Some(path);
             }
             "--trust-fixed" if inline.is_none() => a.trust_fixed = true,
@@ -304,11 +307,16 @@ fn resolve_streams(a: &mut PlanArgs, bare_picture: bool) -> Result<(), String> {
         Some(PictureDest::To(d)) => Some(d),
         _ => None,
     };
-    let claims: Vec<&str> = [("the plan CSV", a.output.as_ref()), ("--json", a.json.as_ref()), ("--svg", a.svg.as_ref()), ("--picture", picture)]
-        .into_iter()
-        .filter(|(_, d)| *d == Some(&Dest::Stdout))
-        .map(|(name, _)| name)
-        .collect();
+    let claims: Vec<&str> = [
+        ("the plan CSV", a.output.as_ref()),
+        ("--json", a.json.as_ref()),
+        ("--svg", a.svg.as_ref()),
+        ("--picture", picture),
+    ]
+    .into_iter()
+    .filter(|(_, d)| *d == Some(&Dest::Stdout))
+    .map(|(name, _)| name)
+    .collect();
     if let [first, second, ..] = claims[..] {
         let hint = if first == "the plan CSV" && a.output == Some(Dest::Stdout) && a.input.is_some() {
             " (write the plan to a file with --output FILE)"
@@ -375,7 +383,10 @@ mod tests {
         assert!(usage_error(&["plan", "--alignment", "3"]).message.contains("alignment 3 is not a power of two"));
         assert!(usage_error(&["plan", "--alignment=0"]).message.contains("alignment 0 is not a power of two"));
         assert!(usage_error(&["plan", "--time-limit", "-1"]).message.contains("not a positive number of seconds"));
-        assert_eq!(usage_error(&["plan", "--node-limit", "-5"]).message, "--node-limit: '-5' is not a non-negative integer");
+        assert_eq!(
+            usage_error(&["plan", "--node-limit", "-5"]).message,
+            "--node-limit: '-5' is not a non-negative integer"
+        );
         assert_eq!(usage_error(&["plan", "--capacity"]).message, "--capacity needs a number of bytes");
         assert_eq!(usage_error(&["plan", "a", "b"]).message, "plan takes one input FILE, got 'a' and 'b'");
         assert_eq!(usage_error(&["plan", "--bogus"]).message, "unknown option '--bogus'");
@@ -394,11 +405,15 @@ mod tests {
     fn parses_trust_fixed_options() {
         assert!(plan(&["plan", "x.csv", "--trust-fixed"]).trust_fixed);
         assert!(!plan(&["plan", "x.csv"]).trust_fixed);
-        let Command::Validate(a) = parse(&v(&["validate", "p.csv", "--fixed-from", "in.csv", "--trust-fixed"])).unwrap() else {
+        let Command::Validate(a) =
+            parse(&v(&["validate", "p.csv", "--fixed-from", "in.csv", "--trust-fixed"])).unwrap()
+        else {
             panic!("not a validate command")
         };
         assert_eq!(a, ValidateArgs { input: "p.csv".into(), fixed_from: Some("in.csv".into()), trust_fixed: true });
-        let Command::Validate(a) = parse(&v(&["validate", "--fixed-from=in.csv", "-"])).unwrap() else { panic!("not a validate command") };
+        let Command::Validate(a) = parse(&v(&["validate", "--fixed-from=in.csv", "-"])).unwrap() else {
+            panic!("not a validate command")
+        };
         assert_eq!(a, ValidateArgs { input: "-".into(), fixed_from: Some("in.csv".into()), trust_fixed: false });
     }
 
@@ -413,9 +428,17 @@ mod tests {
         let a = plan(&["plan", "x.csv", "--output", "p.csv", "--json", "-"]);
         assert_eq!((a.json, a.picture), (Some(Dest::Stdout), None));
         let a = plan(&["plan", "--picture=pic.txt"]);
-        assert_eq!((a.picture, a.output, a.summary_on_stdout), (Some(PictureDest::To(Dest::File("pic.txt".into()))), None, true));
+        assert_eq!(
+            (a.picture, a.output, a.summary_on_stdout),
+            (Some(PictureDest::To(Dest::File("pic.txt".into()))), None, true)
+        );
         let e = usage_error(&["plan", "x.csv", "--json", "-"]);
-        assert_eq!(e.message, "the plan CSV and --json would both go to standard output (write the plan to a file with --output FILE)");
-        assert!(usage_error(&["plan", "--svg", "-", "--picture=-"]).message.starts_with("--svg and --picture would both"));
+        assert_eq!(
+            e.message,
+            "the plan CSV and --json would both go to standard output (write the plan to a file with --output FILE)"
+        );
+        assert!(usage_error(&["plan", "--svg", "-", "--picture=-"])
+            .message
+            .starts_with("--svg and --picture would both"));
     }
 }

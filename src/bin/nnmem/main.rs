@@ -219,7 +219,10 @@ fn run_validate(a: &ValidateArgs) -> Result<(), Error> {
         None => String::new(),
     };
     if let Some(o) = verdict.overlap {
-        return Err(Error::invalid(format!("{name}: invalid plan: {}{fixed}", describe_invalid(&rows, &Invalid::Overlap(o), |i| i))));
+        return Err(Error::invalid(format!(
+            "{name}: invalid plan: {}{fixed}",
+            describe_invalid(&rows, &Invalid::Overlap(o), |i| i)
+        )));
     }
     // The lower bound of the plan as trusted: bytes fixed buffers share count once.
     let mut planner = Planner::new();

@@ -26,7 +26,9 @@ impl TestNet {
 
     fn param(&self, name: &str, dims: &[u32]) -> *mut nnm_param {
         let mut p = ptr::null_mut();
-        let s = unsafe { nnm_net_attach_param(self.0, c(name).as_ptr(), Dtype::F32 as u32, dims.as_ptr(), dims.len() as u32, &mut p) };
+        let s = unsafe {
+            nnm_net_attach_param(self.0, c(name).as_ptr(), Dtype::F32 as u32, dims.as_ptr(), dims.len() as u32, &mut p)
+        };
         assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
         p
     }
@@ -34,7 +36,14 @@ impl TestNet {
     fn output(&self, name: &str, sample: &[u32]) -> *mut nnm_layer_data {
         let mut o = ptr::null_mut();
         let s = unsafe {
-            nnm_net_attach_output(self.0, c(name).as_ptr(), Dtype::F64 as u32, sample.as_ptr(), sample.len() as u32, &mut o)
+            nnm_net_attach_output(
+                self.0,
+                c(name).as_ptr(),
+                Dtype::F64 as u32,
+                sample.as_ptr(),
+                sample.len() as u32,
+                &mut o,
+            )
         };
         assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
         o
@@ -210,9 +219,29 @@ fn borrowed_params_are_never_freed() {
             assert_eq!(s, nnm_status::NNM_OK);
             assert_eq!(((*frozen).data.mem_kind, (*frozen).diff.mem_kind), (1, 2));
             assert!((*frozen).diff.data.is_null());
-            let s = nnm_net_attach_param_borrowed(net.0, c("x").as_ptr(), 0, dims.as_ptr(), 2, 2, data.as_mut_ptr().cast(), ptr::null_mut(), ptr::null_mut());
+            let s = nnm_net_attach_param_borrowed(
+                net.0,
+                c("x").as_ptr(),
+                0,
+                dims.as_ptr(),
+                2,
+                2,
+                data.as_mut_ptr().cast(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            );
             assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
-            let s = nnm_net_attach_param_borrowed(net.0, c("x").as_ptr(), 0, dims.as_ptr(), 2, 0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
+            let s = nnm_net_attach_param_borrowed(
+                net.0,
+                c("x").as_ptr(),
+                0,
+                dims.as_ptr(),
+                2,
+                0,
+                ptr::null_mut(),
+                ptr::null_mut(),
+                ptr::null_mut(),
+            );
             assert_eq!((s, last_error().as_str()), (nnm_status::NNM_NULL_ARGUMENT, "data is NULL"));
             let r = net.report();
             assert_eq!((r.params.owned_bytes, r.params.referenced_bytes, r.params.tensors), (0, 4 * 24, 4));
@@ -243,12 +272,21 @@ fn inputs_view_outputs_or_are_placeholders() {
         assert_eq!(nnm_net_output_get(net.0, c("fc1").as_ptr()), fc1);
 
         // Not an output of this net; not an output at all.
-        assert_eq!(nnm_net_attach_input_view(net.0, c("x").as_ptr(), foreign, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(
+            nnm_net_attach_input_view(net.0, c("x").as_ptr(), foreign, ptr::null_mut()),
+            nnm_status::NNM_INVALID_ARGUMENT
+        );
         assert_eq!(last_error(), "output \"fc1\" is not an output of this net");
-        assert_eq!(nnm_net_attach_input_view(net.0, c("x").as_ptr(), relu_in, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(
+            nnm_net_attach_input_view(net.0, c("x").as_ptr(), relu_in, ptr::null_mut()),
+            nnm_status::NNM_INVALID_ARGUMENT
+        );
         let p = net.param("w", &[1]);
         let s = nnm_net_attach_input_view(net.0, c("x").as_ptr(), p.cast(), ptr::null_mut());
-        assert_eq!((s, last_error().as_str()), (nnm_status::NNM_INVALID_ARGUMENT, "output is not a valid nnm_layer_data"));
+        assert_eq!(
+            (s, last_error().as_str()),
+            (nnm_status::NNM_INVALID_ARGUMENT, "output is not a valid nnm_layer_data")
+        );
 
         let mut x = ptr::null_mut();
         let sample = [3u32, 4];
@@ -264,10 +302,19 @@ fn inputs_view_outputs_or_are_placeholders() {
         let t = (*x).data;
         assert_eq!((t.data, t.mem_kind, t.ownership, t.dims[0], t.bytes), (batch.as_mut_ptr().cast(), 0, 2, 5, 5 * 48));
         assert_eq!((*x).diff.mem_kind, MemKind::Placeholder as u32);
-        assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 17), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(
+            nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 17),
+            nnm_status::NNM_INVALID_ARGUMENT
+        );
         assert!(last_error().contains("batch 17 is outside 1..=16"));
-        assert_eq!(nnm_net_input_bind(relu_in, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1), nnm_status::NNM_WRONG_STATE);
-        assert_eq!(nnm_net_input_bind(fc1, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(
+            nnm_net_input_bind(relu_in, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1),
+            nnm_status::NNM_WRONG_STATE
+        );
+        assert_eq!(
+            nnm_net_input_bind(fc1, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1),
+            nnm_status::NNM_INVALID_ARGUMENT
+        );
         assert_eq!(nnm_net_input_bind(x, 0, ptr::null_mut(), ptr::null_mut(), 0), nnm_status::NNM_OK, "unbind");
         assert!((*x).data.data.is_null() && (*x).data.dims[0] == 16);
 
@@ -311,7 +358,10 @@ fn caches_push_pop_count_clear() {
         assert_eq!((a.ownership, a.bytes), (Ownership::Owned as u32, 16));
         assert_eq!(nnm_cache_push(k, &(*p).diff), nnm_status::NNM_OK);
         let r = net.report();
-        assert_eq!((r.caches.entries, r.caches.tensors, r.caches.owned_bytes, r.caches.referenced_bytes), (1, 2, 16, 64));
+        assert_eq!(
+            (r.caches.entries, r.caches.tensors, r.caches.owned_bytes, r.caches.referenced_bytes),
+            (1, 2, 16, 64)
+        );
         assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
         assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
         assert_eq!(out.data, a.data);
@@ -364,7 +414,7 @@ fn freed_nets_are_detected_where_possible() {
         nnm_net_free(n);
         assert!(last_error().contains("double free"), "{}", last_error());
         nnm_net_free(ptr::null_mut()); // no-op
-        // A pointer nnmem never made.
+                                       // A pointer nnmem never made.
         let mut fake = nnm_net::default();
         assert_eq!(nnm_net_attach_cache(&mut fake, c("c").as_ptr(), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
     }
@@ -415,7 +465,11 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
     let frozen = Box::into_raw(Box::new([2.0f32; 6])).cast::<c_void>();
     unsafe {
         let net = TestNet::new(1);
-        let attach = |name: &str, data: *mut c_void, diff: *mut c_void, free_fn: nnm_free_fn, out: *mut *mut nnm_param| {
+        let attach = |name: &str,
+                      data: *mut c_void,
+                      diff: *mut c_void,
+                      free_fn: nnm_free_fn,
+                      out: *mut *mut nnm_param| {
             nnm_net_attach_param_adopted(net.0, c(name).as_ptr(), 0, dims.as_ptr(), 2, data, diff, free_fn, ctx, out)
         };
         let mut p = ptr::null_mut();
@@ -425,19 +479,36 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
         assert_eq!((*p).data.bytes, 24);
         let mut q = ptr::null_mut();
         assert_eq!(attach("emb", frozen, ptr::null_mut(), Some(record_free), &mut q), nnm_status::NNM_OK);
-        assert_eq!(((*q).diff.mem_kind, (*q).diff.ownership), (MemKind::Placeholder as u32, Ownership::Borrowed as u32));
+        assert_eq!(
+            ((*q).diff.mem_kind, (*q).diff.ownership),
+            (MemKind::Placeholder as u32, Ownership::Borrowed as u32)
+        );
 
         // Failed attaches adopt nothing: the caller's buffer stays its own.
         let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
-        assert_eq!(attach("fc.W", mine, ptr::null_mut(), Some(record_free), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        assert_eq!(
+            attach("fc.W", mine, ptr::null_mut(), Some(record_free), ptr::null_mut()),
+            nnm_status::NNM_ALREADY_EXISTS
+        );
         assert_eq!(attach("x", mine, ptr::null_mut(), None, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
         assert_eq!(last_error(), "free_fn is NULL: an adopted buffer needs its deallocator");
         assert_eq!(attach("x", mine, mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
         assert!(last_error().contains("same buffer"), "{}", last_error());
-        assert_eq!(attach("x", ptr::null_mut(), mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(
+            attach("x", ptr::null_mut(), mine, Some(record_free), ptr::null_mut()),
+            nnm_status::NNM_NULL_ARGUMENT
+        );
         assert_eq!(attach("x", mine, diff, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
-        assert!(last_error().starts_with("diff 0x") && last_error().ends_with("is already adopted by this net: it would be freed twice"), "{}", last_error());
-        assert_eq!(attach("x", frozen, ptr::null_mut(), Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert!(
+            last_error().starts_with("diff 0x")
+                && last_error().ends_with("is already adopted by this net: it would be freed twice"),
+            "{}",
+            last_error()
+        );
+        assert_eq!(
+            attach("x", frozen, ptr::null_mut(), Some(record_free), ptr::null_mut()),
+            nnm_status::NNM_INVALID_ARGUMENT
+        );
         assert!(freed.borrow().is_empty(), "nothing is freed before nnm_net_free");
         drop(Box::from_raw(mine.cast::<[f32; 6]>()));
 
@@ -491,7 +562,11 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
         for _ in 0..20 {
             assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
         }
-        assert_eq!((k.count, k.spill.is_null(), k.spill_capacity), (INLINE, true, 0), "the pop back to the inline slots frees the heap");
+        assert_eq!(
+            (k.count, k.spill.is_null(), k.spill_capacity),
+            (INLINE, true, 0),
+            "the pop back to the inline slots frees the heap"
+        );
         for _ in 0..INLINE {
             assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
         }
@@ -564,7 +639,18 @@ fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
     unsafe {
         let net = TestNet::new(2);
         let attach = |name: &str, data: *mut c_void, diff: *mut c_void, out: *mut *mut nnm_layer_data| {
-            nnm_net_attach_output_adopted(net.0, c(name).as_ptr(), 0, sample.as_ptr(), 1, data, diff, Some(record_free), ctx, out)
+            nnm_net_attach_output_adopted(
+                net.0,
+                c(name).as_ptr(),
+                0,
+                sample.as_ptr(),
+                1,
+                data,
+                diff,
+                Some(record_free),
+                ctx,
+                out,
+            )
         };
         let mut o = ptr::null_mut();
         assert_eq!(attach("fc1", data, diff, &mut o), nnm_status::NNM_OK, "{}", last_error());
@@ -578,7 +664,10 @@ fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
         let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
         assert_eq!(attach("fc2", mine, ptr::null_mut(), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
         assert_eq!(last_error(), "diff is NULL");
-        assert_eq!(attach("fc1", mine, diff.cast::<u8>().add(1).cast(), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        assert_eq!(
+            attach("fc1", mine, diff.cast::<u8>().add(1).cast(), ptr::null_mut()),
+            nnm_status::NNM_ALREADY_EXISTS
+        );
         assert_eq!(attach("fc2", mine, data, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
         assert!(freed.borrow().is_empty());
         drop(Box::from_raw(mine.cast::<[f32; 6]>()));

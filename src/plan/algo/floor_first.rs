@@ -203,17 +203,31 @@ pub(super) fn place_counted(problem: &Problem, max_requeues: u64, requeues: &mut
         // a u64 when every floor fits beside the rank (almost always: the
         // sum of all sizes bounds the floors), else a u128.
         let rank_bits = usize::BITS - movable.len().leading_zeros();
-        let highest_floor = size.iter().fold(0u64, |sum, &s| sum.saturating_add(s))
+        let highest_floor = size
+            .iter()
+            .fold(0u64, |sum, &s| sum.saturating_add(s))
             .saturating_add(fixed.iter().map(|&(_, _, (_, top))| top).max().unwrap_or(0));
         let tops = RaiseMaxTree::new(sections);
         let placed = if rank_bits < 64 && highest_floor < 1u64 << (64 - rank_bits) {
-            drain(tops, movable.len(), max_requeues, requeues, floor_of, |f, r| f << rank_bits | r as u64, |k| {
-                (k >> rank_bits, (k & ((1 << rank_bits) - 1)) as usize)
-            })
+            drain(
+                tops,
+                movable.len(),
+                max_requeues,
+                requeues,
+                floor_of,
+                |f, r| f << rank_bits | r as u64,
+                |k| (k >> rank_bits, (k & ((1 << rank_bits) - 1)) as usize),
+            )
         } else {
-            drain(tops, movable.len(), max_requeues, requeues, floor_of, |f, r| (f as u128) << 64 | r as u128, |k| {
-                ((k >> 64) as u64, k as u64 as usize)
-            })
+            drain(
+                tops,
+                movable.len(),
+                max_requeues,
+                requeues,
+                floor_of,
+                |f, r| (f as u128) << 64 | r as u128,
+                |k| ((k >> 64) as u64, k as u64 as usize),
+            )
         };
         for (r, offset) in placed?.into_iter().enumerate() {
             offsets[movable[r]] = offset;
@@ -270,7 +284,8 @@ mod tests {
         let buffers = problem.buffers();
         let mut offsets: Vec<u64> = buffers.iter().map(|b| b.fixed_offset.unwrap_or(0)).collect();
         let occupying = |i: usize| buffers[i].occupies();
-        let movable: Vec<usize> = (0..buffers.len()).filter(|&i| occupying(i) && buffers[i].fixed_offset.is_none()).collect();
+        let movable: Vec<usize> =
+            (0..buffers.len()).filter(|&i| occupying(i) && buffers[i].fixed_offset.is_none()).collect();
         // Bytes live at each step a buffer spans, at the fullest one.
         let total = |i: usize| {
             let l = buffers[i].lifetime;
@@ -291,7 +306,8 @@ mod tests {
         };
         let mut ranked = movable.clone();
         ranked.sort_by_key(|&i| key(i));
-        let mut placed: Vec<usize> = (0..buffers.len()).filter(|&i| occupying(i) && buffers[i].fixed_offset.is_some()).collect();
+        let mut placed: Vec<usize> =
+            (0..buffers.len()).filter(|&i| occupying(i) && buffers[i].fixed_offset.is_some()).collect();
         let mut unplaced = ranked;
         while !unplaced.is_empty() {
             let floor = |i: usize| {

@@ -27,8 +27,8 @@ mod conflict;
 mod exact;
 mod floor_first;
 mod lifetime_first_fit;
-mod linear;
 mod lift;
+mod linear;
 mod live_step;
 mod portfolio;
 mod size_best_fit;
@@ -149,10 +149,9 @@ impl Algorithm {
 
     /// The algorithm with this numeric value (C's `nnm_algorithm`).
     pub fn from_value(value: u32) -> Result<Self> {
-        ALL_ALGORITHMS
-            .get(value as usize)
-            .copied()
-            .ok_or_else(|| Error::invalid(format!("unknown algorithm value {value} (0 to {})", ALL_ALGORITHMS.len() - 1)))
+        ALL_ALGORITHMS.get(value as usize).copied().ok_or_else(|| {
+            Error::invalid(format!("unknown algorithm value {value} (0 to {})", ALL_ALGORITHMS.len() - 1))
+        })
     }
 
     /// The implementation.
@@ -274,7 +273,15 @@ pub struct Placement {
 impl Placement {
     /// A heuristic's plan: nothing proven, no search.
     pub fn heuristic(offsets: Vec<u64>, algorithm: Algorithm) -> Self {
-        Placement { offsets, algorithm, proven_optimal: false, lower_bound: 0, nodes: 0, work: 0, time_limit_cut: false }
+        Placement {
+            offsets,
+            algorithm,
+            proven_optimal: false,
+            lower_bound: 0,
+            nodes: 0,
+            work: 0,
+            time_limit_cut: false,
+        }
     }
 }
 
@@ -339,14 +346,7 @@ pub fn unfixed(problem: &Problem) -> Vec<usize> {
 
 /// The peak of a placement: highest `offset + size` over occupying buffers.
 pub fn peak_of(problem: &Problem, offsets: &[u64]) -> u64 {
-    problem
-        .buffers()
-        .iter()
-        .zip(offsets)
-        .filter(|(b, _)| b.occupies())
-        .map(|(b, &o)| o + b.size)
-        .max()
-        .unwrap_or(0)
+    problem.buffers().iter().zip(offsets).filter(|(b, _)| b.occupies()).map(|(b, &o)| o + b.size).max().unwrap_or(0)
 }
 
 #[cfg(test)]

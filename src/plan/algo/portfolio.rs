@@ -118,7 +118,9 @@ pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
                 let mut requeues = 0;
                 let offsets = floor_first::place_counted(problem, FLOOR_FIRST_MAX_REQUEUES, &mut requeues);
                 let (per_buffer, per_requeue) = FLOOR_FIRST_WORK;
-                spent = spent.saturating_add(n.saturating_mul(per_buffer)).saturating_add(requeues.saturating_mul(per_requeue));
+                spent = spent
+                    .saturating_add(n.saturating_mul(per_buffer))
+                    .saturating_add(requeues.saturating_mul(per_requeue));
                 match offsets {
                     Some(offsets) => Placement::heuristic(offsets, algorithm),
                     None => continue,
@@ -140,7 +142,10 @@ pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
 
 #[cfg(test)]
 mod tests {
-    use super::{best_heuristic, close_enough, floor_first, share, Algorithm, SearchLimits, FLOOR_FIRST_MAX_REQUEUES, FLOOR_FIRST_WORK};
+    use super::{
+        best_heuristic, close_enough, floor_first, share, Algorithm, SearchLimits, FLOOR_FIRST_MAX_REQUEUES,
+        FLOOR_FIRST_WORK,
+    };
     use crate::plan::algo::tests::{random_problem, Rng};
 
     /// Whatever the limit, the stage's charge is within its share of it
@@ -159,7 +164,11 @@ mod tests {
             for limit in [u64::MAX / 2, 5_000_000, 1_000_000, 300_000, 0] {
                 let limits = SearchLimits { work_limit: Some(limit), ..SearchLimits::unlimited(0) };
                 let placement = best_heuristic(&p, &limits);
-                assert!(placement.work <= (limit / den * most).max(first), "round {round}, limit {limit}: {}", placement.work);
+                assert!(
+                    placement.work <= (limit / den * most).max(first),
+                    "round {round}, limit {limit}: {}",
+                    placement.work
+                );
                 assert!(placement.work <= last, "round {round}: a smaller limit spent more");
                 last = placement.work;
                 assert!(!placement.time_limit_cut);

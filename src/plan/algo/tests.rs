@@ -60,8 +60,8 @@ pub(crate) fn random_problem(rng: &mut Rng, n: usize, alignment: u64, with_fixed
 }
 
 fn check_valid(problem: &Problem, placement: &Placement, name: &str) -> u64 {
-    let peak = validate(problem.buffers(), &placement.offsets)
-        .unwrap_or_else(|e| panic!("{name} made an invalid plan: {e}"));
+    let peak =
+        validate(problem.buffers(), &placement.offsets).unwrap_or_else(|e| panic!("{name} made an invalid plan: {e}"));
     for (b, &o) in problem.buffers().iter().zip(&placement.offsets) {
         assert_eq!(o % problem.alignment(), 0, "{name}: unaligned offset {o}");
         if let Some(f) = b.fixed_offset {
@@ -164,7 +164,9 @@ fn tflm_ties_go_to_the_later_buffer_and_zero_size_fixed_is_a_wall() {
     q.push(3, lt, None).unwrap();
     assert_eq!(Algorithm::Tflm.implementation().place(&q, &limits).offsets, vec![2, 3, 7]);
     assert_eq!(Algorithm::SizeFirstFit.implementation().place(&q, &limits).offsets, vec![2, 3, 0]);
-    let auto = Algorithm::Auto.implementation().place(&q, &SearchLimits { node_limit: Some(20_000), ..SearchLimits::unlimited(7) });
+    let auto = Algorithm::Auto
+        .implementation()
+        .place(&q, &SearchLimits { node_limit: Some(20_000), ..SearchLimits::unlimited(7) });
     assert_eq!(peak_of(&q, &auto.offsets), 7);
 }
 
@@ -208,7 +210,10 @@ fn sibling_uses(source: &str, modules: &[String]) -> Vec<String> {
         let (word, after) = rest.split_at(end);
         if word == "use" {
             in_use = true;
-        } else if (in_use || after.starts_with("::")) && modules.iter().any(|m| m == word) && !used.iter().any(|u| u == word) {
+        } else if (in_use || after.starts_with("::"))
+            && modules.iter().any(|m| m == word)
+            && !used.iter().any(|u| u == word)
+        {
             used.push(word.to_string());
         }
         rest = after;
@@ -249,8 +254,11 @@ fn algorithm_modules_import_no_circle() {
         })
         .collect();
     let names = &modules;
-    let edges: Vec<String> =
-        uses.iter().enumerate().flat_map(|(m, to)| to.iter().map(move |&t| format!("{} -> {}", names[m], names[t]))).collect();
+    let edges: Vec<String> = uses
+        .iter()
+        .enumerate()
+        .flat_map(|(m, to)| to.iter().map(move |&t| format!("{} -> {}", names[m], names[t])))
+        .collect();
     // Depth-first search; a module met again while still on the path closes a circle.
     fn visit(m: usize, uses: &[Vec<usize>], state: &mut [u8], path: &mut Vec<usize>) -> Option<Vec<usize>> {
         match state[m] {
@@ -277,7 +285,14 @@ fn algorithm_modules_import_no_circle() {
         }
     }
     // The scan must see the imports it is about, or it proves nothing.
-    for expected in ["auto -> exact", "auto -> portfolio", "exact -> portfolio", "exact -> lift", "floor_first -> lift", "portfolio -> floor_first"] {
+    for expected in [
+        "auto -> exact",
+        "auto -> portfolio",
+        "exact -> portfolio",
+        "exact -> lift",
+        "floor_first -> lift",
+        "portfolio -> floor_first",
+    ] {
         assert!(edges.iter().any(|e| e == expected), "{expected} not found among {edges:?}");
     }
 }

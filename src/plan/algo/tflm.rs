@@ -117,13 +117,8 @@ mod tests {
         // micro_allocator_test.cc, "OfflinePlannerOfflineOnline": t0 = 0,
         // t1 = 48 offline, t2 and t4 online, t3 = 0 offline; TFLM gives t2 96
         // and t4 48.
-        let offsets = tflm(&[
-            (48, 0, 1, Some(0)),
-            (48, 0, 1, Some(48)),
-            (48, 1, 2, None),
-            (48, 2, 2, Some(0)),
-            (48, 2, 2, None),
-        ]);
+        let offsets =
+            tflm(&[(48, 0, 1, Some(0)), (48, 0, 1, Some(48)), (48, 1, 2, None), (48, 2, 2, Some(0)), (48, 2, 2, None)]);
         assert_eq!(offsets, vec![0, 48, 96, 0, 48]);
     }
 
@@ -145,7 +140,8 @@ mod tests {
         // Same offset: a new entry goes after those at its offset, and the
         // walk passes both. The 16 B buffer fits the gap 32..48 that both
         // leave; the 24 B one goes to the top.
-        let offsets = tflm(&[(32, 0, 4, Some(0)), (16, 2, 4, Some(0)), (16, 0, 4, Some(48)), (16, 3, 3, None), (24, 3, 3, None)]);
+        let offsets =
+            tflm(&[(32, 0, 4, Some(0)), (16, 2, 4, Some(0)), (16, 0, 4, Some(48)), (16, 3, 3, None), (24, 3, 3, None)]);
         assert_eq!(offsets[3..], [32, 64]);
         let problem = Problem::from_buffers(
             1,

@@ -237,8 +237,9 @@ mod tests {
         };
         for n in [1usize, 2, 3, 7, 8, 13, 64, 100] {
             let mut f = Frontier::new(n);
-            let mut keys: Vec<Option<(Packed, u64, u128)>> =
-                (0..n).map(|i| Some((pack(next(50), next(5) as u32, i as u32), next(80), next(1 << 40) as u128))).collect();
+            let mut keys: Vec<Option<(Packed, u64, u128)>> = (0..n)
+                .map(|i| Some((pack(next(50), next(5) as u32, i as u32), next(80), next(1 << 40) as u128)))
+                .collect();
             f.fill(n, |i| keys[i].unwrap());
             for _ in 0..400 {
                 let i = next(n as u64) as usize;
@@ -274,7 +275,8 @@ mod tests {
                 assert_eq!(below, want);
                 let mut between = Vec::new();
                 f.between(a, b, bound, ceiling, &mut between);
-                let want: Vec<Packed> = live.iter().map(|e| e.0).filter(|&k| k > bound && offset_of(k) < ceiling).collect();
+                let want: Vec<Packed> =
+                    live.iter().map(|e| e.0).filter(|&k| k > bound && offset_of(k) < ceiling).collect();
                 assert_eq!(between, want);
             }
         }

@@ -97,7 +97,6 @@ impl Part {
         }
         lift_over(obstacles, from, self.size[i], self.alignment)
     }
-
 }
 
 /// Why the search cannot run on a problem.
@@ -114,7 +113,8 @@ pub fn split(problem: &Problem) -> Result<Vec<Part>, TooLarge> {
     let mut order: Vec<usize> =
         (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_none()).collect();
     order.sort_by_key(|&i| (buffers[i].lifetime.start, buffers[i].lifetime.end, i));
-    let fixed: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_some()).collect();
+    let fixed: Vec<usize> =
+        (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_some()).collect();
 
     // Parts are maximal runs (by start time) whose lifetimes chain together.
     let mut groups: Vec<Vec<usize>> = Vec::new();
@@ -160,7 +160,8 @@ fn count_conflicts(problem: &Problem, members: &[usize]) -> usize {
 
 fn build_part(problem: &Problem, members: Vec<usize>, fixed: &[usize]) -> Part {
     let buffers = problem.buffers();
-    let mut points: Vec<i64> = members.iter().flat_map(|&i| [buffers[i].lifetime.start, buffers[i].lifetime.end]).collect();
+    let mut points: Vec<i64> =
+        members.iter().flat_map(|&i| [buffers[i].lifetime.start, buffers[i].lifetime.end]).collect();
     points.sort_unstable();
     points.dedup();
     let section_of = |t: i64| points.binary_search(&t).expect("endpoint") as u32;

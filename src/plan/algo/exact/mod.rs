@@ -85,7 +85,13 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
     };
     work = work.saturating_add(built as u64);
     let Ok(parts) = parts else {
-        return Placement { offsets: best, proven_optimal: best_peak <= proven, lower_bound: proven, work, ..incumbent };
+        return Placement {
+            offsets: best,
+            proven_optimal: best_peak <= proven,
+            lower_bound: proven,
+            work,
+            ..incumbent
+        };
     };
     // Each part's best plan so far, as (peak, local offsets).
     let mut part_best: Vec<(u64, Vec<u64>)> = parts
@@ -143,8 +149,12 @@ pub fn improve(problem: &Problem, incumbent: Placement, limits: &SearchLimits) -
             }
             let search = &mut searches[kind][p][(run % bases) as usize];
             let (before, work_before) = (search.nodes, search.work);
-            let outcome =
-                search.run(target, budget.min(node_limit.saturating_sub(spent)), work_limit.saturating_sub(work), &mut stop);
+            let outcome = search.run(
+                target,
+                budget.min(node_limit.saturating_sub(spent)),
+                work_limit.saturating_sub(work),
+                &mut stop,
+            );
             spent += search.nodes - before;
             work += search.work - work_before;
             match outcome {

@@ -833,7 +833,10 @@ impl<'p> Search<'p> {
             let ju = j as usize;
             let reach = self.floor[ju] + part.size[ju];
             // Smallest first: the first that qualifies is the smallest.
-            let Some(&k) = part.conflicts_by_size(ju).iter().find(|&&k| self.offset[k as usize] == UNPLACED && self.floor[k as usize] < reach)
+            let Some(&k) = part
+                .conflicts_by_size(ju)
+                .iter()
+                .find(|&&k| self.offset[k as usize] == UNPLACED && self.floor[k as usize] < reach)
             else {
                 return false;
             };
@@ -863,8 +866,9 @@ impl<'p> Search<'p> {
                     continue;
                 }
                 let after = if w == NO_WITNESS { 0 } else { self.witness_at[s] as usize + 1 };
-                let (found, scanned) =
-                    scan_from(part.residents(s), after, |k| self.offset[k as usize] == UNPLACED && effective(k as usize) <= room);
+                let (found, scanned) = scan_from(part.residents(s), after, |k| {
+                    self.offset[k as usize] == UNPLACED && effective(k as usize) <= room
+                });
                 self.work += scanned;
                 match found {
                     // Its floor is no higher than its effective floor, so
@@ -899,7 +903,9 @@ impl<'p> Search<'p> {
             }
             self.audited.judged += u64::from(claims.dead || !claims.effective.is_empty());
             if claims.dead {
-                self.audited.violations.push(format!("a plan passes through a node judged dead: depth {depth}, key {key:?}"));
+                self.audited
+                    .violations
+                    .push(format!("a plan passes through a node judged dead: depth {depth}, key {key:?}"));
             }
             for &(j, effective) in &claims.effective {
                 let offset = self.offset[j as usize];
@@ -975,12 +981,14 @@ impl<'p> Search<'p> {
                 let mut keys: Vec<Packed> = Vec::new();
                 frontier.between(a, b, pack(after.offset, after.rank, u32::MAX), ceiling, &mut keys);
                 keys.sort_unstable();
-                let listed = keys.into_iter().map(|k| (Key { offset: offset_of(k), rank: (k >> 32) as u32 }, index_of(k)));
+                let listed =
+                    keys.into_iter().map(|k| (Key { offset: offset_of(k), rank: (k >> 32) as u32 }, index_of(k)));
                 self.candidates.extend(listed);
             }
             None => self.scan_list(after, ceiling, scope),
         }
-        self.work += if self.scanned { self.unplaced.len() / SCANS_PER_UNIT } else { self.candidates.len() - start } as u64;
+        self.work +=
+            if self.scanned { self.unplaced.len() / SCANS_PER_UNIT } else { self.candidates.len() - start } as u64;
         #[cfg(test)]
         {
             let got = self.candidates.split_off(start);
@@ -1061,7 +1069,15 @@ impl<'p> Search<'p> {
     /// the scope decides. `fullest` bounds that from above (the parent's
     /// value); it is worked out afresh only when the bound alone would
     /// fail. Returns the new bound when the node passes.
-    fn sections_fit(&mut self, i: u32, floor_mark: usize, offset: u64, target: u64, scope: Component, fullest: u64) -> Option<u64> {
+    fn sections_fit(
+        &mut self,
+        i: u32,
+        floor_mark: usize,
+        offset: u64,
+        target: u64,
+        scope: Component,
+        fullest: u64,
+    ) -> Option<u64> {
         let (lo, hi) = (scope.lo as usize, scope.hi as usize);
         let mut fullest = fullest;
         if offset.checked_add(fullest).is_none_or(|h| h > target) {
@@ -1117,8 +1133,9 @@ impl<'p> Search<'p> {
             return true;
         }
         let after = if w == NO_WITNESS { 0 } else { self.witness_at[s] as usize + 1 };
-        let (found, scanned) =
-            scan_from(self.part.residents(s), after, |j| self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room);
+        let (found, scanned) = scan_from(self.part.residents(s), after, |j| {
+            self.offset[j as usize] == UNPLACED && self.floor[j as usize] <= room
+        });
         self.work += scanned;
         match found {
             Some(k) => {

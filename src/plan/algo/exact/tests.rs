@@ -11,7 +11,11 @@ use crate::plan::validate::validate;
 fn problem(alignment: u64, spec: &[(u64, i64, i64, Option<u64>)]) -> Problem {
     Problem::from_buffers(
         alignment,
-        spec.iter().map(|&(size, a, b, fixed)| Buffer { size, lifetime: Lifetime::half_open(a, b).unwrap(), fixed_offset: fixed }),
+        spec.iter().map(|&(size, a, b, fixed)| Buffer {
+            size,
+            lifetime: Lifetime::half_open(a, b).unwrap(),
+            fixed_offset: fixed,
+        }),
     )
     .unwrap()
 }
@@ -22,9 +26,14 @@ fn problem(alignment: u64, spec: &[(u64, i64, i64, Option<u64>)]) -> Problem {
 /// its buffers are dropped as low as they go, so the minimum is optimal.
 fn brute_force_optimum(p: &Problem) -> u64 {
     let buffers = p.buffers();
-    let fixed: Vec<(usize, u64)> =
-        buffers.iter().enumerate().filter_map(|(i, b)| b.fixed_offset.map(|o| (i, o))).filter(|&(i, _)| buffers[i].occupies()).collect();
-    let mut free: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_none()).collect();
+    let fixed: Vec<(usize, u64)> = buffers
+        .iter()
+        .enumerate()
+        .filter_map(|(i, b)| b.fixed_offset.map(|o| (i, o)))
+        .filter(|&(i, _)| buffers[i].occupies())
+        .collect();
+    let mut free: Vec<usize> =
+        (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_none()).collect();
     let base = fixed.iter().map(|&(i, o)| o + buffers[i].size).max().unwrap_or(0);
     let mut best = u64::MAX;
     permute(&mut free, 0, &mut |order| {
@@ -112,7 +121,11 @@ fn finds_the_true_optimum_on_every_small_instance() {
         let greedy = Algorithm::SizeFirstFit.implementation().place(&p, &SearchLimits::unlimited(lb));
         let greedy_peak = peak_of(&p, &greedy.offsets);
         let improved = super::improve(&p, greedy, &SearchLimits::unlimited(lb));
-        assert_eq!(validate(p.buffers(), &improved.offsets).expect("valid plan"), optimum, "round {round}, from greedy");
+        assert_eq!(
+            validate(p.buffers(), &improved.offsets).expect("valid plan"),
+            optimum,
+            "round {round}, from greedy"
+        );
         assert!(improved.proven_optimal, "round {round}");
         if greedy_peak > optimum {
             beat_heuristics += 1;
@@ -212,7 +225,8 @@ fn guillotine(rng: &mut Rng, n: usize, steps: i64, height: u64, bumps: usize) ->
             pieces.push((t0, t1, y, y1));
         }
     }
-    let mut spec: Vec<(u64, i64, i64, Option<u64>)> = pieces.iter().map(|&(t0, t1, y0, y1)| (y1 - y0, t0, t1, None)).collect();
+    let mut spec: Vec<(u64, i64, i64, Option<u64>)> =
+        pieces.iter().map(|&(t0, t1, y0, y1)| (y1 - y0, t0, t1, None)).collect();
     for _ in 0..bumps {
         let k = rng.below(spec.len() as u64) as usize;
         spec[k].0 += 1 + rng.below(3);
@@ -300,8 +314,14 @@ fn effective_floors_hold_in_every_plan() {
                     kills += search.behind_kills;
                     let audited = search.audited;
                     (plans, judged) = (plans + audited.plans, judged + audited.judged);
-                    (checked, exact, detours) = (checked + audited.checked, exact + audited.exact, detours + audited.detours);
-                    violations.extend(audited.violations.into_iter().map(|v| format!("round {round}, {order:?}, target {target}: {v}")));
+                    (checked, exact, detours) =
+                        (checked + audited.checked, exact + audited.exact, detours + audited.detours);
+                    violations.extend(
+                        audited
+                            .violations
+                            .into_iter()
+                            .map(|v| format!("round {round}, {order:?}, target {target}: {v}")),
+                    );
                     match verdict {
                         Verdict::Found(_) if above.is_none() => above = Some(target + 1),
                         Verdict::Stopped => break,
@@ -313,7 +333,12 @@ fn effective_floors_hold_in_every_plan() {
         }
     }
     println!("plans {plans}, nodes on their paths judged {judged}, effective floors {checked}, met exactly {exact}, detours {detours}; nodes judged dead {kills}");
-    assert!(violations.is_empty(), "{} refuted claims, the first: {:?}", violations.len(), &violations[..violations.len().min(5)]);
+    assert!(
+        violations.is_empty(),
+        "{} refuted claims, the first: {:?}",
+        violations.len(),
+        &violations[..violations.len().min(5)]
+    );
     // The check must have had something to bite on.
     assert!(exact > 1000 && kills > 1000, "only {exact} effective floors met exactly, {kills} nodes judged dead");
 }
