@@ -37,6 +37,7 @@ fn main() {
         .expect("cbindgen failed to generate include/nnmem.h");
     let mut generated = Vec::new();
     bindings.write(&mut generated);
+    let generated = short_status_names(String::from_utf8(generated).expect("cbindgen writes UTF-8")).into_bytes();
 
     let committed_path = crate_dir.join("include").join("nnmem.h");
     let committed = fs::read(&committed_path).unwrap_or_default();
@@ -57,6 +58,21 @@ fn main() {
             fresh.display()
         );
     }
+}
+
+/// `nnm_status`'s values are `NNM_OK`, `NNM_NULL_ARGUMENT`, ... (the names C
+/// code has always used), but cbindgen can only prefix variants with the
+/// enum's own name (`NNM_STATUS_OK`, from the `QualifiedScreamingSnakeCase`
+/// rule) or leave them bare. So the `STATUS_` is dropped here, inside that
+/// enum only.
+fn short_status_names(header: String) -> String {
+    const START: &str = "typedef enum nnm_status {";
+    const END: &str = "} nnm_status;";
+    let start = header.find(START).expect("the header defines enum nnm_status");
+    let end = start + header[start..].find(END).expect("enum nnm_status ends");
+    let body = header[start..end].replace("  NNM_STATUS_", "  NNM_");
+    assert!(!body.contains("NNM_STATUS_"), "every nnm_status value was renamed");
+    format!("{}{body}{}", &header[..start], &header[end..])
 }
 
 /// `libnnmem.so.0.<minor>` while 0.x (minor releases may break the ABI),

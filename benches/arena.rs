@@ -23,7 +23,7 @@ use nnmem::ffi::arena::{
     nnm_arena, nnm_arena_alloc_persistent, nnm_arena_alloc_temp, nnm_arena_free, nnm_arena_new_owned,
     nnm_arena_release_temp, nnm_arena_reset_temp, NNM_ARENA_RECORDING,
 };
-use nnmem::ffi::status::nnm_status;
+use nnmem::Status;
 
 /// Persistent allocations per arena: a model's init (op data, nodes,
 /// tensor structs) makes a few hundred.
@@ -43,7 +43,7 @@ enum Kind {
 
 fn new_arena(flags: u32, len: usize) -> *mut nnm_arena {
     let mut arena = ptr::null_mut();
-    assert_eq!(unsafe { nnm_arena_new_owned(len, 0, flags, &mut arena) }, nnm_status::NNM_OK);
+    assert_eq!(unsafe { nnm_arena_new_owned(len, 0, flags, &mut arena) }, Status::Ok);
     arena
 }
 
@@ -88,9 +88,9 @@ fn time_ffi(iters: u64, kind: Kind, flags: u32) -> Duration {
                 }
                 Kind::Temp | Kind::TempPair => {
                     for q in held.drain(..).rev() {
-                        assert_eq!(nnm_arena_release_temp(arena, q), nnm_status::NNM_OK);
+                        assert_eq!(nnm_arena_release_temp(arena, q), Status::Ok);
                     }
-                    assert_eq!(nnm_arena_reset_temp(arena), nnm_status::NNM_OK);
+                    assert_eq!(nnm_arena_reset_temp(arena), Status::Ok);
                 }
             }
         }

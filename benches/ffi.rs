@@ -28,8 +28,8 @@ use nnmem::ffi::plan::{
     nnm_planner, nnm_planner_add_buffer, nnm_planner_buffer_count, nnm_planner_free, nnm_planner_lower_bound,
     nnm_planner_new, nnm_planner_reset,
 };
-use nnmem::ffi::status::nnm_status;
 use nnmem::plan::{Lifetime, Planner};
+use nnmem::Status;
 
 /// Buffers added to one planner before `nnm_planner_add_buffer` resets it,
 /// so the planner stays small and its memory stays bounded.
@@ -41,7 +41,7 @@ struct Handle(*mut nnm_planner);
 impl Handle {
     fn new() -> Self {
         let mut p = ptr::null_mut();
-        assert_eq!(unsafe { nnm_planner_new(&mut p) }, nnm_status::NNM_OK);
+        assert_eq!(unsafe { nnm_planner_new(&mut p) }, Status::Ok);
         Handle(p)
     }
 }
@@ -57,8 +57,7 @@ fn bench_ffi(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
 
     // A static string from a table: no guard, the floor of any export.
-    group
-        .bench_function("nnm_status_str", |b| b.iter(|| nnm_status_str(black_box(nnm_status::NNM_WRONG_STATE as i32))));
+    group.bench_function("nnm_status_str", |b| b.iter(|| nnm_status_str(black_box(Status::WrongState as i32))));
 
     // The trivial guarded call: NULL checks, tag check, catch_unwind, one
     // field read, one out-parameter write.
@@ -79,7 +78,7 @@ fn bench_ffi(c: &mut Criterion) {
     // events, one sweep).
     let five = Handle::new();
     for (size, first, last) in [(4u64, 0i64, 2i64), (4, 3, 8), (4, 0, 8), (4, 9, 20), (4, 0, 20)] {
-        assert_eq!(unsafe { nnm_planner_add_buffer(five.0, size, first, last, ptr::null_mut()) }, nnm_status::NNM_OK);
+        assert_eq!(unsafe { nnm_planner_add_buffer(five.0, size, first, last, ptr::null_mut()) }, Status::Ok);
     }
     group.bench_function("nnm_planner_lower_bound (5 buffers)", |b| {
         let mut bytes = 0u64;
@@ -99,7 +98,7 @@ fn bench_ffi(c: &mut Criterion) {
             || {
                 added += 1;
                 if added % RESET_EVERY == 0 {
-                    assert_eq!(unsafe { nnm_planner_reset(growing.0) }, nnm_status::NNM_OK);
+                    assert_eq!(unsafe { nnm_planner_reset(growing.0) }, Status::Ok);
                 }
                 (growing.0, added as i64 % 64)
             },
@@ -162,7 +161,7 @@ fn bench_net(c: &mut Criterion) {
     group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
 
     let mut raw = ptr::null_mut();
-    assert_eq!(unsafe { nnm_net_new(32, &mut raw) }, nnm_status::NNM_OK);
+    assert_eq!(unsafe { nnm_net_new(32, &mut raw) }, Status::Ok);
     let net = Net(raw);
     // awnn-style names: "layer<i>.W", "layer<i>.b", one small tensor each.
     let names: Vec<CString> = (0..NET_PARAMS)
@@ -171,7 +170,7 @@ fn bench_net(c: &mut Criterion) {
     let dims = [4u32, 4];
     for n in &names {
         let s = unsafe { nnm_net_attach_param(net.0, n.as_ptr(), 0, dims.as_ptr(), 2, ptr::null_mut()) };
-        assert_eq!(s, nnm_status::NNM_OK);
+        assert_eq!(s, Status::Ok);
     }
     // The queries: every name once, in a scattered order, as pointers into
     // one block of NUL-terminated copies (as a C program's names would be:
@@ -198,7 +197,7 @@ fn bench_net(c: &mut Criterion) {
 
     let mut cache: *mut nnm_cache = ptr::null_mut();
     let name = CString::new("fc1").unwrap();
-    assert_eq!(unsafe { nnm_net_attach_cache(net.0, name.as_ptr(), &mut cache) }, nnm_status::NNM_OK);
+    assert_eq!(unsafe { nnm_net_attach_cache(net.0, name.as_ptr(), &mut cache) }, Status::Ok);
     let param = unsafe { nnm_net_param_get(net.0, names[0].as_ptr()) };
     let tensor: nnm_tensor = unsafe { (*param).data };
     // Push: CACHE_DEPTH pushes timed, the pops that empty the stack not.
@@ -244,7 +243,7 @@ fn bench_net(c: &mut Criterion) {
             total
         })
     });
-    assert_eq!(unsafe { nnm_cache_clear(cache) }, nnm_status::NNM_OK);
+    assert_eq!(unsafe { nnm_cache_clear(cache) }, Status::Ok);
     // A cache in caller storage, within its inline slots (no heap): each
     // iteration fills it and empties it again; the time is per call.
     let mut stack = nnm_stack_cache::default();

@@ -395,7 +395,7 @@ fn measure(instance: Instance) -> Measured {
     );
     let mut lower_bound = None;
     let mut cells = Vec::new();
-    for algorithm in Algorithm::all() {
+    for &algorithm in Algorithm::all() {
         if algorithm == Algorithm::Exact {
             // Measured in its own table (capacities and budgets differ).
             cells.push(Cell::Skipped("see the exact search table".into()));
@@ -902,7 +902,7 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
     let _ = writeln!(w, "## MiniMalloc and idealloc instances: ratio / ms\n");
     let mut header = "| instance | buffers | lower bound (B) |".to_string();
     let mut rule = "|---|---:|---:|".to_string();
-    for a in Algorithm::all() {
+    for &a in Algorithm::all() {
         let _ = write!(header, " {} |", a.name());
         rule.push_str("---:|");
     }
@@ -913,7 +913,7 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
     for m in measured.iter().filter(|m| m.instance.set != "glow") {
         let best = Algorithm::all().iter().filter_map(|&a| m.peak(a)).min().unwrap();
         let _ = write!(w, "| {}/{} | {} | {} |", m.instance.set, display_name(m), m.instance.rows.len(), m.lower_bound);
-        for a in Algorithm::all() {
+        for &a in Algorithm::all() {
             match m.cell(a) {
                 Cell::Ran { peak, time, .. } => {
                     let ratio = fmt_ratio(m, *peak);
@@ -987,7 +987,7 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
             }
             let r = m.ratio(*auto);
             log_auto += r.ln();
-            if worst.map_or(true, |(_, wr)| r > wr) {
+            if worst.is_none_or(|(_, wr)| r > wr) {
                 worst = Some((m, r));
             }
             if let Some(t) = tflm {

@@ -155,7 +155,6 @@ struct list_head {
 /**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
- *
  */
 typedef enum nnm_status {
   /**
@@ -167,8 +166,8 @@ typedef enum nnm_status {
    */
   NNM_NULL_ARGUMENT = 1,
   /**
-   * An argument is out of its documented range (reversed lifetime,
-   * alignment that is not a power of two, unknown name, ...).
+   * An argument is out of its documented range (zero size, reversed
+   * lifetime, alignment that is not a power of two, unknown name, ...).
    */
   NNM_INVALID_ARGUMENT = 2,
   /**
@@ -176,12 +175,12 @@ typedef enum nnm_status {
    */
   NNM_OUT_OF_MEMORY = 3,
   /**
-   * The request does not fit its capacity; the message says how many
-   * bytes were requested, available and missing.
+   * The request does not fit the capacity it was given; the message says
+   * how many bytes were requested, available and missing.
    */
   NNM_DOES_NOT_FIT = 4,
   /**
-   * A size, offset or count computation would overflow.
+   * An integer computation (a size, an offset, a count) would overflow.
    */
   NNM_OVERFLOW = 5,
   /**
@@ -193,8 +192,9 @@ typedef enum nnm_status {
    */
   NNM_ALREADY_EXISTS = 7,
   /**
-   * The call is not allowed in the object's current state (adding after
-   * planning without a reset, querying before planning, ...).
+   * The call is not allowed in the object's current state (for example
+   * adding buffers after planning without a reset, or querying before
+   * planning).
    */
   NNM_WRONG_STATE = 8,
   /**
@@ -211,13 +211,14 @@ typedef enum nnm_status {
    */
   NNM_BUFFER_TOO_SMALL = 11,
   /**
-   * A Rust panic was caught at the C boundary; the object involved may be
-   * in an unspecified (but memory-safe) state.
+   * A Rust panic was caught at the C boundary. The library is still usable
+   * but the object involved may be in an unspecified (memory-safe) state.
    */
   NNM_PANIC = 12,
   /**
-   * A guard check found a damaged canary or a write to released memory;
-   * the message names the allocation and its category.
+   * A guard check found memory written where it must not be: a canary
+   * around an allocation, or released memory written after release. The
+   * message names the allocation and its category.
    */
   NNM_CORRUPTED = 13,
 } nnm_status;
@@ -976,8 +977,6 @@ typedef struct nnm_validation {
   int64_t fixed_overlap_step;
 } nnm_validation;
 
-
-
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1243,6 +1242,9 @@ enum nnm_status nnm_arena_report_write(const struct nnm_arena *arena,
  * Creates a token, not cancelled. Free it with `nnm_cancel_token_free`.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_token` must be NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_cancel_token_new(struct nnm_cancel_token **out_token);
 
@@ -1250,6 +1252,10 @@ enum nnm_status nnm_cancel_token_new(struct nnm_cancel_token **out_token);
  * Frees a token and detaches it from every planner it was set on. NULL is
  * a no-op; a double free is detected and reported through
  * `nnm_last_error()`.
+ *
+ * # Safety
+ * `token` may be any pointer value: only a live token is freed, others
+ * are reported. No other thread may be using the token.
  */
 void nnm_cancel_token_free(struct nnm_cancel_token *token);
 
@@ -1259,6 +1265,10 @@ void nnm_cancel_token_free(struct nnm_cancel_token *token);
  * returns NNM_OK with that plan).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
+ *
+ * # Safety
+ * `token` must be NULL or a pointer from `nnm_cancel_token_new` (a freed
+ * one is reported, not read).
  */
 enum nnm_status nnm_cancel_token_cancel(const struct nnm_cancel_token *token);
 
@@ -1266,6 +1276,10 @@ enum nnm_status nnm_cancel_token_cancel(const struct nnm_cancel_token *token);
  * Clears the flag so the token can be used for another plan.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
+ *
+ * # Safety
+ * `token` must be NULL or a pointer from `nnm_cancel_token_new` (a freed
+ * one is reported, not read).
  */
 enum nnm_status nnm_cancel_token_reset(const struct nnm_cancel_token *token);
 
@@ -1273,6 +1287,10 @@ enum nnm_status nnm_cancel_token_reset(const struct nnm_cancel_token *token);
  * Writes 1 to `out_cancelled` when the flag is set, else 0.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
+ *
+ * # Safety
+ * `token` must be NULL or a pointer from `nnm_cancel_token_new` (a freed
+ * one is reported, not read); `out_cancelled` must be NULL or writable.
  */
 enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *token,
                                               uint8_t *out_cancelled);
@@ -1644,6 +1662,10 @@ enum nnm_status nnm_stack_cache_clear(struct nnm_stack_cache *cache);
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
  * lists the known ones).
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string. `out_algorithm` must be NULL
+ * or valid for writing one value.
  */
 enum nnm_status nnm_algorithm_from_name(const char *name, uint32_t *out_algorithm);
 
@@ -1660,12 +1682,20 @@ const char *nnm_algorithm_name(uint32_t algorithm);
  * it with `nnm_planner_free`.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_planner` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_new(struct nnm_planner **out_planner);
 
 /**
  * Frees a planner. NULL is a no-op; a double free is detected, reported
  * through `nnm_last_error()` and otherwise ignored.
+ *
+ * # Safety
+ * `planner` must be NULL or a pointer from `nnm_planner_new`; a freed or
+ * foreign pointer is reported, not freed. No other call may use the planner
+ * meanwhile.
  */
 void nnm_planner_free(struct nnm_planner *planner);
 
@@ -1673,6 +1703,10 @@ void nnm_planner_free(struct nnm_planner *planner);
  * Selects the algorithm (an `nnm_algorithm` value) for the next plan.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown value.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_algorithm(struct nnm_planner *planner, uint32_t algorithm);
 
@@ -1680,6 +1714,11 @@ enum nnm_status nnm_planner_set_algorithm(struct nnm_planner *planner, uint32_t 
  * Selects the algorithm by name (see `nnm_algorithm_from_name`).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile. `name`
+ * must be NULL or a NUL-terminated string.
  */
 enum nnm_status nnm_planner_set_algorithm_name(struct nnm_planner *planner, const char *name);
 
@@ -1689,6 +1728,10 @@ enum nnm_status nnm_planner_set_algorithm_name(struct nnm_planner *planner, cons
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a power of two),
  * WRONG_STATE (buffers already added).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_alignment(struct nnm_planner *planner, uint64_t alignment);
 
@@ -1698,6 +1741,10 @@ enum nnm_status nnm_planner_set_alignment(struct nnm_planner *planner, uint64_t 
  * the lower bound is refused by `nnm_planner_plan` at once, without planning.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_capacity(struct nnm_planner *planner, uint64_t capacity_bytes);
 
@@ -1709,6 +1756,10 @@ enum nnm_status nnm_planner_set_capacity(struct nnm_planner *planner, uint64_t c
  * setting that makes the plan depend on the machine's speed.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (zero, negative, NaN, infinite).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_time_limit(struct nnm_planner *planner, double seconds);
 
@@ -1717,6 +1768,10 @@ enum nnm_status nnm_planner_set_time_limit(struct nnm_planner *planner, double s
  * limit, a node limit gives the same plan on any machine.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t max_nodes);
 
@@ -1733,6 +1788,10 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * models finish far below it.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner, uint64_t max_units);
 
@@ -1744,6 +1803,12 @@ enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner, uint64_t
  * token (a plan already running keeps watching it until it returns).
  *
  * Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a live token).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile. `token`
+ * must be NULL or a token from `nnm_cancel_token_new` (a freed one is refused
+ * without being read).
  */
 enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
                                              const struct nnm_cancel_token *token);
@@ -1763,6 +1828,10 @@ enum nnm_status nnm_planner_set_cancel_token(struct nnm_planner *planner,
  * lower bound (`nnm_planner_lower_bound` too) and the algorithms then see.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_set_trust_fixed(struct nnm_planner *planner, uint8_t trust);
 
@@ -1779,6 +1848,11 @@ enum nnm_status nnm_planner_set_trust_fixed(struct nnm_planner *planner, uint8_t
  * `offset + size` of a fixed buffer, pass 2^64 - 1: this bound keeps every
  * algorithm's arithmetic within 64 bits), WRONG_STATE (already planned;
  * reset first).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ * `out_index` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_add_buffer(struct nnm_planner *planner,
                                        uint64_t size,
@@ -1797,6 +1871,11 @@ enum nnm_status nnm_planner_add_buffer(struct nnm_planner *planner,
  * buffer's `offset + size` as a fixed end), plus INVALID_ARGUMENT for an
  * unaligned offset and OVERFLOW when `offset + size` (size rounded up)
  * passes 2^64 - 1.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ * `out_index` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
                                              uint64_t size,
@@ -1819,6 +1898,10 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  * plan: the message reads "capacity Y B is below the lower bound L B: no
  * plan fits", the planner stays collecting (buffers may be added, the
  * capacity raised) and `nnm_planner_lower_bound` gives L.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_plan(struct nnm_planner *planner);
 
@@ -1827,6 +1910,11 @@ enum nnm_status nnm_planner_plan(struct nnm_planner *planner);
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT (index
  * out of range).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_offset` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_get_offset(const struct nnm_planner *planner,
                                        size_t index,
@@ -1838,6 +1926,11 @@ enum nnm_status nnm_planner_get_offset(const struct nnm_planner *planner,
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT
  * (count differs from the buffer count).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_offsets` must be NULL or valid for writing `count` values.
  */
 enum nnm_status nnm_planner_get_offsets(const struct nnm_planner *planner,
                                         uint64_t *out_offsets,
@@ -1847,6 +1940,11 @@ enum nnm_status nnm_planner_get_offsets(const struct nnm_planner *planner,
  * Writes the summary of the last plan (also after DOES_NOT_FIT).
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_result` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_get_result(const struct nnm_planner *planner,
                                        struct nnm_plan_result *out_result);
@@ -1858,6 +1956,11 @@ enum nnm_status nnm_planner_get_result(const struct nnm_planner *planner,
  * when they overlap.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_bytes` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_lower_bound(const struct nnm_planner *planner, uint64_t *out_bytes);
 
@@ -1866,6 +1969,11 @@ enum nnm_status nnm_planner_lower_bound(const struct nnm_planner *planner, uint6
  * is the capacity that would have sufficed for that plan.
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_bytes` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_required_bytes(const struct nnm_planner *planner, uint64_t *out_bytes);
 
@@ -1873,6 +1981,11 @@ enum nnm_status nnm_planner_required_bytes(const struct nnm_planner *planner, ui
  * Writes the number of buffers added.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_count` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_planner_buffer_count(const struct nnm_planner *planner, size_t *out_count);
 
@@ -1881,6 +1994,10 @@ enum nnm_status nnm_planner_buffer_count(const struct nnm_planner *planner, size
  * trust-fixed and the time, node and work limits.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_planner_reset(struct nnm_planner *planner);
 
@@ -1894,6 +2011,12 @@ enum nnm_status nnm_planner_reset(struct nnm_planner *planner);
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned), BUFFER_TOO_SMALL (the
  * message gives the size needed; nothing is written).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile. `buf` must
+ * be NULL or valid for writing `len` bytes. `out_written` must be NULL or
+ * valid for writing one value.
  */
 enum nnm_status nnm_planner_draw(const struct nnm_planner *planner,
                                  char *buf,
@@ -1912,6 +2035,10 @@ enum nnm_status nnm_planner_draw(const struct nnm_planner *planner,
  * INVALID_ARGUMENT (a buffer's lifetime is malformed), OVERFLOW
  * (`count` too large, a `last_use` of INT64_MAX, or `offset + size`
  * overflows for any buffer, used or not).
+ *
+ * # Safety
+ * `buffers` must be NULL or point to `count` readable entries. `out` must be
+ * NULL or valid for writing one value.
  */
 enum nnm_status nnm_plan_validate(const struct nnm_plan_buffer *buffers,
                                   size_t count,
@@ -1934,6 +2061,11 @@ enum nnm_status nnm_plan_validate(const struct nnm_plan_buffer *buffers,
  *
  * Errors: as `nnm_plan_validate`, plus INVALID_ARGUMENT for an `is_fixed`
  * entry other than 0 or 1 and for unknown bits in `flags`.
+ *
+ * # Safety
+ * `buffers` must be NULL or point to `count` readable entries. `is_fixed` must
+ * be NULL or point to `count` readable bytes. `out` must be NULL or valid for
+ * writing one value.
  */
 enum nnm_status nnm_plan_validate_ex(const struct nnm_plan_buffer *buffers,
                                      size_t count,

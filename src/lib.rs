@@ -25,6 +25,7 @@
 pub mod arena;
 pub mod ffi;
 pub mod json;
+pub mod names;
 pub mod net;
 pub mod plan;
 pub mod status;

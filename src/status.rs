@@ -7,8 +7,12 @@
 
 use std::fmt;
 
-/// Result of every fallible nnmem call. `NNM_OK` is zero; every other value
-/// names a kind of failure, and `nnm_last_error()` gives the detail.
+use crate::names::c_enum;
+
+/// Result of every fallible nnmem call. NNM_OK is zero; every other value
+/// names a kind of failure, and nnm_last_error() gives the detail.
+// The C names are `NNM_` and the variant (NNM_NULL_ARGUMENT): build.rs
+// drops the `STATUS_` that cbindgen's qualified renaming puts in between.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Status {
@@ -50,44 +54,46 @@ pub enum Status {
     Corrupted = 13,
 }
 
+c_enum! {
+    Status, "status",
+    value_error(value) => format!("unknown status {value} (0 to {})", Status::ALL.len() - 1),
+    {
+        Ok = "ok",
+        NullArgument = "null argument",
+        InvalidArgument = "invalid argument",
+        OutOfMemory = "out of memory",
+        DoesNotFit = "does not fit",
+        Overflow = "integer overflow",
+        NotFound = "not found",
+        AlreadyExists = "already exists",
+        WrongState = "wrong state",
+        Busy = "busy",
+        Cancelled = "cancelled",
+        BufferTooSmall = "buffer too small",
+        Panic = "panic caught at the C boundary",
+        Corrupted = "memory corruption detected",
+    }
+}
+
 impl Status {
-    /// A short, static description of the status.
+    /// A short, static description of the status (what `nnm_status_str`
+    /// returns): its [`c_enum!`] name.
     pub const fn description(self) -> &'static str {
-        match self {
-            Status::Ok => "ok",
-            Status::NullArgument => "null argument",
-            Status::InvalidArgument => "invalid argument",
-            Status::OutOfMemory => "out of memory",
-            Status::DoesNotFit => "does not fit",
-            Status::Overflow => "integer overflow",
-            Status::NotFound => "not found",
-            Status::AlreadyExists => "already exists",
-            Status::WrongState => "wrong state",
-            Status::Busy => "busy",
-            Status::Cancelled => "cancelled",
-            Status::BufferTooSmall => "buffer too small",
-            Status::Panic => "panic caught at the C boundary",
-            Status::Corrupted => "memory corruption detected",
-        }
+        self.name()
     }
 
-    /// All statuses, in numeric order (used by tests and the C status table).
-    pub const ALL: [Status; 14] = [
-        Status::Ok,
-        Status::NullArgument,
-        Status::InvalidArgument,
-        Status::OutOfMemory,
-        Status::DoesNotFit,
-        Status::Overflow,
-        Status::NotFound,
-        Status::AlreadyExists,
-        Status::WrongState,
-        Status::Busy,
-        Status::Cancelled,
-        Status::BufferTooSmall,
-        Status::Panic,
-        Status::Corrupted,
-    ];
+    /// Its C identifier, `NNM_` and the variant in SCREAMING_SNAKE_CASE
+    /// (`NNM_NULL_ARGUMENT`), as the header names it.
+    pub fn c_identifier(self) -> String {
+        let mut id = String::from("NNM_");
+        for (i, c) in format!("{self:?}").chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                id.push('_');
+            }
+            id.push(c.to_ascii_uppercase());
+        }
+        id
+    }
 }
 
 /// An error of the safe core: what kind of failure, and a message that says
@@ -149,9 +155,25 @@ mod tests {
     #[test]
     fn statuses_are_numbered_in_order() {
         for (i, s) in Status::ALL.iter().enumerate() {
+            assert_eq!(Status::from_value(i as u32).unwrap(), *s);
             assert_eq!(*s as usize, i);
             assert!(!s.description().is_empty());
         }
+    }
+
+    #[test]
+    fn the_header_lists_exactly_these_statuses() {
+        // One list: the enum and its c_enum! names (an exhaustive match);
+        // the header is generated from the enum. A status missing from
+        // either side, renumbered or renamed fails here or does not build.
+        let header = include_str!("../include/nnmem.h");
+        let start = header.find("typedef enum nnm_status {").expect("enum nnm_status in the header");
+        let body = &header[start..start + header[start..].find("} nnm_status;").expect("its end")];
+        let values: Vec<&str> = body.lines().map(str::trim).filter(|l| l.starts_with("NNM_")).collect();
+        let expected: Vec<String> =
+            Status::ALL.iter().map(|&s| format!("{} = {},", s.c_identifier(), s as u32)).collect();
+        assert_eq!(values, expected);
+        assert_eq!(Status::NullArgument.c_identifier(), "NNM_NULL_ARGUMENT");
     }
 
     #[test]

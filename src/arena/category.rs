@@ -7,6 +7,7 @@
 //! scratch. Users register further named categories; ids are dense, so a
 //! statistic update is one bounds-checked index.
 
+use crate::names::c_enum;
 use crate::status::{Error, Result, Status};
 
 /// The predefined categories, in id order (`nnm_arena_category`).
@@ -37,37 +38,24 @@ pub enum Category {
     TempScratch = 9,
 }
 
-impl Category {
-    /// The predefined categories, in id order.
-    pub(crate) const ALL: [Category; 10] = [
-        Category::Other,
-        Category::EvalTensorData,
-        Category::PersistentTensorData,
-        Category::PersistentQuantizationData,
-        Category::PersistentBufferData,
-        Category::VariableBufferData,
-        Category::NodeAndRegistration,
-        Category::OpData,
-        Category::PlannedTensorData,
-        Category::TempScratch,
-    ];
-
-    /// The name used in reports (TFLite Micro's wording for its seven).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Category::Other => "Other data",
-            Category::EvalTensorData => "TfLiteEvalTensor data",
-            Category::PersistentTensorData => "Persistent TfLiteTensor data",
-            Category::PersistentQuantizationData => "Persistent TfLiteTensor quantization data",
-            Category::PersistentBufferData => "Persistent buffer data",
-            Category::VariableBufferData => "TfLiteTensor variable buffer data",
-            Category::NodeAndRegistration => "NodeAndRegistration struct",
-            Category::OpData => "Operator runtime data",
-            Category::PlannedTensorData => "Planned tensor data",
-            Category::TempScratch => "Temp scratch data",
-        }
+c_enum! {
+    Category, "arena category",
+    value_error(value) => format!("arena category {value} is not an nnm_arena_category (0..={})", Category::ALL.len() - 1),
+    {
+        Other = "Other data",
+        EvalTensorData = "TfLiteEvalTensor data",
+        PersistentTensorData = "Persistent TfLiteTensor data",
+        PersistentQuantizationData = "Persistent TfLiteTensor quantization data",
+        PersistentBufferData = "Persistent buffer data",
+        VariableBufferData = "TfLiteTensor variable buffer data",
+        NodeAndRegistration = "NodeAndRegistration struct",
+        OpData = "Operator runtime data",
+        PlannedTensorData = "Planned tensor data",
+        TempScratch = "Temp scratch data",
     }
+}
 
+impl Category {
     /// Its id.
     pub const fn id(self) -> u32 {
         self as u32

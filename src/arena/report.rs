@@ -11,6 +11,7 @@ use std::fmt::Write as _;
 use super::arena::Arena;
 use super::memory::Memory;
 use crate::json::escape;
+use crate::names::c_enum;
 
 /// The report formats.
 // repr(C): cbindgen gives a sized repr a `typedef uint32_t` that clashes
@@ -24,15 +25,10 @@ pub enum ReportFormat {
     Json = 1,
 }
 
-impl ReportFormat {
-    /// The format with C value `value`.
-    pub fn from_value(value: u32) -> crate::Result<Self> {
-        match value {
-            0 => Ok(ReportFormat::Text),
-            1 => Ok(ReportFormat::Json),
-            _ => Err(crate::Error::invalid(format!("unknown report format {value} (0: text, 1: json)"))),
-        }
-    }
+c_enum! {
+    ReportFormat, "report format",
+    value_error(value) => format!("unknown report format {value} (0: text, 1: json)"),
+    { Text = "text", Json = "json" }
 }
 
 const PREFIX: &str = "[nnmem arena]";

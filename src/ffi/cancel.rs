@@ -4,9 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use super::error::{guard, guard_void, non_null, write_out};
-use super::handle::{free_handle, into_handle, value_ref, Tagged};
-use super::status::nnm_status;
+use super::args::out_param;
+use super::error::{guard, guard_void};
+use super::handle::{free_handle, into_handle, value_ref, HandleType};
+use crate::status::Status;
 
 /// A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
 /// `nnm_cancel_token_reset` and `nnm_cancel_token_is_cancelled` may be
@@ -19,17 +20,12 @@ use super::status::nnm_status;
 /// without reading it (unless a new token took over its address: that is
 /// the token they act on).
 pub struct nnm_cancel_token {
-    tag: u64,
     pub(crate) flag: Arc<AtomicBool>,
 }
 
-const TOKEN_TAG: u64 = 0x6e6e_6d5f_6361_6e63; // "nnm_canc"
-
-impl Tagged for nnm_cancel_token {
+// SAFETY: no other handle type is named "nnm_cancel_token".
+unsafe impl HandleType for nnm_cancel_token {
     const NAME: &'static str = "nnm_cancel_token";
-    fn tag_is_valid(&self) -> bool {
-        self.tag == TOKEN_TAG
-    }
 }
 
 /// Borrows the token behind a handle (NULL, liveness and type checked).
@@ -38,18 +34,23 @@ impl Tagged for nnm_cancel_token {
 /// `token` must be NULL, a freed token, or a live token.
 #[inline]
 pub(crate) unsafe fn token_ref<'a>(token: *const nnm_cancel_token) -> crate::Result<&'a nnm_cancel_token> {
-    value_ref(token, "token")
+    // SAFETY: the caller's promise is `value_ref`'s; a token is only read
+    // through shared references (its flag is atomic).
+    unsafe { value_ref(token, "token") }
 }
 
 /// Creates a token, not cancelled. Free it with `nnm_cancel_token_free`.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `out_token` must be NULL or valid for writing one pointer.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cancel_token_new(out_token: *mut *mut nnm_cancel_token) -> nnm_status {
+pub unsafe extern "C" fn nnm_cancel_token_new(out_token: *mut *mut nnm_cancel_token) -> Status {
     guard(|| {
-        non_null(out_token, "out_token")?;
-        let handle = into_handle(nnm_cancel_token { tag: TOKEN_TAG, flag: Arc::new(AtomicBool::new(false)) });
-        write_out(out_token, handle);
+        // SAFETY: the caller promises `out_token` is NULL or writable.
+        let out = unsafe { out_param(out_token, "out_token") }?;
+        out.write(into_handle(nnm_cancel_token { flag: Arc::new(AtomicBool::new(false)) }));
         Ok(())
     })
 }
@@ -57,9 +58,15 @@ pub unsafe extern "C" fn nnm_cancel_token_new(out_token: *mut *mut nnm_cancel_to
 /// Frees a token and detaches it from every planner it was set on. NULL is
 /// a no-op; a double free is detected and reported through
 /// `nnm_last_error()`.
+///
+/// # Safety
+/// `token` may be any pointer value: only a live token is freed, others
+/// are reported. No other thread may be using the token.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cancel_token_free(token: *mut nnm_cancel_token) {
-    guard_void(|| free_handle(token))
+    // SAFETY: `free_handle` frees only what the registry holds as a live
+    // token; the caller promises nobody else is using it.
+    guard_void(|| unsafe { free_handle(token) })
 }
 
 /// Sets the flag: a search holding this token stops within about a
@@ -67,10 +74,15 @@ pub unsafe extern "C" fn nnm_cancel_token_free(token: *mut nnm_cancel_token) {
 /// returns NNM_OK with that plan).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
+///
+/// # Safety
+/// `token` must be NULL or a pointer from `nnm_cancel_token_new` (a freed
+/// one is reported, not read).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token) -> nnm_status {
+pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token) -> Status {
     guard(|| {
-        token_ref(token)?.flag.store(true, Ordering::Relaxed);
+        // SAFETY: the caller promises `token` is NULL or one of ours.
+        unsafe { token_ref(token) }?.flag.store(true, Ordering::Relaxed);
         Ok(())
     })
 }
@@ -78,10 +90,15 @@ pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token)
 /// Clears the flag so the token can be used for another plan.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
+///
+/// # Safety
+/// `token` must be NULL or a pointer from `nnm_cancel_token_new` (a freed
+/// one is reported, not read).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) -> nnm_status {
+pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) -> Status {
     guard(|| {
-        token_ref(token)?.flag.store(false, Ordering::Relaxed);
+        // SAFETY: the caller promises `token` is NULL or one of ours.
+        unsafe { token_ref(token) }?.flag.store(false, Ordering::Relaxed);
         Ok(())
     })
 }
@@ -89,15 +106,19 @@ pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) 
 /// Writes 1 to `out_cancelled` when the flag is set, else 0.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
+///
+/// # Safety
+/// `token` must be NULL or a pointer from `nnm_cancel_token_new` (a freed
+/// one is reported, not read); `out_cancelled` must be NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cancel_token_is_cancelled(
     token: *const nnm_cancel_token,
     out_cancelled: *mut u8,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let t = token_ref(token)?;
-        non_null(out_cancelled, "out_cancelled")?;
-        write_out(out_cancelled, t.flag.load(Ordering::Relaxed) as u8);
+        // SAFETY: the caller promises both pointers are NULL or valid.
+        let (t, out) = unsafe { (token_ref(token)?, out_param(out_cancelled, "out_cancelled")?) };
+        out.write(t.flag.load(Ordering::Relaxed) as u8);
         Ok(())
     })
 }

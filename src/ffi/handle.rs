@@ -17,67 +17,119 @@
 //! that now holds a handle of another type fails as the wrong type.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::RwLock;
 
 use crate::status::{Error, Result, Status};
 
+/// A type handed to C behind a pointer: `Box<Handle<Self>>`, registered.
+/// Declaring one is an `impl` with its C name; the tag comes from the name.
+///
+/// # Safety
+/// No two implementing types may have the same `NAME`: the tag stands for
+/// the type, and a pointer carrying it is taken to point to this type.
+pub unsafe trait HandleType: Sized {
+    /// Its C name, for messages ("nnm_planner").
+    const NAME: &'static str;
+    /// The tag a live value carries: a hash of [`HandleType::NAME`], so that
+    /// distinct names get distinct tags without a list to edit.
+    const TAG: u64 = tag_of(Self::NAME);
+}
+
+/// FNV-1a of `name`, never 0 (0 marks a freed value).
+pub const fn tag_of(name: &str) -> u64 {
+    let bytes = name.as_bytes();
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut i = 0;
+    while i < bytes.len() {
+        hash ^= bytes[i] as u64;
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+        i += 1;
+    }
+    if hash == 0 {
+        1
+    } else {
+        hash
+    }
+}
+
+/// What a handle pointer points to: the value first (so a C-visible prefix
+/// of `T`, such as `nnm_net`'s list heads, sits at the pointer), then the
+/// type tag that the checks read. C sees a `*mut T`.
+#[repr(C)]
+pub struct Handle<T: HandleType> {
+    value: T,
+    tag: u64,
+}
+
+impl<T: HandleType> Handle<T> {
+    /// Boxes `value` with its tag, without registering it (for objects that
+    /// an owner frees, such as a net's entries); free with [`free_unregistered`].
+    pub fn boxed(value: T) -> *mut T {
+        Box::into_raw(Box::new(Handle { value, tag: T::TAG })).cast::<T>()
+    }
+}
+
+/// Reads the tag of the value at `ptr` without making a reference to it.
+///
+/// # Safety
+/// `ptr` must be non-NULL and point into readable memory the size of a
+/// `Handle<T>` (a live handle, or one freed but not given back to the
+/// system, which is undefined as in C).
+#[inline(always)]
+unsafe fn tag_at<T: HandleType>(ptr: *const T) -> u64 {
+    // SAFETY: `Handle<T>` is repr(C) with the value at offset 0, so `ptr` is
+    // the handle's address; the caller promises it is readable.
+    unsafe { std::ptr::addr_of!((*ptr.cast::<Handle<T>>()).tag).read() }
+}
+
+/// Frees a value made by [`Handle::boxed`], clearing its tag first so that a
+/// stale pointer used before the memory is reused fails the tag check.
+///
+/// # Safety
+/// `ptr` must come from [`Handle::boxed`] for `T` and not have been freed.
+pub unsafe fn free_unregistered<T: HandleType>(ptr: *mut T) {
+    let handle = ptr.cast::<Handle<T>>();
+    // SAFETY: the caller promises `ptr` is a live box made by `boxed`, so it
+    // is valid for writes and owned by nobody else now.
+    unsafe {
+        (*handle).tag = 0;
+        drop(Box::from_raw(handle));
+    }
+}
+
 // The registry is looked up on every checked call, so a look-up must cost
 // a few nanoseconds, not a lock: live handles sit in a fixed table of
-// atomic slots that readers scan without locking (one 64-byte bucket of 8
-// slots per address), and only handles whose bucket is full, or whose type
-// cannot be encoded in a slot, go to a map behind a lock. Writers (`new`,
-// `free`) hold the map's write lock for every change, so they never race
-// each other; a reader racing a writer on the same handle is a call racing
-// that handle's free, which the thread-safety rules already forbid.
+// atomic slots (address, tag) that readers scan without locking (one
+// 64-byte bucket of 4 slots per address), and only handles whose bucket is
+// full go to a map behind a lock. Writers (`new`, `free`) hold the map's
+// write lock for every change, so they never race each other; a reader
+// racing a writer on the same handle is a call racing that handle's free,
+// which the thread-safety rules already forbid. A slot's tag is written
+// before its address and cleared after it, so a reader that finds an
+// address reads that handle's tag.
 
-/// Handle types a slot can name: a slot holds `address | (index + 1)`.
-const SLOT_TYPES: [&str; 4] = ["nnm_planner", "nnm_arena", "nnm_cancel_token", "nnm_net"];
-const SLOT_TYPE_MASK: usize = 7;
-const BUCKETS: usize = 512;
-const WAYS: usize = 8;
+const BUCKETS: usize = 1024;
+const WAYS: usize = 4;
+
+struct Slot {
+    addr: AtomicUsize,
+    tag: AtomicU64,
+}
 
 #[repr(align(64))]
-struct Bucket([AtomicUsize; WAYS]);
+struct Bucket([Slot; WAYS]);
 
-static SLOTS: [Bucket; BUCKETS] = [const { Bucket([const { AtomicUsize::new(0) }; WAYS]) }; BUCKETS];
+static SLOTS: [Bucket; BUCKETS] =
+    [const { Bucket([const { Slot { addr: AtomicUsize::new(0), tag: AtomicU64::new(0) } }; WAYS]) }; BUCKETS];
 
-/// Live handles that have no slot: address -> type name.
-static OVERFLOW: RwLock<Option<HashMap<usize, &'static str>>> = RwLock::new(None);
+/// Live handles that have no slot: address -> tag.
+static OVERFLOW: RwLock<Option<HashMap<usize, u64>>> = RwLock::new(None);
 /// Entries in `OVERFLOW`, so that readers skip its lock while it is empty.
 static OVERFLOW_LEN: AtomicUsize = AtomicUsize::new(0);
-
-/// The type bits a slot holds for a live `T` (`address | bits`), or 0 when
-/// `T` cannot be encoded (an unknown type name, or an alignment that leaves
-/// no low bits free).
-const fn slot_type<T: Tagged>() -> usize {
-    if std::mem::align_of::<T>() <= SLOT_TYPE_MASK {
-        return 0;
-    }
-    let mut i = 0;
-    while i < SLOT_TYPES.len() {
-        if const_str_eq(SLOT_TYPES[i], T::NAME) {
-            return i + 1;
-        }
-        i += 1;
-    }
-    0
-}
-
-const fn const_str_eq(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
-}
+/// Tag -> C name of every handle type registered so far (for messages
+/// only; filled under the write lock of `OVERFLOW`).
+static TYPE_NAMES: RwLock<Vec<(u64, &'static str)>> = RwLock::new(Vec::new());
 
 #[inline]
 fn bucket(addr: usize) -> &'static Bucket {
@@ -87,22 +139,15 @@ fn bucket(addr: usize) -> &'static Bucket {
     &SLOTS[h as usize]
 }
 
-/// Whether a slot's value `v` is the live handle at `addr` of slot type
-/// `kind`. The address must be aligned: `addr | kind` alone would also match
-/// a pointer a few bytes into a live handle (today's hash never puts such a
-/// pointer in the handle's bucket, but nothing here should rest on that).
-#[inline]
-fn slot_holds(v: usize, addr: usize, kind: usize) -> bool {
-    addr & SLOT_TYPE_MASK == 0 && v == addr | kind
-}
-
-/// The type name registered for `addr`, if it is a live handle. Lock-free
-/// unless some live handle is in the overflow map.
-fn registered(addr: usize) -> Option<&'static str> {
+/// The tag registered for `addr`, if it is a live handle. Lock-free unless
+/// some live handle is in the overflow map.
+fn registered(addr: usize) -> Option<u64> {
+    if addr == 0 {
+        return None;
+    }
     for slot in &bucket(addr).0 {
-        let v = slot.load(Ordering::Acquire);
-        if v & !SLOT_TYPE_MASK == addr && v != 0 {
-            return Some(SLOT_TYPES[(v & SLOT_TYPE_MASK) - 1]);
+        if slot.addr.load(Ordering::Acquire) == addr {
+            return Some(slot.tag.load(Ordering::Acquire));
         }
     }
     if OVERFLOW_LEN.load(Ordering::Acquire) == 0 {
@@ -112,38 +157,46 @@ fn registered(addr: usize) -> Option<&'static str> {
     map.as_ref().and_then(|m| m.get(&addr).copied())
 }
 
-fn register<T: Tagged>(addr: usize) {
+/// The C name of the handle type with `tag`.
+fn type_name(tag: u64) -> &'static str {
+    let names = TYPE_NAMES.read().unwrap_or_else(|p| p.into_inner());
+    names.iter().find(|(t, _)| *t == tag).map_or("handle of an unknown type", |(_, n)| n)
+}
+
+fn register<T: HandleType>(addr: usize) {
     let mut map = OVERFLOW.write().unwrap_or_else(|p| p.into_inner());
-    let kind = const { slot_type::<T>() };
-    if kind != 0 {
-        debug_assert_eq!(addr & SLOT_TYPE_MASK, 0, "aligned to more than the type bits");
-        // Release: a reader that sees the slot sees the boxed value too.
-        if let Some(slot) = bucket(addr).0.iter().find(|s| s.load(Ordering::Relaxed) == 0) {
-            slot.store(addr | kind, Ordering::Release);
-            return;
+    {
+        let mut names = TYPE_NAMES.write().unwrap_or_else(|p| p.into_inner());
+        if !names.iter().any(|(t, _)| *t == T::TAG) {
+            names.push((T::TAG, T::NAME));
         }
     }
-    map.get_or_insert_with(HashMap::new).insert(addr, T::NAME);
+    if let Some(slot) = bucket(addr).0.iter().find(|s| s.addr.load(Ordering::Relaxed) == 0) {
+        slot.tag.store(T::TAG, Ordering::Release);
+        // Release: a reader that sees the address sees the tag and the boxed
+        // value too.
+        slot.addr.store(addr, Ordering::Release);
+        return;
+    }
+    map.get_or_insert_with(HashMap::new).insert(addr, T::TAG);
     OVERFLOW_LEN.fetch_add(1, Ordering::Release);
 }
 
-/// Removes `addr` when it is a live `T`; returns the type registered for
-/// it (`T`'s when removed), or `None` when it is not live.
-fn unregister<T: Tagged>(addr: usize) -> Option<&'static str> {
+/// Removes `addr` when it is a live `T`; returns the tag registered for it
+/// (`T`'s when removed), or `None` when it is not live.
+fn unregister<T: HandleType>(addr: usize) -> Option<u64> {
     let mut map = OVERFLOW.write().unwrap_or_else(|p| p.into_inner());
-    if let Some(slot) = bucket(addr).0.iter().find(|s| {
-        let v = s.load(Ordering::Relaxed);
-        v != 0 && v & !SLOT_TYPE_MASK == addr
-    }) {
-        let name = SLOT_TYPES[(slot.load(Ordering::Relaxed) & SLOT_TYPE_MASK) - 1];
-        if name == T::NAME {
-            slot.store(0, Ordering::Release);
+    if let Some(slot) = bucket(addr).0.iter().find(|s| s.addr.load(Ordering::Relaxed) == addr) {
+        let tag = slot.tag.load(Ordering::Relaxed);
+        if tag == T::TAG {
+            slot.addr.store(0, Ordering::Release);
+            slot.tag.store(0, Ordering::Release);
         }
-        return Some(name);
+        return Some(tag);
     }
-    let name = map.as_ref().and_then(|m| m.get(&addr).copied())?;
-    if name == T::NAME {
-        let m = map.as_mut().expect("it holds the name just read");
+    let tag = map.as_ref().and_then(|m| m.get(&addr).copied())?;
+    if tag == T::TAG {
+        let m = map.as_mut().expect("it holds the tag just read");
         m.remove(&addr);
         OVERFLOW_LEN.fetch_sub(1, Ordering::Release);
         // Give the map's memory back once it is empty, so a program that
@@ -154,43 +207,35 @@ fn unregister<T: Tagged>(addr: usize) -> Option<&'static str> {
             *map = None;
         }
     }
-    Some(name)
-}
-
-/// A type handed to C behind a pointer. It carries a per-type tag so that
-/// a pointer of the wrong type is caught.
-pub trait Tagged {
-    /// Its C name, for messages.
-    const NAME: &'static str;
-    /// Whether the value's tag is this type's tag.
-    fn tag_is_valid(&self) -> bool;
+    Some(tag)
 }
 
 /// Boxes `value` and registers the pointer.
-pub fn into_handle<T: Tagged>(value: T) -> *mut T {
-    let ptr = Box::into_raw(Box::new(value));
+pub fn into_handle<T: HandleType>(value: T) -> *mut T {
+    let ptr = Handle::boxed(value);
     register::<T>(ptr as usize);
     ptr
 }
 
 /// Frees a handle made by [`into_handle`]. NULL is a no-op; an unknown or
-/// already freed pointer is reported and left alone.
+/// already freed pointer is reported and left alone (never read).
 ///
 /// # Safety
-/// `ptr` must be NULL or a pointer obtained from [`into_handle`] for `T`.
-pub unsafe fn free_handle<T: Tagged>(ptr: *mut T) -> Result<()> {
+/// `ptr` must be NULL or any pointer value: only a pointer that the
+/// registry holds as a live `T` (one from [`into_handle`]) is freed.
+pub unsafe fn free_handle<T: HandleType>(ptr: *mut T) -> Result<()> {
     if ptr.is_null() {
         return Ok(());
     }
-    let found = unregister::<T>(ptr as usize);
-    match found {
-        Some(name) if name == T::NAME => {}
+    match unregister::<T>(ptr as usize) {
+        Some(tag) if tag == T::TAG => {}
         Some(other) => {
+            let other = type_name(other);
             return Err(Error::invalid(format!(
                 "{}_free: {ptr:p} is a live {other}, not a {}; free it with {other}_free",
                 T::NAME,
                 T::NAME
-            )))
+            )));
         }
         None => {
             return Err(Error::invalid(format!(
@@ -200,7 +245,9 @@ pub unsafe fn free_handle<T: Tagged>(ptr: *mut T) -> Result<()> {
             )))
         }
     }
-    drop(Box::from_raw(ptr));
+    // SAFETY: the registry held `ptr` as a live `T` until just now, so it
+    // came from `into_handle` (`Handle::boxed`) and was not freed.
+    unsafe { free_unregistered(ptr) };
     Ok(())
 }
 
@@ -208,15 +255,16 @@ pub unsafe fn free_handle<T: Tagged>(ptr: *mut T) -> Result<()> {
 /// the registry; `ptr` is never dereferenced). Catches calls on a freed
 /// handle as long as its address has not been reused by a new handle.
 #[inline]
-pub fn check_live<T: Tagged>(ptr: *const T, what: &str) -> Result<()> {
+pub fn check_live<T: HandleType>(ptr: *const T, what: &str) -> Result<()> {
     if ptr.is_null() {
         return Err(null_handle(what));
     }
     let addr = ptr as usize;
-    let kind = const { slot_type::<T>() };
     // The common case, a live handle in its slot: one bucket scanned.
-    if kind != 0 && bucket(addr).0.iter().any(|s| slot_holds(s.load(Ordering::Acquire), addr, kind)) {
-        return Ok(());
+    for slot in &bucket(addr).0 {
+        if slot.addr.load(Ordering::Acquire) == addr && slot.tag.load(Ordering::Acquire) == T::TAG {
+            return Ok(());
+        }
     }
     check_live_slow(ptr, what)
 }
@@ -229,16 +277,18 @@ fn null_handle(what: &str) -> Error {
 
 #[cold]
 #[inline(never)]
-fn wrong_tag<T: Tagged>(what: &str) -> Error {
+fn wrong_tag<T: HandleType>(what: &str) -> Error {
     Error::invalid(format!("{what} is not a valid {}", T::NAME))
 }
 
 #[cold]
 #[inline(never)]
-fn check_live_slow<T: Tagged>(ptr: *const T, what: &str) -> Result<()> {
+fn check_live_slow<T: HandleType>(ptr: *const T, what: &str) -> Result<()> {
     match registered(ptr as usize) {
-        Some(name) if name == T::NAME => Ok(()),
-        Some(other) => Err(Error::invalid(format!("{what} ({ptr:p}) is a live {other}, not a {}", T::NAME))),
+        Some(tag) if tag == T::TAG => Ok(()),
+        Some(other) => {
+            Err(Error::invalid(format!("{what} ({ptr:p}) is a live {}, not a {}", type_name(other), T::NAME)))
+        }
         None => Err(Error::invalid(format!(
             "{what} ({ptr:p}) is not a live {} (already freed, or not made by nnmem)",
             T::NAME
@@ -252,11 +302,14 @@ fn check_live_slow<T: Tagged>(ptr: *const T, what: &str) -> Result<()> {
 ///
 /// # Safety
 /// `ptr` must be NULL, a handle freed by [`free_handle`] (or any pointer
-/// nnmem did not make), or a live handle not being mutated elsewhere.
+/// nnmem did not make), or a live handle not being mutated elsewhere, for
+/// as long as the returned reference is used.
 #[inline]
-pub unsafe fn value_ref<'a, T: Tagged>(ptr: *const T, what: &str) -> Result<&'a T> {
+pub unsafe fn value_ref<'a, T: HandleType>(ptr: *const T, what: &str) -> Result<&'a T> {
     check_live(ptr, what)?;
-    tagged_ref(ptr, what)
+    // SAFETY: the registry holds `ptr` as a live `T`, so it points to a
+    // `Handle<T>`; the caller promises no concurrent mutation.
+    unsafe { tagged_ref(ptr, what) }
 }
 
 /// Mutable variant of [`value_ref`].
@@ -264,136 +317,165 @@ pub unsafe fn value_ref<'a, T: Tagged>(ptr: *const T, what: &str) -> Result<&'a 
 /// # Safety
 /// As [`value_ref`], and no other reference to the handle may be in use.
 #[inline]
-pub unsafe fn value_mut<'a, T: Tagged>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
+pub unsafe fn value_mut<'a, T: HandleType>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
     check_live(ptr, what)?;
-    tagged_mut(ptr, what)
+    // SAFETY: as in `value_ref`; the caller promises exclusive access.
+    unsafe { tagged_mut(ptr, what) }
+}
+
+/// Checks `ptr` for NULL and `T`'s tag only (for hot calls: no registry
+/// look-up) and returns it.
+///
+/// # Safety
+/// `ptr` must be NULL or point to readable memory the size of a
+/// `Handle<T>`: a live handle (a freed one is undefined, as in C).
+#[inline(always)]
+pub unsafe fn tagged_ptr<T: HandleType>(ptr: *const T, what: &str) -> Result<*mut T> {
+    if ptr.is_null() {
+        return Err(null_handle(what));
+    }
+    // SAFETY: non-NULL, and the caller promises it is readable.
+    if unsafe { tag_at(ptr) } != T::TAG {
+        return Err(wrong_tag::<T>(what));
+    }
+    Ok(ptr.cast_mut())
 }
 
 /// Borrows the value behind a handle after NULL and tag checks only (for
 /// hot calls: no registry look-up).
 ///
 /// # Safety
-/// `ptr` must be NULL or point to a live handle.
-#[inline]
-pub unsafe fn tagged_ref<'a, T: Tagged>(ptr: *const T, what: &str) -> Result<&'a T> {
-    if ptr.is_null() {
-        return Err(null_handle(what));
-    }
-    let value = &*ptr;
-    if !value.tag_is_valid() {
-        return Err(wrong_tag::<T>(what));
-    }
-    Ok(value)
+/// `ptr` must be NULL or point to a live handle not being mutated elsewhere
+/// while the reference is used.
+#[inline(always)]
+pub unsafe fn tagged_ref<'a, T: HandleType>(ptr: *const T, what: &str) -> Result<&'a T> {
+    // SAFETY: the caller's promise is `tagged_ptr`'s; a pointer with `T`'s
+    // tag is a live `Handle<T>`, whose value sits at the pointer.
+    unsafe { Ok(&*tagged_ptr(ptr, what)?) }
 }
 
 /// Mutable variant of [`tagged_ref`].
 ///
 /// # Safety
 /// As [`tagged_ref`], and no other reference to the handle may be in use.
-#[inline]
-pub unsafe fn tagged_mut<'a, T: Tagged>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
-    if ptr.is_null() {
-        return Err(null_handle(what));
-    }
-    let value = &mut *ptr;
-    if !value.tag_is_valid() {
-        return Err(wrong_tag::<T>(what));
-    }
-    Ok(value)
+#[inline(always)]
+pub unsafe fn tagged_mut<'a, T: HandleType>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
+    // SAFETY: as in `tagged_ref`; the caller promises exclusive access.
+    unsafe { Ok(&mut *tagged_ptr(ptr, what)?) }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A handle type no slot can name: it always lives in the overflow map.
-    struct Unslotted(u64);
-    impl Tagged for Unslotted {
-        const NAME: &'static str = "test_unslotted";
-        fn tag_is_valid(&self) -> bool {
-            self.0 == 7
-        }
+    /// A test handle type; `u64` keeps it 8-aligned like the real ones.
+    #[derive(Debug)]
+    struct TestA(u64);
+    // SAFETY: no other type is named "test_a".
+    unsafe impl HandleType for TestA {
+        const NAME: &'static str = "test_a";
     }
 
-    /// One slotted type, aligned to 8 like every real handle.
-    struct Slotted(u64);
-    impl Tagged for Slotted {
-        const NAME: &'static str = "nnm_cancel_token";
-        fn tag_is_valid(&self) -> bool {
-            self.0 == 9
-        }
+    #[derive(Debug)]
+    struct TestB(u64);
+    // SAFETY: no other type is named "test_b".
+    unsafe impl HandleType for TestB {
+        const NAME: &'static str = "test_b";
     }
 
-    // On 32-bit targets a u64 may be 4-aligned: every handle then lives in
-    // the overflow map, which the other tests cover.
-    #[cfg(target_pointer_width = "64")]
     #[test]
-    fn slot_types_are_known_names_with_room_for_the_type_bits() {
-        assert_eq!(const { slot_type::<Slotted>() }, 3);
-        assert_eq!(const { slot_type::<Unslotted>() }, 0);
-        assert_eq!(const { slot_type::<crate::ffi::plan::nnm_planner>() }, 1);
-        assert_eq!(const { slot_type::<crate::ffi::arena::nnm_arena>() }, 2);
+    fn tags_come_from_names_and_differ() {
+        assert_eq!(TestA::TAG, tag_of("test_a"));
+        assert_ne!(TestA::TAG, TestB::TAG);
+        assert_ne!(tag_of(""), 0);
+        let p = into_handle(TestA(5));
+        // SAFETY: `p` is live.
+        assert_eq!(unsafe { tagged_ref(p, "a") }.unwrap().0, 5);
+        // SAFETY: `p` is live and 16 bytes long, as a `Handle<TestB>` is.
+        let e = unsafe { tagged_ref(p.cast::<TestB>(), "b") }.unwrap_err();
+        assert_eq!((e.status(), e.message()), (Status::InvalidArgument, "b is not a valid test_b"));
+        // SAFETY: NULL is allowed.
+        let e = unsafe { tagged_mut(std::ptr::null_mut::<TestA>(), "a") }.unwrap_err();
+        assert_eq!((e.status(), e.message()), (Status::NullArgument, "a is NULL"));
+        // SAFETY: `p` came from into_handle.
+        unsafe { free_handle(p) }.unwrap();
+    }
+
+    #[test]
+    fn unregistered_boxes_pass_the_tag_check_until_freed() {
+        let p = Handle::boxed(TestB(3));
+        // SAFETY: `p` is live.
+        assert_eq!(unsafe { tagged_mut(p, "b") }.unwrap().0, 3);
+        assert!(check_live(p, "b").is_err(), "not registered");
+        // SAFETY: `p` came from Handle::boxed and is freed once.
+        unsafe { free_unregistered(p) };
     }
 
     #[test]
     fn a_pointer_into_a_live_handle_is_not_that_handle() {
-        let p = into_handle(Slotted(9));
-        let (addr, kind) = (p as usize, const { slot_type::<Slotted>() });
-        let slot = addr | kind;
-        assert!(slot_holds(slot, addr, kind));
+        let p = into_handle(TestA(9));
         for d in 1..8 {
-            assert!(!slot_holds(slot, addr + d, kind), "{d} bytes in");
-            let inside = p.cast::<u8>().wrapping_add(d).cast::<Slotted>();
+            let inside = p.cast::<u8>().wrapping_add(d).cast::<TestA>();
             assert_eq!(check_live(inside, "token").unwrap_err().status(), Status::InvalidArgument, "{d} bytes in");
         }
+        // SAFETY: `p` came from into_handle.
         unsafe { free_handle(p) }.unwrap();
     }
 
     #[test]
     fn freed_handles_are_refused_without_being_read_in_slots_and_in_the_map() {
-        // More handles than slots, so some of the slotted ones overflow too.
-        let slotted: Vec<*mut Slotted> = (0..BUCKETS * WAYS + 500).map(|_| into_handle(Slotted(9))).collect();
-        let unslotted: Vec<*mut Unslotted> = (0..100).map(|_| into_handle(Unslotted(7))).collect();
-        for &p in &slotted {
+        // More handles than slots, so some overflow to the map.
+        let a: Vec<*mut TestA> = (0..BUCKETS * WAYS + 500).map(|_| into_handle(TestA(9))).collect();
+        let b: Vec<*mut TestB> = (0..100).map(|_| into_handle(TestB(7))).collect();
+        for &p in &a {
+            // SAFETY: live.
             unsafe { value_ref(p, "h") }.unwrap();
         }
-        for &p in &unslotted {
+        for &p in &b {
+            // SAFETY: live, and no other reference exists.
             unsafe { value_mut(p, "h") }.unwrap();
         }
-        let e = check_live(unslotted[0].cast::<Slotted>(), "token").unwrap_err();
-        assert_eq!(e.message(), format!("token ({:p}) is a live test_unslotted, not a nnm_cancel_token", unslotted[0]));
-        let e = unsafe { free_handle(slotted[0].cast::<Unslotted>()) }.unwrap_err();
-        assert!(e.message().contains("is a live nnm_cancel_token, not a test_unslotted"), "{}", e.message());
-        for &p in slotted.iter().step_by(2) {
+        let e = check_live(b[0].cast::<TestA>(), "token").unwrap_err();
+        assert_eq!(e.message(), format!("token ({:p}) is a live test_b, not a test_a", b[0]));
+        // SAFETY: a live handle of another type is refused, not freed.
+        let e = unsafe { free_handle(a[0].cast::<TestB>()) }.unwrap_err();
+        assert!(e.message().contains("is a live test_a, not a test_b; free it with test_a_free"), "{}", e.message());
+        for &p in a.iter().step_by(2) {
+            // SAFETY: from into_handle, freed once.
             unsafe { free_handle(p) }.unwrap();
         }
-        for &p in unslotted.iter().step_by(2) {
+        for &p in b.iter().step_by(2) {
+            // SAFETY: from into_handle, freed once.
             unsafe { free_handle(p) }.unwrap();
         }
-        for (i, &p) in slotted.iter().enumerate() {
-            assert_eq!(check_live(p, "h").is_ok(), i % 2 == 1, "slotted handle {i}");
+        for (i, &p) in a.iter().enumerate() {
+            assert_eq!(check_live(p, "h").is_ok(), i % 2 == 1, "handle {i}");
         }
-        for (i, &p) in unslotted.iter().enumerate() {
+        for (i, &p) in b.iter().enumerate() {
+            // SAFETY: live or freed (then refused unread).
             let live = unsafe { value_ref(p, "h") };
-            assert_eq!(live.is_ok(), i % 2 == 1, "unslotted handle {i}");
+            assert_eq!(live.is_ok(), i % 2 == 1, "handle {i}");
             if i % 2 == 0 {
                 let e = live.err().unwrap();
                 assert_eq!(e.status(), Status::InvalidArgument);
                 assert!(
-                    e.message().ends_with("is not a live test_unslotted (already freed, or not made by nnmem)"),
+                    e.message().ends_with("is not a live test_b (already freed, or not made by nnmem)"),
                     "{}",
                     e.message()
                 );
+                // SAFETY: a freed handle is refused, not freed again.
                 assert!(unsafe { free_handle(p) }.is_err(), "double free of {i}");
             }
         }
-        for &p in slotted.iter().skip(1).step_by(2) {
+        for &p in a.iter().skip(1).step_by(2) {
+            // SAFETY: from into_handle, freed once.
             unsafe { free_handle(p) }.unwrap();
         }
-        for &p in unslotted.iter().skip(1).step_by(2) {
+        for &p in b.iter().skip(1).step_by(2) {
+            // SAFETY: from into_handle, freed once.
             unsafe { free_handle(p) }.unwrap();
         }
-        assert!(slotted.iter().all(|&p| check_live(p, "h").is_err()));
-        assert!(unslotted.iter().all(|&p| check_live(p, "h").is_err()));
+        assert!(a.iter().all(|&p| check_live(p, "h").is_err()));
+        assert!(b.iter().all(|&p| check_live(p, "h").is_err()));
     }
 }

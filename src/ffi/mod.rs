@@ -6,15 +6,20 @@
 //! Arguments are checked (NULL, sizes, overflow, alignment) before any work,
 //! and out-parameters are written only on success.
 
-#![allow(non_camel_case_types)] // C names: nnm_planner, nnm_plan_result, ...
+#![allow(non_camel_case_types)]
+// C names: nnm_planner, nnm_plan_result, ...
+// Every unsafe operation sits in its own `unsafe` block with a `// SAFETY:`
+// comment saying why it is sound, also inside `unsafe fn`s.
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod arena;
+pub(crate) mod args;
 pub mod cancel;
 pub mod error;
 pub mod handle;
 pub mod net;
 pub mod plan;
-pub mod status;
 pub mod text;
 
 pub use error::{nnm_last_error, nnm_status_str, nnm_version};

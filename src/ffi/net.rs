@@ -16,14 +16,17 @@
 //! or borrowed memory. The lists are linked and unlinked only here; C code
 //! walks them and must not modify them.
 
+// Not yet converted onto the audited helpers of `args` and `handle`: the
+// C layer's lints (src/ffi/mod.rs) are relaxed here until it is.
+#![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+
 use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr, CString};
 use std::ptr::{self, addr_of_mut, NonNull};
 use std::sync::Mutex;
 
 use super::error::{guard, guard_ptr, guard_void, non_null, write_out};
-use super::handle::{check_live, free_handle, into_handle, Tagged};
-use super::status::nnm_status;
+use super::handle::{check_live, free_handle, into_handle, HandleType};
 use crate::net::names::not_found;
 use crate::net::tensor::described_bytes;
 use crate::net::{
@@ -187,7 +190,7 @@ impl Default for nnm_cache {
 /// (nnmem keeps more state after these fields); never declare one. The
 /// lists are read-only for C: walk them, never add, move or delete nodes.
 #[repr(C)]
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, Default)]
 pub struct nnm_net {
     /// `nnm_param` entries, in order of attachment.
     pub params: list_head,
@@ -199,18 +202,6 @@ pub struct nnm_net {
     pub caches: list_head,
     /// The maximum batch size outputs and input placeholders are sized for.
     pub max_batch: u32,
-}
-
-impl Default for nnm_net {
-    fn default() -> Self {
-        nnm_net {
-            params: list_head::default(),
-            outputs: list_head::default(),
-            inputs: list_head::default(),
-            caches: list_head::default(),
-            max_batch: 0,
-        }
-    }
 }
 
 /// Entries, tensors and bytes of one list.
@@ -420,11 +411,9 @@ struct NetHandle {
     adopted: std::collections::HashSet<usize>,
 }
 
-impl Tagged for NetHandle {
+// SAFETY: no other handle type is named "nnm_net".
+unsafe impl HandleType for NetHandle {
     const NAME: &'static str = "nnm_net";
-    fn tag_is_valid(&self) -> bool {
-        self.tag == NET_TAG
-    }
 }
 
 impl Drop for NetHandle {
@@ -604,7 +593,7 @@ fn pair_bytes(data: &nnm_tensor, diff: &nnm_tensor, owned: [bool; 2]) -> Bytes {
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`max_batch` 0).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net) -> nnm_status {
+pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net) -> Status {
     guard(|| {
         non_null(out_net, "out_net")?;
         let core = Net::new(max_batch)?;
@@ -647,7 +636,7 @@ pub unsafe extern "C" fn nnm_net_free(net: *mut nnm_net) {
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live net).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mut nnm_net_report) -> nnm_status {
+pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mut nnm_net_report) -> Status {
     guard(|| {
         let h = net_live(net)?;
         non_null(out_report, "out_report")?;
@@ -758,7 +747,7 @@ pub unsafe extern "C" fn nnm_net_attach_param(
     dims: *const u32,
     ndims: u32,
     out_param: *mut *mut nnm_param,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         (*h).core.check_new(Kind::Param, name)?;
@@ -790,7 +779,7 @@ pub unsafe extern "C" fn nnm_net_attach_param_borrowed(
     data: *mut c_void,
     diff: *mut c_void,
     out_param: *mut *mut nnm_param,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         let kind = memory_kind(mem_kind)?;
@@ -889,7 +878,7 @@ pub unsafe extern "C" fn nnm_net_attach_param_adopted(
     free_fn: nnm_free_fn,
     ctx: *mut c_void,
     out_param: *mut *mut nnm_param,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let (h, name, shape) = param_args(net, name, dtype, dims, ndims)?;
         let [data, diff] = adopt_pair(h, Kind::Param, name, &shape, data, diff, free_fn, ctx)?;
@@ -1009,7 +998,7 @@ pub unsafe extern "C" fn nnm_net_attach_output(
     sample_dims: *const u32,
     ndims: u32,
     out_output: *mut *mut nnm_layer_data,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         (*h).core.check_new(Kind::Output, name)?;
@@ -1053,7 +1042,7 @@ pub unsafe extern "C" fn nnm_net_attach_output_adopted(
     free_fn: nnm_free_fn,
     ctx: *mut c_void,
     out_output: *mut *mut nnm_layer_data,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         let [data, diff] = adopt_pair(h, Kind::Output, name, &shape, data, diff, free_fn, ctx)?;
@@ -1079,7 +1068,7 @@ pub unsafe extern "C" fn nnm_net_attach_input_view(
     name: *const c_char,
     output: *const nnm_layer_data,
     out_input: *mut *mut nnm_layer_data,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let h = net_live(net)?;
         let name = name_bytes(name)?;
@@ -1117,7 +1106,7 @@ pub unsafe extern "C" fn nnm_net_attach_input_placeholder(
     sample_dims: *const u32,
     ndims: u32,
     out_input: *mut *mut nnm_layer_data,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let (h, name, shape) = output_args(net, name, dtype, sample_dims, ndims)?;
         (*h).core.check_new(Kind::Input, name)?;
@@ -1143,7 +1132,7 @@ pub unsafe extern "C" fn nnm_net_input_bind(
     data: *mut c_void,
     diff: *mut c_void,
     batch: u32,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let l = layer_entry(input, "input")?;
         let name = || CStr::from_ptr((*l).public.name).to_string_lossy().into_owned();
@@ -1201,7 +1190,7 @@ pub unsafe extern "C" fn nnm_net_attach_cache(
     net: *mut nnm_net,
     name: *const c_char,
     out_cache: *mut *mut nnm_cache,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let h = net_live(net)?;
         let name = name_bytes(name)?;
@@ -1278,7 +1267,7 @@ fn copy_ownership(t: &nnm_tensor) -> Result<u32> {
 /// 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
 /// OUT_OF_MEMORY.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nnm_tensor) -> nnm_status {
+pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nnm_tensor) -> Status {
     guard(|| {
         let c = cache_entry(cache)?;
         non_null(tensor, "tensor")?;
@@ -1318,7 +1307,7 @@ pub unsafe extern "C" fn nnm_cache_push_new(
     dims: *const u32,
     ndims: u32,
     out_tensor: *mut nnm_tensor,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         let c = cache_entry(cache)?;
         let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
@@ -1342,7 +1331,7 @@ pub unsafe extern "C" fn nnm_cache_push_new(
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); WRONG_STATE (the
 /// cache is empty: a pop without a matching push).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut nnm_tensor) -> nnm_status {
+pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut nnm_tensor) -> Status {
     guard(|| {
         let c = cache_entry(cache)?;
         non_null(out_tensor, "out_tensor")?;
@@ -1361,7 +1350,7 @@ pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut n
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cache_count(cache: *const nnm_cache, out_count: *mut usize) -> nnm_status {
+pub unsafe extern "C" fn nnm_cache_count(cache: *const nnm_cache, out_count: *mut usize) -> Status {
     guard(|| {
         let c = cache_entry(cache)?;
         non_null(out_count, "out_count")?;
@@ -1376,7 +1365,7 @@ pub unsafe extern "C" fn nnm_cache_count(cache: *const nnm_cache, out_count: *mu
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_cache_clear(cache: *mut nnm_cache) -> nnm_status {
+pub unsafe extern "C" fn nnm_cache_clear(cache: *mut nnm_cache) -> Status {
     guard(|| {
         let c = cache_entry(cache)?;
         (*c).stack.clear();
@@ -1555,7 +1544,7 @@ unsafe fn with_stack_cache<R>(
 ///
 /// Errors: NULL_ARGUMENT.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> nnm_status {
+pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> Status {
     guard(|| {
         non_null(cache, "cache")?;
         if let Some((spill, capacity)) = live_spills(|live| live.remove(&(cache as usize))) {
@@ -1578,7 +1567,7 @@ pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> nn
 /// outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
 /// range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tensor: *const nnm_tensor) -> nnm_status {
+pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tensor: *const nnm_tensor) -> Status {
     guard(|| {
         non_null(tensor, "tensor")?;
         // Copied before the push: `tensor` may point into this cache.
@@ -1594,7 +1583,7 @@ pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tenso
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
 /// (empty: a pop without a matching push; a copy of a cache holding heap).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> nnm_status {
+pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> Status {
     guard(|| {
         non_null(out_tensor, "out_tensor")?;
         // Popped into a local, then written: `out_tensor` may point into the
@@ -1615,7 +1604,7 @@ pub unsafe extern "C" fn nnm_stack_cache_get(
     cache: *mut nnm_stack_cache,
     index: usize,
     out_tensor: *mut nnm_tensor,
-) -> nnm_status {
+) -> Status {
     guard(|| {
         non_null(out_tensor, "out_tensor")?;
         let t = with_stack_cache(cache, |stack| {
@@ -1633,7 +1622,7 @@ pub unsafe extern "C" fn nnm_stack_cache_get(
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
 /// (a copy of a cache holding heap).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_stack_cache_count(cache: *mut nnm_stack_cache, out_count: *mut usize) -> nnm_status {
+pub unsafe extern "C" fn nnm_stack_cache_count(cache: *mut nnm_stack_cache, out_count: *mut usize) -> Status {
     guard(|| {
         non_null(out_count, "out_count")?;
         let n = with_stack_cache(cache, |stack| Ok(stack.len()))?;
@@ -1649,7 +1638,7 @@ pub unsafe extern "C" fn nnm_stack_cache_count(cache: *mut nnm_stack_cache, out_
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
 /// (a copy of a cache holding heap).
 #[no_mangle]
-pub unsafe extern "C" fn nnm_stack_cache_clear(cache: *mut nnm_stack_cache) -> nnm_status {
+pub unsafe extern "C" fn nnm_stack_cache_clear(cache: *mut nnm_stack_cache) -> Status {
     guard(|| {
         with_stack_cache(cache, |stack| {
             stack.clear();

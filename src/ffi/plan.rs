@@ -6,13 +6,13 @@ use std::ffi::c_char;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
 
+use super::args::{c_name, opt_out_param, out_param, read_str, slice_in, slice_out};
 use super::cancel::{nnm_cancel_token, token_ref};
-use super::error::{guard, guard_void, non_null, read_str, write_out};
-use super::handle::{free_handle, into_handle, value_mut, value_ref, Tagged};
-use super::status::nnm_status;
+use super::error::{guard, guard_void};
+use super::handle::{free_handle, into_handle, value_mut, value_ref, HandleType};
 use super::text::copy_text;
 use crate::plan::{validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner, Verdict};
-use crate::status::Error;
+use crate::status::{Error, Status};
 
 /// `first_use` and `last_use` of a buffer that is never used (TFLite
 /// Micro's convention). Equals `crate::plan::UNUSED_STEP`. The C macro is
@@ -32,7 +32,6 @@ const _: () = assert!(NNM_DEFAULT_WORK_LIMIT == crate::plan::DEFAULT_WORK_LIMIT)
 /// planner it returns INVALID_ARGUMENT without reading it, unless a new
 /// planner took over its address (that is the planner it then acts on).
 pub struct nnm_planner {
-    tag: u64,
     planner: Planner,
     /// The token's flag, held weakly: freeing the token detaches it. Lent
     /// to the core planner only while `nnm_planner_plan` runs.
@@ -42,13 +41,9 @@ pub struct nnm_planner {
     requested_bytes: u64,
 }
 
-const PLANNER_TAG: u64 = 0x6e6e_6d5f_706c_616e; // "nnm_plan"
-
-impl Tagged for nnm_planner {
+// SAFETY: no other handle type is named "nnm_planner".
+unsafe impl HandleType for nnm_planner {
     const NAME: &'static str = "nnm_planner";
-    fn tag_is_valid(&self) -> bool {
-        self.tag == PLANNER_TAG
-    }
 }
 
 /// Summary of the last plan.
@@ -146,25 +141,47 @@ pub struct nnm_validation {
 /// purpose). An overlap involving a buffer not marked fixed still does.
 pub const NNM_VALIDATE_TRUST_FIXED: u32 = 1;
 
+/// The planner behind a handle, for changing it (NULL, registry and tag
+/// checked).
+///
+/// # Safety
+/// `p` must be NULL, a freed planner, or a live planner no other call uses.
 #[inline]
 unsafe fn planner_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut Planner> {
-    value_mut(p, "planner").map(|h| &mut h.planner)
+    // SAFETY: the caller's promise is `value_mut`'s.
+    unsafe { value_mut(p, "planner") }.map(|h| &mut h.planner)
 }
 
+/// The handle itself, for changing its fields besides the planner.
+///
+/// # Safety
+/// As [`planner_mut`].
 #[inline]
 unsafe fn handle_mut<'a>(p: *mut nnm_planner) -> crate::Result<&'a mut nnm_planner> {
-    value_mut(p, "planner")
+    // SAFETY: the caller's promise is `value_mut`'s.
+    unsafe { value_mut(p, "planner") }
 }
 
 /// The planner behind `p` and the bytes its buffers asked for (before the
 /// alignment rounding), for recording a committed plan.
+///
+/// # Safety
+/// `p` must be NULL, a freed planner, or a live planner no call changes
+/// while the result is used.
 pub(crate) unsafe fn planner_requested<'a>(p: *const nnm_planner) -> crate::Result<(&'a Planner, u64)> {
-    value_ref(p, "planner").map(|h| (&h.planner, h.requested_bytes))
+    // SAFETY: the caller's promise is `value_ref`'s.
+    unsafe { value_ref(p, "planner") }.map(|h| (&h.planner, h.requested_bytes))
 }
 
+/// The planner behind a handle, for reading (NULL, registry and tag
+/// checked).
+///
+/// # Safety
+/// As [`planner_requested`].
 #[inline]
 pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a Planner> {
-    value_ref(p, "planner").map(|h| &h.planner)
+    // SAFETY: the caller's promise is `value_ref`'s.
+    unsafe { value_ref(p, "planner") }.map(|h| &h.planner)
 }
 
 /// Looks an algorithm up by name ("auto", "tflm", "linear",
@@ -173,12 +190,18 @@ pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
 /// lists the known ones).
+///
+/// # Safety
+/// `name` must be NULL or a NUL-terminated string. `out_algorithm` must be NULL
+/// or valid for writing one value.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_algorithm_from_name(name: *const c_char, out_algorithm: *mut u32) -> nnm_status {
+pub unsafe extern "C" fn nnm_algorithm_from_name(name: *const c_char, out_algorithm: *mut u32) -> Status {
     guard(|| {
-        non_null(out_algorithm, "out_algorithm")?;
-        let algorithm = Algorithm::from_name(read_str(name, "name")?)?;
-        write_out(out_algorithm, algorithm as u32);
+        // SAFETY: the caller promises `out_algorithm` is NULL or valid for one write.
+        let out_algorithm = unsafe { out_param(out_algorithm, "out_algorithm") }?;
+        // SAFETY: `name` is NULL or a NUL-terminated string (the caller's contract).
+        let algorithm = Algorithm::from_name(unsafe { read_str(name, "name") }?)?;
+        out_algorithm.write(algorithm as u32);
         Ok(())
     })
 }
@@ -187,22 +210,7 @@ pub unsafe extern "C" fn nnm_algorithm_from_name(name: *const c_char, out_algori
 /// Static; never freed.
 #[no_mangle]
 pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
-    const NAMES: [&str; 10] = [
-        "auto\0",
-        "tflm\0",
-        "linear\0",
-        "size-first-fit\0",
-        "size-best-fit\0",
-        "lifetime-first-fit\0",
-        "live-step\0",
-        "conflict\0",
-        "exact\0",
-        "floor-first\0",
-    ];
-    match NAMES.get(algorithm as usize) {
-        Some(n) => n.as_ptr().cast(),
-        None => std::ptr::null(),
-    }
+    c_name::<Algorithm>(algorithm)
 }
 
 /// Creates a planner: algorithm AUTO, alignment 1, no capacity, the default
@@ -211,31 +219,46 @@ pub extern "C" fn nnm_algorithm_name(algorithm: u32) -> *const c_char {
 /// it with `nnm_planner_free`.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `out_planner` must be NULL or valid for writing one value.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_new(out_planner: *mut *mut nnm_planner) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_new(out_planner: *mut *mut nnm_planner) -> Status {
     guard(|| {
-        non_null(out_planner, "out_planner")?;
-        let handle =
-            into_handle(nnm_planner { tag: PLANNER_TAG, planner: Planner::new(), cancel: None, requested_bytes: 0 });
-        write_out(out_planner, handle);
+        // SAFETY: the caller promises `out_planner` is NULL or valid for one write.
+        let out_planner = unsafe { out_param(out_planner, "out_planner") }?;
+        let handle = into_handle(nnm_planner { planner: Planner::new(), cancel: None, requested_bytes: 0 });
+        out_planner.write(handle);
         Ok(())
     })
 }
 
 /// Frees a planner. NULL is a no-op; a double free is detected, reported
 /// through `nnm_last_error()` and otherwise ignored.
+///
+/// # Safety
+/// `planner` must be NULL or a pointer from `nnm_planner_new`; a freed or
+/// foreign pointer is reported, not freed. No other call may use the planner
+/// meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_free(planner: *mut nnm_planner) {
-    guard_void(|| free_handle(planner))
+    // SAFETY: `free_handle` frees only what the registry holds as a live
+    // planner; the caller promises no other call is using it.
+    guard_void(|| unsafe { free_handle(planner) })
 }
 
 /// Selects the algorithm (an `nnm_algorithm` value) for the next plan.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown value.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_algorithm(planner: *mut nnm_planner, algorithm: u32) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_algorithm(planner: *mut nnm_planner, algorithm: u32) -> Status {
     guard(|| {
-        let p = planner_mut(planner)?;
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        let p = unsafe { planner_mut(planner) }?;
         p.set_algorithm(Algorithm::from_value(algorithm)?);
         Ok(())
     })
@@ -244,11 +267,18 @@ pub unsafe extern "C" fn nnm_planner_set_algorithm(planner: *mut nnm_planner, al
 /// Selects the algorithm by name (see `nnm_algorithm_from_name`).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile. `name`
+/// must be NULL or a NUL-terminated string.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_algorithm_name(planner: *mut nnm_planner, name: *const c_char) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_algorithm_name(planner: *mut nnm_planner, name: *const c_char) -> Status {
     guard(|| {
-        let p = planner_mut(planner)?;
-        p.set_algorithm(Algorithm::from_name(read_str(name, "name")?)?);
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        let p = unsafe { planner_mut(planner) }?;
+        // SAFETY: `name` is NULL or a NUL-terminated string (the caller's contract).
+        p.set_algorithm(Algorithm::from_name(unsafe { read_str(name, "name") }?)?);
         Ok(())
     })
 }
@@ -258,9 +288,16 @@ pub unsafe extern "C" fn nnm_planner_set_algorithm_name(planner: *mut nnm_planne
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a power of two),
 /// WRONG_STATE (buffers already added).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_alignment(planner: *mut nnm_planner, alignment: u64) -> nnm_status {
-    guard(|| planner_mut(planner)?.set_alignment(alignment))
+pub unsafe extern "C" fn nnm_planner_set_alignment(planner: *mut nnm_planner, alignment: u64) -> Status {
+    guard(|| {
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        unsafe { planner_mut(planner) }?.set_alignment(alignment)
+    })
 }
 
 /// Sets the capacity the plan must fit; 0 means no capacity. When the best
@@ -268,10 +305,15 @@ pub unsafe extern "C" fn nnm_planner_set_alignment(planner: *mut nnm_planner, al
 /// the lower bound is refused by `nnm_planner_plan` at once, without planning.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, capacity_bytes: u64) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, capacity_bytes: u64) -> Status {
     guard(|| {
-        planner_mut(planner)?.set_capacity((capacity_bytes != 0).then_some(capacity_bytes));
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        unsafe { planner_mut(planner) }?.set_capacity((capacity_bytes != 0).then_some(capacity_bytes));
         Ok(())
     })
 }
@@ -283,19 +325,31 @@ pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, cap
 /// setting that makes the plan depend on the machine's speed.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (zero, negative, NaN, infinite).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_time_limit(planner: *mut nnm_planner, seconds: f64) -> nnm_status {
-    guard(|| planner_mut(planner)?.set_time_limit_secs(seconds))
+pub unsafe extern "C" fn nnm_planner_set_time_limit(planner: *mut nnm_planner, seconds: f64) -> Status {
+    guard(|| {
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        unsafe { planner_mut(planner) }?.set_time_limit_secs(seconds)
+    })
 }
 
 /// Caps the nodes a search explores (0: no cap, the default). Like the work
 /// limit, a node limit gives the same plan on any machine.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, max_nodes: u64) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, max_nodes: u64) -> Status {
     guard(|| {
-        planner_mut(planner)?.set_node_limit((max_nodes != 0).then_some(max_nodes));
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        unsafe { planner_mut(planner) }?.set_node_limit((max_nodes != 0).then_some(max_nodes));
         Ok(())
     })
 }
@@ -312,10 +366,15 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
 /// models finish far below it.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_work_limit(planner: *mut nnm_planner, max_units: u64) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_work_limit(planner: *mut nnm_planner, max_units: u64) -> Status {
     guard(|| {
-        planner_mut(planner)?.set_work_limit((max_units != 0).then_some(max_units));
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        unsafe { planner_mut(planner) }?.set_work_limit((max_units != 0).then_some(max_units));
         Ok(())
     })
 }
@@ -327,14 +386,22 @@ pub unsafe extern "C" fn nnm_planner_set_work_limit(planner: *mut nnm_planner, m
 /// token (a plan already running keeps watching it until it returns).
 ///
 /// Errors: NULL_ARGUMENT (planner), INVALID_ARGUMENT (not a live token).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile. `token`
+/// must be NULL or a token from `nnm_cancel_token_new` (a freed one is refused
+/// without being read).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_cancel_token(
     planner: *mut nnm_planner,
     token: *const nnm_cancel_token,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let h = handle_mut(planner)?;
-        h.cancel = if token.is_null() { None } else { Some(Arc::downgrade(&token_ref(token)?.flag)) };
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        let h = unsafe { handle_mut(planner) }?;
+        // SAFETY: `token` is NULL, a freed token (refused unread) or a live one.
+        h.cancel = if token.is_null() { None } else { Some(Arc::downgrade(&unsafe { token_ref(token) }?.flag)) };
         Ok(())
     })
 }
@@ -353,10 +420,15 @@ pub unsafe extern "C" fn nnm_planner_set_cancel_token(
 /// lower bound (`nnm_planner_lower_bound` too) and the algorithms then see.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`trust` not 0 or 1).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_set_trust_fixed(planner: *mut nnm_planner, trust: u8) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_set_trust_fixed(planner: *mut nnm_planner, trust: u8) -> Status {
     guard(|| {
-        let p = planner_mut(planner)?;
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        let p = unsafe { planner_mut(planner) }?;
         if trust > 1 {
             return Err(Error::invalid(format!("trust {trust} must be 0 (off) or 1 (on)")));
         }
@@ -377,6 +449,11 @@ pub unsafe extern "C" fn nnm_planner_set_trust_fixed(planner: *mut nnm_planner, 
 /// `offset + size` of a fixed buffer, pass 2^64 - 1: this bound keeps every
 /// algorithm's arithmetic within 64 bits), WRONG_STATE (already planned;
 /// reset first).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
+/// `out_index` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_add_buffer(
     planner: *mut nnm_planner,
@@ -384,13 +461,15 @@ pub unsafe extern "C" fn nnm_planner_add_buffer(
     first_use: i64,
     last_use: i64,
     out_index: *mut usize,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let h = handle_mut(planner)?;
+        // SAFETY: `planner` is a planner handle used by no other call, or
+        // NULL or freed (refused unread); `out_index` is NULL or writable.
+        let (h, out_index) = unsafe { (handle_mut(planner)?, opt_out_param(out_index, "out_index")?) };
         let index = h.planner.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, None)?;
         h.requested_bytes = h.requested_bytes.saturating_add(size);
-        if !out_index.is_null() {
-            write_out(out_index, index);
+        if let Some(out) = out_index {
+            out.write(index);
         }
         Ok(())
     })
@@ -406,6 +485,11 @@ pub unsafe extern "C" fn nnm_planner_add_buffer(
 /// buffer's `offset + size` as a fixed end), plus INVALID_ARGUMENT for an
 /// unaligned offset and OVERFLOW when `offset + size` (size rounded up)
 /// passes 2^64 - 1.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
+/// `out_index` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
     planner: *mut nnm_planner,
@@ -414,13 +498,15 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
     last_use: i64,
     offset: u64,
     out_index: *mut usize,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let h = handle_mut(planner)?;
+        // SAFETY: `planner` is a planner handle used by no other call, or
+        // NULL or freed (refused unread); `out_index` is NULL or writable.
+        let (h, out_index) = unsafe { (handle_mut(planner)?, opt_out_param(out_index, "out_index")?) };
         let index = h.planner.add_buffer(size, Lifetime::inclusive(first_use, last_use)?, Some(offset))?;
         h.requested_bytes = h.requested_bytes.saturating_add(size);
-        if !out_index.is_null() {
-            write_out(out_index, index);
+        if let Some(out) = out_index {
+            out.write(index);
         }
         Ok(())
     })
@@ -439,10 +525,15 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
 /// plan: the message reads "capacity Y B is below the lower bound L B: no
 /// plan fits", the planner stays collecting (buffers may be added, the
 /// capacity raised) and `nnm_planner_lower_bound` gives L.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_plan(planner: *mut nnm_planner) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_plan(planner: *mut nnm_planner) -> Status {
     guard(|| {
-        let h = handle_mut(planner)?;
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        let h = unsafe { handle_mut(planner) }?;
         // The token's flag is lent for this plan only, so that freeing the
         // token (which drops the only other reference) detaches it. Taken
         // back first in case a panic cut the last plan short.
@@ -462,16 +553,23 @@ pub unsafe extern "C" fn nnm_planner_plan(planner: *mut nnm_planner) -> nnm_stat
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT (index
 /// out of range).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_offset` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_get_offset(
     planner: *const nnm_planner,
     index: usize,
     out_offset: *mut u64,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let p = planner_ref(planner)?;
-        non_null(out_offset, "out_offset")?;
-        write_out(out_offset, p.offset(index)?);
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let p = unsafe { planner_ref(planner) }?;
+        // SAFETY: the caller promises `out_offset` is NULL or valid for one write.
+        let out_offset = unsafe { out_param(out_offset, "out_offset") }?;
+        out_offset.write(p.offset(index)?);
         Ok(())
     })
 }
@@ -481,14 +579,20 @@ pub unsafe extern "C" fn nnm_planner_get_offset(
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT
 /// (count differs from the buffer count).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_offsets` must be NULL or valid for writing `count` values.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_get_offsets(
     planner: *const nnm_planner,
     out_offsets: *mut u64,
     count: usize,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let p = planner_ref(planner)?;
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let p = unsafe { planner_ref(planner) }?;
         let outcome = p.planned()?;
         if count != outcome.offsets.len() {
             return Err(Error::invalid(format!(
@@ -499,8 +603,9 @@ pub unsafe extern "C" fn nnm_planner_get_offsets(
         if count == 0 {
             return Ok(());
         }
-        non_null(out_offsets, "out_offsets")?;
-        std::slice::from_raw_parts_mut(out_offsets, count).copy_from_slice(&outcome.offsets);
+        // SAFETY: the caller promises `out_offsets` is NULL or writable for
+        // `count` values.
+        unsafe { slice_out(out_offsets, count, "out_offsets") }?.copy_from_slice(&outcome.offsets);
         Ok(())
     })
 }
@@ -508,34 +613,38 @@ pub unsafe extern "C" fn nnm_planner_get_offsets(
 /// Writes the summary of the last plan (also after DOES_NOT_FIT).
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_result` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_get_result(
     planner: *const nnm_planner,
     out_result: *mut nnm_plan_result,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let p = planner_ref(planner)?;
-        non_null(out_result, "out_result")?;
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let p = unsafe { planner_ref(planner) }?;
+        // SAFETY: the caller promises `out_result` is NULL or valid for one write.
+        let out_result = unsafe { out_param(out_result, "out_result") }?;
         let o = p.planned()?;
-        write_out(
-            out_result,
-            nnm_plan_result {
-                peak_bytes: o.peak,
-                lower_bound_bytes: o.lower_bound,
-                buffer_count: o.offsets.len() as u64,
-                best_lower_bound_bytes: o.best_bound,
-                plan_time_ns: u64::try_from(o.elapsed.as_nanos()).unwrap_or(u64::MAX),
-                search_nodes: o.nodes,
-                algorithm: o.algorithm as u32,
-                proven_optimal: o.proven_optimal as u8,
-                fits: o.fits as u8,
-                time_limit_cut: o.time_limit_cut as u8,
-                fixed_overlap_count: o.fixed_overlaps.count,
-                fixed_overlap_first: o.fixed_overlaps.first.map_or(0, |f| f.first as u64),
-                fixed_overlap_second: o.fixed_overlaps.first.map_or(0, |f| f.second as u64),
-                fixed_overlap_step: o.fixed_overlaps.first.map_or(0, |f| f.step),
-            },
-        );
+        out_result.write(nnm_plan_result {
+            peak_bytes: o.peak,
+            lower_bound_bytes: o.lower_bound,
+            buffer_count: o.offsets.len() as u64,
+            best_lower_bound_bytes: o.best_bound,
+            plan_time_ns: u64::try_from(o.elapsed.as_nanos()).unwrap_or(u64::MAX),
+            search_nodes: o.nodes,
+            algorithm: o.algorithm as u32,
+            proven_optimal: o.proven_optimal as u8,
+            fits: o.fits as u8,
+            time_limit_cut: o.time_limit_cut as u8,
+            fixed_overlap_count: o.fixed_overlaps.count,
+            fixed_overlap_first: o.fixed_overlaps.first.map_or(0, |f| f.first as u64),
+            fixed_overlap_second: o.fixed_overlaps.first.map_or(0, |f| f.second as u64),
+            fixed_overlap_step: o.fixed_overlaps.first.map_or(0, |f| f.step),
+        });
         Ok(())
     })
 }
@@ -546,12 +655,19 @@ pub unsafe extern "C" fn nnm_planner_get_result(
 /// when they overlap.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_bytes` must be NULL or valid for writing one value.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_lower_bound(planner: *const nnm_planner, out_bytes: *mut u64) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_lower_bound(planner: *const nnm_planner, out_bytes: *mut u64) -> Status {
     guard(|| {
-        let p = planner_ref(planner)?;
-        non_null(out_bytes, "out_bytes")?;
-        write_out(out_bytes, p.lower_bound());
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let p = unsafe { planner_ref(planner) }?;
+        // SAFETY: the caller promises `out_bytes` is NULL or valid for one write.
+        let out_bytes = unsafe { out_param(out_bytes, "out_bytes") }?;
+        out_bytes.write(p.lower_bound());
         Ok(())
     })
 }
@@ -560,12 +676,19 @@ pub unsafe extern "C" fn nnm_planner_lower_bound(planner: *const nnm_planner, ou
 /// is the capacity that would have sufficed for that plan.
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_bytes` must be NULL or valid for writing one value.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_required_bytes(planner: *const nnm_planner, out_bytes: *mut u64) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_required_bytes(planner: *const nnm_planner, out_bytes: *mut u64) -> Status {
     guard(|| {
-        let p = planner_ref(planner)?;
-        non_null(out_bytes, "out_bytes")?;
-        write_out(out_bytes, p.planned()?.peak);
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let p = unsafe { planner_ref(planner) }?;
+        // SAFETY: the caller promises `out_bytes` is NULL or valid for one write.
+        let out_bytes = unsafe { out_param(out_bytes, "out_bytes") }?;
+        out_bytes.write(p.planned()?.peak);
         Ok(())
     })
 }
@@ -573,12 +696,19 @@ pub unsafe extern "C" fn nnm_planner_required_bytes(planner: *const nnm_planner,
 /// Writes the number of buffers added.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_count` must be NULL or valid for writing one value.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, out_count: *mut usize) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, out_count: *mut usize) -> Status {
     guard(|| {
-        let p = planner_ref(planner)?;
-        non_null(out_count, "out_count")?;
-        write_out(out_count, p.buffer_count());
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let p = unsafe { planner_ref(planner) }?;
+        // SAFETY: the caller promises `out_count` is NULL or valid for one write.
+        let out_count = unsafe { out_param(out_count, "out_count") }?;
+        out_count.write(p.buffer_count());
         Ok(())
     })
 }
@@ -587,10 +717,15 @@ pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, o
 /// trust-fixed and the time, node and work limits.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> nnm_status {
+pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> Status {
     guard(|| {
-        let h = handle_mut(planner)?;
+        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
+        let h = unsafe { handle_mut(planner) }?;
         h.planner.reset();
         h.requested_bytes = 0;
         Ok(())
@@ -606,16 +741,24 @@ pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> nnm_sta
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned), BUFFER_TOO_SMALL (the
 /// message gives the size needed; nothing is written).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile. `buf` must
+/// be NULL or valid for writing `len` bytes. `out_written` must be NULL or
+/// valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_draw(
     planner: *const nnm_planner,
     buf: *mut c_char,
     len: usize,
     out_written: *mut usize,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        let text = planner_ref(planner)?.draw()?;
-        copy_text(&text, buf, len, out_written, "picture")
+        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
+        let text = unsafe { planner_ref(planner) }?.draw()?;
+        // SAFETY: `buf` is NULL or writable for `len` bytes and `out_written` NULL or writable (the caller's contract).
+        unsafe { copy_text(&text, buf, len, out_written, "picture") }
     })
 }
 
@@ -630,19 +773,23 @@ pub unsafe extern "C" fn nnm_planner_draw(
 /// INVALID_ARGUMENT (a buffer's lifetime is malformed), OVERFLOW
 /// (`count` too large, a `last_use` of INT64_MAX, or `offset + size`
 /// overflows for any buffer, used or not).
+///
+/// # Safety
+/// `buffers` must be NULL or point to `count` readable entries. `out` must be
+/// NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_plan_validate(
     buffers: *const nnm_plan_buffer,
     count: usize,
     out: *mut nnm_validation,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        non_null(out, "out")?;
-        // SAFETY: the caller passes `count` readable entries (checked for
-        // NULL and size there).
-        let (specs, offsets) = read_plan(buffers, count)?;
+        // SAFETY: the caller promises `out` is NULL or valid for one write.
+        let out = unsafe { out_param(out, "out") }?;
+        // SAFETY: `buffers` is NULL or points to `count` readable entries (the caller's contract).
+        let (specs, offsets) = unsafe { read_plan(buffers, count) }?;
         let verdict = check_plan(&specs, &offsets, &vec![false; count], false)?;
-        write_out(out, verdict);
+        out.write(verdict);
         Ok(())
     })
 }
@@ -663,6 +810,11 @@ pub unsafe extern "C" fn nnm_plan_validate(
 ///
 /// Errors: as `nnm_plan_validate`, plus INVALID_ARGUMENT for an `is_fixed`
 /// entry other than 0 or 1 and for unknown bits in `flags`.
+///
+/// # Safety
+/// `buffers` must be NULL or point to `count` readable entries. `is_fixed` must
+/// be NULL or point to `count` readable bytes. `out` must be NULL or valid for
+/// writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_plan_validate_ex(
     buffers: *const nnm_plan_buffer,
@@ -670,24 +822,23 @@ pub unsafe extern "C" fn nnm_plan_validate_ex(
     is_fixed: *const u8,
     flags: u32,
     out: *mut nnm_validation,
-) -> nnm_status {
+) -> Status {
     guard(|| {
-        non_null(out, "out")?;
+        // SAFETY: the caller promises `out` is NULL or valid for one write.
+        let out = unsafe { out_param(out, "out") }?;
         if flags & !NNM_VALIDATE_TRUST_FIXED != 0 {
             return Err(Error::invalid(format!(
                 "unknown flags 0x{:x} (known: NNM_VALIDATE_TRUST_FIXED = 0x{NNM_VALIDATE_TRUST_FIXED:x})",
                 flags & !NNM_VALIDATE_TRUST_FIXED
             )));
         }
-        // SAFETY: the caller passes `count` readable entries (checked for
-        // NULL and size there).
-        let (specs, offsets) = read_plan(buffers, count)?;
-        let marks: &[u8] = if is_fixed.is_null() || count == 0 {
+        // SAFETY: `buffers` is NULL or points to `count` readable entries (the caller's contract).
+        let (specs, offsets) = unsafe { read_plan(buffers, count) }?;
+        let marks: &[u8] = if is_fixed.is_null() {
             &[]
         } else {
-            // SAFETY: non-NULL and, per the contract, `count` readable
-            // bytes; `count` fits isize (checked by `read_plan`).
-            std::slice::from_raw_parts(is_fixed, count)
+            // SAFETY: the caller promises `count` readable bytes at `is_fixed`.
+            unsafe { slice_in(is_fixed, count, "is_fixed") }?
         };
         if let Some(i) = marks.iter().position(|&m| m > 1) {
             return Err(Error::invalid(format!("is_fixed[{i}] is {}; it must be 0 or 1", marks[i])));
@@ -695,7 +846,7 @@ pub unsafe extern "C" fn nnm_plan_validate_ex(
         let fixed: Vec<bool> =
             if marks.is_empty() { vec![false; count] } else { marks.iter().map(|&m| m == 1).collect() };
         let verdict = check_plan(&specs, &offsets, &fixed, flags & NNM_VALIDATE_TRUST_FIXED != 0)?;
-        write_out(out, verdict);
+        out.write(verdict);
         Ok(())
     })
 }
@@ -703,19 +854,10 @@ pub unsafe extern "C" fn nnm_plan_validate_ex(
 /// Reads `count` plan entries into buffers and offsets.
 ///
 /// # Safety
-/// `buffers` is NULL or points to `count` readable entries.
+/// `buffers` must be NULL or point to `count` readable entries.
 unsafe fn read_plan(buffers: *const nnm_plan_buffer, count: usize) -> crate::Result<(Vec<Buffer>, Vec<u64>)> {
-    if count > isize::MAX as usize / std::mem::size_of::<nnm_plan_buffer>() {
-        return Err(Error::overflow(format!("count {count} is too large")));
-    }
-    let items: &[nnm_plan_buffer] = if count == 0 {
-        &[]
-    } else {
-        non_null(buffers, "buffers")?;
-        // SAFETY: non-NULL, `count` entries by the caller's contract, and the
-        // byte length fits isize (checked above).
-        std::slice::from_raw_parts(buffers, count)
-    };
+    // SAFETY: the caller promises `count` readable entries at `buffers`.
+    let items = unsafe { slice_in(buffers, count, "buffers") }?;
     let mut specs = Vec::with_capacity(count);
     let mut offsets = Vec::with_capacity(count);
     for (i, b) in items.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use std::ffi::{c_char, c_void, CString};
 
-use super::error::{non_null, write_out};
+use super::args::{non_null, null_argument, out_param, slice_out};
 use crate::status::{Error, Result, Status};
 
 /// A callback receiving text: `text` points to `len` bytes followed by a
@@ -25,10 +25,11 @@ pub(crate) unsafe fn copy_text(
     out_written: *mut usize,
     what: &str,
 ) -> Result<()> {
-    non_null(out_written, "out_written")?;
+    // SAFETY: the caller promises `out_written` is NULL or writable.
+    let out = unsafe { out_param(out_written, "out_written") }?;
     let needed = text.len() + 1;
     if buf.is_null() && len == 0 {
-        write_out(out_written, needed);
+        out.write(needed);
         return Ok(());
     }
     non_null(buf, "buf")?;
@@ -38,22 +39,26 @@ pub(crate) unsafe fn copy_text(
             format!("{what} needs {needed} B (NUL included), buffer has {len} B"),
         ));
     }
-    let dst = std::slice::from_raw_parts_mut(buf.cast::<u8>(), needed);
+    // SAFETY: the caller promises `buf` is writable for `len` >= `needed`
+    // bytes; c_char and u8 have the same size and alignment.
+    let dst = unsafe { slice_out(buf.cast::<u8>(), needed, "buf") }?;
     dst[..text.len()].copy_from_slice(text.as_bytes());
     dst[text.len()] = 0;
-    write_out(out_written, needed);
+    out.write(needed);
     Ok(())
 }
 
 /// Calls `write` once per line of `text` (each with its '\n').
 ///
 /// # Safety
-/// `write` must be safe to call with `user`.
+/// `write` must be safe to call with `user` and a NUL-terminated line.
 pub(crate) unsafe fn emit_lines(text: &str, write: nnm_write_fn, user: *mut c_void) -> Result<()> {
-    let write = write.ok_or_else(|| Error::new(Status::NullArgument, "write is NULL"))?;
+    let write = write.ok_or_else(|| null_argument("write"))?;
     for line in text.split_inclusive('\n') {
         let c = CString::new(line).map_err(|_| Error::invalid("report text contains a NUL byte"))?;
-        write(user, c.as_ptr(), line.len());
+        // SAFETY: the caller promises `write` may be called with `user`; the
+        // line is NUL-terminated and lives until the call returns.
+        unsafe { write(user, c.as_ptr(), line.len()) };
     }
     Ok(())
 }

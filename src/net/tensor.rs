@@ -1,6 +1,7 @@
 //! Tensor descriptions: element types, memory kinds, ownership, and shapes
 //! whose byte sizes are checked for overflow once, when they are made.
 
+use crate::names::c_enum;
 use crate::status::{Error, Result};
 
 /// Most dimensions a tensor has (C: `NNM_MAX_DIMS`).
@@ -30,13 +31,16 @@ pub enum Dtype {
     I64 = 8,
 }
 
-const DTYPES: [Dtype; 9] =
-    [Dtype::F32, Dtype::F64, Dtype::F16, Dtype::Bf16, Dtype::I8, Dtype::U8, Dtype::I16, Dtype::I32, Dtype::I64];
+c_enum! {
+    Dtype, "dtype",
+    value_error(value) => format!("dtype {value} is not an nnm_dtype (0..={})", Dtype::ALL.len() - 1),
+    { F32 = "f32", F64 = "f64", F16 = "f16", Bf16 = "bf16", I8 = "i8", U8 = "u8", I16 = "i16", I32 = "i32", I64 = "i64" }
+}
 
 impl Dtype {
     /// Every element type, in numeric order.
     pub fn all() -> &'static [Dtype] {
-        &DTYPES
+        Dtype::ALL
     }
 
     /// Bytes per element.
@@ -47,14 +51,6 @@ impl Dtype {
             Dtype::F32 | Dtype::I32 => 4,
             Dtype::F64 | Dtype::I64 => 8,
         }
-    }
-
-    /// The element type of a C `nnm_dtype` value.
-    pub fn from_value(value: u32) -> Result<Dtype> {
-        DTYPES
-            .get(value as usize)
-            .copied()
-            .ok_or_else(|| Error::invalid(format!("dtype {value} is not an nnm_dtype (0..={})", DTYPES.len() - 1)))
     }
 }
 
@@ -70,16 +66,10 @@ pub enum MemKind {
     Placeholder = 2,
 }
 
-impl MemKind {
-    /// The memory kind of a C `nnm_mem_kind` value.
-    pub fn from_value(value: u32) -> Result<MemKind> {
-        match value {
-            0 => Ok(MemKind::Host),
-            1 => Ok(MemKind::Device),
-            2 => Ok(MemKind::Placeholder),
-            _ => Err(Error::invalid(format!("memory kind {value} is not an nnm_mem_kind (0..=2)"))),
-        }
-    }
+c_enum! {
+    MemKind, "memory kind",
+    value_error(value) => format!("memory kind {value} is not an nnm_mem_kind (0..={})", MemKind::ALL.len() - 1),
+    { Host = "host", Device = "device", Placeholder = "placeholder" }
 }
 
 /// Who owns a tensor's buffer (C: `nnm_ownership`). Only `Owned` buffers
@@ -97,17 +87,13 @@ pub enum Ownership {
     Borrowed = 2,
 }
 
-impl Ownership {
-    /// The ownership of a C `nnm_ownership` value.
-    pub fn from_value(value: u32) -> Result<Ownership> {
-        match value {
-            0 => Ok(Ownership::Owned),
-            1 => Ok(Ownership::View),
-            2 => Ok(Ownership::Borrowed),
-            _ => Err(Error::invalid(format!("ownership {value} is not an nnm_ownership (0..=2)"))),
-        }
-    }
+c_enum! {
+    Ownership, "ownership",
+    value_error(value) => format!("ownership {value} is not an nnm_ownership (0..={})", Ownership::ALL.len() - 1),
+    { Owned = "owned", View = "view", Borrowed = "borrowed" }
+}
 
+impl Ownership {
     /// The ownership of a shallow copy of a tensor with this ownership: a
     /// copy of an owned tensor is a view of it; a copy of a view or of
     /// borrowed memory stays what it was. A copy never owns.

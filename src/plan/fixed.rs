@@ -377,7 +377,7 @@ mod tests {
         for round in 0..120 {
             let problem = overlapping_problem(&mut rng, 2 + round % 18);
             let is_fixed: Vec<bool> = problem.buffers().iter().map(|b| b.fixed_offset.is_some()).collect();
-            for algorithm in Algorithm::all() {
+            for &algorithm in Algorithm::all() {
                 let mut planner = Planner::new();
                 planner.set_alignment(8).unwrap();
                 planner.set_algorithm(algorithm);

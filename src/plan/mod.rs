@@ -529,7 +529,7 @@ mod tests {
 
     #[test]
     fn trusted_overlapping_fixed_buffers_are_planned_around_by_every_algorithm() {
-        for algorithm in Algorithm::all() {
+        for &algorithm in Algorithm::all() {
             let mut p = Planner::new();
             p.set_algorithm(algorithm);
             overlapping_offline_plan(&mut p);

@@ -20,7 +20,7 @@ struct TestNet(*mut nnm_net);
 impl TestNet {
     fn new(max_batch: u32) -> Self {
         let mut n = ptr::null_mut();
-        assert_eq!(unsafe { nnm_net_new(max_batch, &mut n) }, nnm_status::NNM_OK);
+        assert_eq!(unsafe { nnm_net_new(max_batch, &mut n) }, Status::Ok);
         TestNet(n)
     }
 
@@ -29,7 +29,7 @@ impl TestNet {
         let s = unsafe {
             nnm_net_attach_param(self.0, c(name).as_ptr(), Dtype::F32 as u32, dims.as_ptr(), dims.len() as u32, &mut p)
         };
-        assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(s, Status::Ok, "{}", last_error());
         p
     }
 
@@ -45,19 +45,19 @@ impl TestNet {
                 &mut o,
             )
         };
-        assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(s, Status::Ok, "{}", last_error());
         o
     }
 
     fn cache(&self, name: &str) -> *mut nnm_cache {
         let mut k = ptr::null_mut();
-        assert_eq!(unsafe { nnm_net_attach_cache(self.0, c(name).as_ptr(), &mut k) }, nnm_status::NNM_OK);
+        assert_eq!(unsafe { nnm_net_attach_cache(self.0, c(name).as_ptr(), &mut k) }, Status::Ok);
         k
     }
 
     fn report(&self) -> nnm_net_report {
         let mut r = nnm_net_report::default();
-        assert_eq!(unsafe { nnm_net_get_report(self.0, &mut r) }, nnm_status::NNM_OK);
+        assert_eq!(unsafe { nnm_net_get_report(self.0, &mut r) }, Status::Ok);
         r
     }
 }
@@ -94,10 +94,10 @@ fn new_net_has_four_empty_lists() {
             assert!(ptr::eq(anchor.next, anchor) && ptr::eq(anchor.prev, anchor));
         }
         let mut out = ptr::null_mut();
-        assert_eq!(nnm_net_new(0, &mut out), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_net_new(0, &mut out), Status::InvalidArgument);
         assert!(out.is_null(), "out-parameter written on failure");
         assert!(last_error().contains("max_batch is 0"));
-        assert_eq!(nnm_net_new(1, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_net_new(1, ptr::null_mut()), Status::NullArgument);
     }
 }
 
@@ -134,27 +134,27 @@ fn bad_names_and_arguments_fail_with_messages() {
         let attach = |name: *const c_char, dtype: u32, dims: *const u32, ndims: u32| {
             let mut out = 0x1 as *mut nnm_param;
             let s = nnm_net_attach_param(net.0, name, dtype, dims, ndims, &mut out);
-            if s != nnm_status::NNM_OK {
+            if s != Status::Ok {
                 assert_eq!(out, 0x1 as *mut nnm_param, "out written on failure");
             }
             (s, last_error())
         };
         let (s, e) = attach(c("w").as_ptr(), 0, dims.as_ptr(), 1);
-        assert_eq!((s, e.as_str()), (nnm_status::NNM_ALREADY_EXISTS, "param \"w\" already exists"));
+        assert_eq!((s, e.as_str()), (Status::AlreadyExists, "param \"w\" already exists"));
         let long = "x".repeat(NAME_MAX + 1);
         let (s, e) = attach(c(&long).as_ptr(), 0, dims.as_ptr(), 1);
-        assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(s, Status::InvalidArgument);
         assert!(e.contains("128 bytes long") && e.contains("never truncated"), "{e}");
         let exact = "y".repeat(NAME_MAX);
-        assert_eq!(attach(c(&exact).as_ptr(), 0, dims.as_ptr(), 1).0, nnm_status::NNM_OK);
-        assert_eq!(attach(c("").as_ptr(), 0, dims.as_ptr(), 1).0, nnm_status::NNM_INVALID_ARGUMENT);
-        assert_eq!(attach(ptr::null(), 0, dims.as_ptr(), 1), (nnm_status::NNM_NULL_ARGUMENT, "name is NULL".into()));
-        assert_eq!(attach(c("v").as_ptr(), 0, ptr::null(), 1).0, nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(attach(c(&exact).as_ptr(), 0, dims.as_ptr(), 1).0, Status::Ok);
+        assert_eq!(attach(c("").as_ptr(), 0, dims.as_ptr(), 1).0, Status::InvalidArgument);
+        assert_eq!(attach(ptr::null(), 0, dims.as_ptr(), 1), (Status::NullArgument, "name is NULL".into()));
+        assert_eq!(attach(c("v").as_ptr(), 0, ptr::null(), 1).0, Status::NullArgument);
         assert!(attach(c("v").as_ptr(), 42, dims.as_ptr(), 1).1.contains("dtype 42"));
         assert!(attach(c("v").as_ptr(), 0, dims.as_ptr(), 9).1.contains("ndims 9"));
         assert!(attach(c("v").as_ptr(), 0, dims.as_ptr(), 0).1.contains("0 dimensions"));
         let huge = [u32::MAX, u32::MAX, u32::MAX];
-        assert_eq!(attach(c("v").as_ptr(), Dtype::F64 as u32, huge.as_ptr(), 3).0, nnm_status::NNM_OVERFLOW);
+        assert_eq!(attach(c("v").as_ptr(), Dtype::F64 as u32, huge.as_ptr(), 3).0, Status::Overflow);
         assert_eq!(net.report().params.entries, 2, "failures changed nothing");
 
         assert!(nnm_net_param_get(net.0, c("nope").as_ptr()).is_null());
@@ -175,7 +175,7 @@ fn out_of_memory_is_reported() {
     let dims = [1u32 << 20, 1 << 21];
     unsafe {
         let s = nnm_net_attach_param(net.0, c("big").as_ptr(), Dtype::F64 as u32, dims.as_ptr(), 2, ptr::null_mut());
-        assert_eq!(s, nnm_status::NNM_OUT_OF_MEMORY);
+        assert_eq!(s, Status::OutOfMemory);
         assert!(last_error().contains("data of param \"big\""), "{}", last_error());
         assert!(nnm_net_param_get(net.0, c("big").as_ptr()).is_null(), "nothing attached");
     }
@@ -201,7 +201,7 @@ fn borrowed_params_are_never_freed() {
                 diff.as_mut_ptr().cast(),
                 &mut p,
             );
-            assert_eq!(s, nnm_status::NNM_OK, "{}", last_error());
+            assert_eq!(s, Status::Ok, "{}", last_error());
             assert_eq!((*p).data.ownership, Ownership::Borrowed as u32);
             assert_eq!((*p).data.data, data.as_mut_ptr().cast());
             let mut frozen = ptr::null_mut();
@@ -216,7 +216,7 @@ fn borrowed_params_are_never_freed() {
                 ptr::null_mut(),
                 &mut frozen,
             );
-            assert_eq!(s, nnm_status::NNM_OK);
+            assert_eq!(s, Status::Ok);
             assert_eq!(((*frozen).data.mem_kind, (*frozen).diff.mem_kind), (1, 2));
             assert!((*frozen).diff.data.is_null());
             let s = nnm_net_attach_param_borrowed(
@@ -230,7 +230,7 @@ fn borrowed_params_are_never_freed() {
                 ptr::null_mut(),
                 ptr::null_mut(),
             );
-            assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
+            assert_eq!(s, Status::InvalidArgument);
             let s = nnm_net_attach_param_borrowed(
                 net.0,
                 c("x").as_ptr(),
@@ -242,7 +242,7 @@ fn borrowed_params_are_never_freed() {
                 ptr::null_mut(),
                 ptr::null_mut(),
             );
-            assert_eq!((s, last_error().as_str()), (nnm_status::NNM_NULL_ARGUMENT, "data is NULL"));
+            assert_eq!((s, last_error().as_str()), (Status::NullArgument, "data is NULL"));
             let r = net.report();
             assert_eq!((r.params.owned_bytes, r.params.referenced_bytes, r.params.tensors), (0, 4 * 24, 4));
         }
@@ -264,7 +264,7 @@ fn inputs_view_outputs_or_are_placeholders() {
         assert_eq!([(*fc1).data.dims[0], (*fc1).data.dims[1]], [16, 10]);
         assert_eq!((*fc1).data.bytes, 16 * 10 * 8);
         let mut relu_in = ptr::null_mut();
-        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), fc1, &mut relu_in), nnm_status::NNM_OK);
+        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), fc1, &mut relu_in), Status::Ok);
         let v = &*relu_in;
         assert_eq!((v.data.data, v.diff.data), ((*fc1).data.data, (*fc1).diff.data));
         assert_eq!((v.data.ownership, v.data.bytes), (Ownership::View as u32, (*fc1).data.bytes));
@@ -274,48 +274,36 @@ fn inputs_view_outputs_or_are_placeholders() {
         // Not an output of this net; not an output at all.
         assert_eq!(
             nnm_net_attach_input_view(net.0, c("x").as_ptr(), foreign, ptr::null_mut()),
-            nnm_status::NNM_INVALID_ARGUMENT
+            Status::InvalidArgument
         );
         assert_eq!(last_error(), "output \"fc1\" is not an output of this net");
         assert_eq!(
             nnm_net_attach_input_view(net.0, c("x").as_ptr(), relu_in, ptr::null_mut()),
-            nnm_status::NNM_INVALID_ARGUMENT
+            Status::InvalidArgument
         );
         let p = net.param("w", &[1]);
         let s = nnm_net_attach_input_view(net.0, c("x").as_ptr(), p.cast(), ptr::null_mut());
-        assert_eq!(
-            (s, last_error().as_str()),
-            (nnm_status::NNM_INVALID_ARGUMENT, "output is not a valid nnm_layer_data")
-        );
+        assert_eq!((s, last_error().as_str()), (Status::InvalidArgument, "output is not a valid nnm_layer_data"));
 
         let mut x = ptr::null_mut();
         let sample = [3u32, 4];
         let s = nnm_net_attach_input_placeholder(net.0, c("x").as_ptr(), 0, sample.as_ptr(), 2, &mut x);
-        assert_eq!(s, nnm_status::NNM_OK);
+        assert_eq!(s, Status::Ok);
         assert_eq!(walk(&(*net.0).inputs, offset_of!(nnm_layer_data, node)), ["relu1", "x"]);
         let t = (*x).data;
         assert!(t.data.is_null());
         assert_eq!((t.mem_kind, t.ownership, t.dims[..3].to_vec(), t.bytes), (2, 2, vec![16, 3, 4], 16 * 12 * 4));
 
         let mut batch = vec![0f32; 5 * 12];
-        assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 5), nnm_status::NNM_OK);
+        assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 5), Status::Ok);
         let t = (*x).data;
         assert_eq!((t.data, t.mem_kind, t.ownership, t.dims[0], t.bytes), (batch.as_mut_ptr().cast(), 0, 2, 5, 5 * 48));
         assert_eq!((*x).diff.mem_kind, MemKind::Placeholder as u32);
-        assert_eq!(
-            nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 17),
-            nnm_status::NNM_INVALID_ARGUMENT
-        );
+        assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 17), Status::InvalidArgument);
         assert!(last_error().contains("batch 17 is outside 1..=16"));
-        assert_eq!(
-            nnm_net_input_bind(relu_in, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1),
-            nnm_status::NNM_WRONG_STATE
-        );
-        assert_eq!(
-            nnm_net_input_bind(fc1, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1),
-            nnm_status::NNM_INVALID_ARGUMENT
-        );
-        assert_eq!(nnm_net_input_bind(x, 0, ptr::null_mut(), ptr::null_mut(), 0), nnm_status::NNM_OK, "unbind");
+        assert_eq!(nnm_net_input_bind(relu_in, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1), Status::WrongState);
+        assert_eq!(nnm_net_input_bind(fc1, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 1), Status::InvalidArgument);
+        assert_eq!(nnm_net_input_bind(x, 0, ptr::null_mut(), ptr::null_mut(), 0), Status::Ok, "unbind");
         assert!((*x).data.data.is_null() && (*x).data.dims[0] == 16);
 
         let r = net.report();
@@ -335,18 +323,18 @@ fn caches_push_pop_count_clear() {
     unsafe {
         assert_eq!(nnm_net_cache_get(net.0, c("fc1").as_ptr()), k);
         let mut out = nnm_tensor::default();
-        assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(nnm_cache_pop(k, &mut out), Status::WrongState);
         assert_eq!(last_error(), "cache \"fc1\" is empty: pop without a matching push");
         for _ in 0..1000 {
-            assert_eq!(nnm_cache_push(k, &(*p).data), nnm_status::NNM_OK);
+            assert_eq!(nnm_cache_push(k, &(*p).data), Status::Ok);
         }
         assert_eq!(((*k).count, *(*k).tensors.add(999)).1.data, (*p).data.data);
         assert_eq!((*(*k).tensors).ownership, Ownership::View as u32, "a copy of an owned tensor is a view");
         let mut n = 0usize;
-        assert_eq!(nnm_cache_count(k, &mut n), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_count(k, &mut n), Status::Ok);
         assert_eq!(n, 1000);
         for _ in 0..1000 {
-            assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
+            assert_eq!(nnm_cache_pop(k, &mut out), Status::Ok);
         }
         assert_eq!((out.data, out.ownership), ((*p).data.data, Ownership::View as u32));
         assert_eq!((*k).count, 0);
@@ -354,47 +342,47 @@ fn caches_push_pop_count_clear() {
         // Owned buffers: reused after a pop, freed by clear.
         let dims = [2u32, 8];
         let mut a = nnm_tensor::default();
-        assert_eq!(nnm_cache_push_new(k, Dtype::U8 as u32, dims.as_ptr(), 2, &mut a), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_push_new(k, Dtype::U8 as u32, dims.as_ptr(), 2, &mut a), Status::Ok);
         assert_eq!((a.ownership, a.bytes), (Ownership::Owned as u32, 16));
-        assert_eq!(nnm_cache_push(k, &(*p).diff), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_push(k, &(*p).diff), Status::Ok);
         let r = net.report();
         assert_eq!(
             (r.caches.entries, r.caches.tensors, r.caches.owned_bytes, r.caches.referenced_bytes),
             (1, 2, 16, 64)
         );
-        assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
-        assert_eq!(nnm_cache_pop(k, &mut out), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_pop(k, &mut out), Status::Ok);
+        assert_eq!(nnm_cache_pop(k, &mut out), Status::Ok);
         assert_eq!(out.data, a.data);
         *out.data.cast::<u8>() = 7; // still valid after the pop
         let mut b = nnm_tensor::default();
         let smaller = [4u32];
-        assert_eq!(nnm_cache_push_new(k, Dtype::U8 as u32, smaller.as_ptr(), 1, &mut b), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_push_new(k, Dtype::U8 as u32, smaller.as_ptr(), 1, &mut b), Status::Ok);
         assert_eq!(b.data, a.data, "the spare buffer is reused");
         assert_eq!(net.report().caches.owned_bytes, 16);
-        assert_eq!(nnm_cache_clear(k), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_clear(k), Status::Ok);
         assert_eq!(((*k).count, net.report().caches.owned_bytes), (0, 0));
 
         // Bad descriptors and handles.
         let mut bad = (*p).data;
         bad.ndims = 9;
-        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_cache_push(k, &bad), Status::InvalidArgument);
         assert_eq!(last_error(), "tensor has ndims 9: a tensor has 1 to 8 dimensions");
         bad.ndims = 0;
-        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_cache_push(k, &bad), Status::InvalidArgument);
         assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
         assert_eq!((*k).count, 0, "a refused push leaves the stack as it was");
         bad.ndims = 1;
         bad.ownership = 5;
-        assert_eq!(nnm_cache_push(k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_cache_push(k, &bad), Status::InvalidArgument);
         assert!(last_error().contains("ownership 5"));
-        assert_eq!(nnm_cache_push(k, ptr::null()), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_cache_push(ptr::null_mut(), &(*p).data), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_cache_push(p.cast(), &(*p).data), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_cache_push(k, ptr::null()), Status::NullArgument);
+        assert_eq!(nnm_cache_push(ptr::null_mut(), &(*p).data), Status::NullArgument);
+        assert_eq!(nnm_cache_push(p.cast(), &(*p).data), Status::InvalidArgument);
         assert_eq!(last_error(), "cache is not a valid nnm_cache");
-        assert_eq!(nnm_cache_pop(k, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_net_attach_cache(net.0, c("fc1").as_ptr(), ptr::null_mut()), nnm_status::NNM_ALREADY_EXISTS);
+        assert_eq!(nnm_cache_pop(k, ptr::null_mut()), Status::NullArgument);
+        assert_eq!(nnm_net_attach_cache(net.0, c("fc1").as_ptr(), ptr::null_mut()), Status::AlreadyExists);
         // Left on the stack at the end: freed with the net.
-        assert_eq!(nnm_cache_push_new(k, Dtype::F32 as u32, dims.as_ptr(), 2, ptr::null_mut()), nnm_status::NNM_OK);
+        assert_eq!(nnm_cache_push_new(k, Dtype::F32 as u32, dims.as_ptr(), 2, ptr::null_mut()), Status::Ok);
     }
 }
 
@@ -402,21 +390,21 @@ fn caches_push_pop_count_clear() {
 fn freed_nets_are_detected_where_possible() {
     unsafe {
         let mut n = ptr::null_mut();
-        assert_eq!(nnm_net_new(1, &mut n), nnm_status::NNM_OK);
+        assert_eq!(nnm_net_new(1, &mut n), Status::Ok);
         nnm_net_free(n);
         // Attach, report and free look the handle up without reading it.
         let dims = [1u32];
         let s = nnm_net_attach_param(n, c("w").as_ptr(), 0, dims.as_ptr(), 1, ptr::null_mut());
-        assert_eq!(s, nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(s, Status::InvalidArgument);
         assert!(last_error().contains("is not a live nnm_net (already freed"), "{}", last_error());
         let mut r = nnm_net_report::default();
-        assert_eq!(nnm_net_get_report(n, &mut r), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_net_get_report(n, &mut r), Status::InvalidArgument);
         nnm_net_free(n);
         assert!(last_error().contains("double free"), "{}", last_error());
         nnm_net_free(ptr::null_mut()); // no-op
                                        // A pointer nnmem never made.
         let mut fake = nnm_net::default();
-        assert_eq!(nnm_net_attach_cache(&mut fake, c("c").as_ptr(), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_net_attach_cache(&mut fake, c("c").as_ptr(), ptr::null_mut()), Status::InvalidArgument);
     }
 }
 
@@ -473,12 +461,12 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
             nnm_net_attach_param_adopted(net.0, c(name).as_ptr(), 0, dims.as_ptr(), 2, data, diff, free_fn, ctx, out)
         };
         let mut p = ptr::null_mut();
-        assert_eq!(attach("fc.W", data, diff, Some(record_free), &mut p), nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(attach("fc.W", data, diff, Some(record_free), &mut p), Status::Ok, "{}", last_error());
         assert_eq!(((*p).data.data, (*p).diff.data), (data, diff));
         assert_eq!(((*p).data.ownership, (*p).diff.ownership), (Ownership::Owned as u32, Ownership::Owned as u32));
         assert_eq!((*p).data.bytes, 24);
         let mut q = ptr::null_mut();
-        assert_eq!(attach("emb", frozen, ptr::null_mut(), Some(record_free), &mut q), nnm_status::NNM_OK);
+        assert_eq!(attach("emb", frozen, ptr::null_mut(), Some(record_free), &mut q), Status::Ok);
         assert_eq!(
             ((*q).diff.mem_kind, (*q).diff.ownership),
             (MemKind::Placeholder as u32, Ownership::Borrowed as u32)
@@ -486,29 +474,20 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
 
         // Failed attaches adopt nothing: the caller's buffer stays its own.
         let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
-        assert_eq!(
-            attach("fc.W", mine, ptr::null_mut(), Some(record_free), ptr::null_mut()),
-            nnm_status::NNM_ALREADY_EXISTS
-        );
-        assert_eq!(attach("x", mine, ptr::null_mut(), None, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(attach("fc.W", mine, ptr::null_mut(), Some(record_free), ptr::null_mut()), Status::AlreadyExists);
+        assert_eq!(attach("x", mine, ptr::null_mut(), None, ptr::null_mut()), Status::NullArgument);
         assert_eq!(last_error(), "free_fn is NULL: an adopted buffer needs its deallocator");
-        assert_eq!(attach("x", mine, mine, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(attach("x", mine, mine, Some(record_free), ptr::null_mut()), Status::InvalidArgument);
         assert!(last_error().contains("same buffer"), "{}", last_error());
-        assert_eq!(
-            attach("x", ptr::null_mut(), mine, Some(record_free), ptr::null_mut()),
-            nnm_status::NNM_NULL_ARGUMENT
-        );
-        assert_eq!(attach("x", mine, diff, Some(record_free), ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(attach("x", ptr::null_mut(), mine, Some(record_free), ptr::null_mut()), Status::NullArgument);
+        assert_eq!(attach("x", mine, diff, Some(record_free), ptr::null_mut()), Status::InvalidArgument);
         assert!(
             last_error().starts_with("diff 0x")
                 && last_error().ends_with("is already adopted by this net: it would be freed twice"),
             "{}",
             last_error()
         );
-        assert_eq!(
-            attach("x", frozen, ptr::null_mut(), Some(record_free), ptr::null_mut()),
-            nnm_status::NNM_INVALID_ARGUMENT
-        );
+        assert_eq!(attach("x", frozen, ptr::null_mut(), Some(record_free), ptr::null_mut()), Status::InvalidArgument);
         assert!(freed.borrow().is_empty(), "nothing is freed before nnm_net_free");
         drop(Box::from_raw(mine.cast::<[f32; 6]>()));
 
@@ -537,30 +516,30 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
     let mut n = 0usize;
     unsafe {
         for i in 0..INLINE {
-            assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
+            assert_eq!(nnm_stack_cache_push(&mut k, &w), Status::Ok);
             assert_eq!(k.tensors[i].ownership, Ownership::View as u32, "a copy of an owned tensor is a view");
         }
         assert!(k.spill.is_null(), "no heap for the inline tensors");
         // Pushing a descriptor that lives in the cache itself, past the inline slots.
         let inline0: *const nnm_tensor = &k.tensors[0];
         for _ in 0..20 {
-            assert_eq!(nnm_stack_cache_push(&mut k, inline0), nnm_status::NNM_OK);
+            assert_eq!(nnm_stack_cache_push(&mut k, inline0), Status::Ok);
         }
-        assert_eq!(nnm_stack_cache_count(&mut k, &mut n), nnm_status::NNM_OK);
+        assert_eq!(nnm_stack_cache_count(&mut k, &mut n), Status::Ok);
         assert_eq!((n, k.count), (28, 28));
         assert!(!k.spill.is_null() && ptr::eq(k.spill_owner, &k));
-        assert_eq!(nnm_stack_cache_get(&mut k, 27, &mut out), nnm_status::NNM_OK);
+        assert_eq!(nnm_stack_cache_get(&mut k, 27, &mut out), Status::Ok);
         assert_eq!((out.data, out.ownership), (w.data, Ownership::View as u32));
-        assert_eq!(nnm_stack_cache_get(&mut k, 28, &mut out), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_stack_cache_get(&mut k, 28, &mut out), Status::InvalidArgument);
         assert_eq!(last_error(), "index 28: the stack cache holds 28 tensors");
 
         // A copy of a cache that holds heap is refused, and left alone.
         let mut copy = k;
-        assert_eq!(nnm_stack_cache_pop(&mut copy, &mut out), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(nnm_stack_cache_pop(&mut copy, &mut out), Status::WrongState);
         assert!(last_error().contains("copied or moved"), "{}", last_error());
 
         for _ in 0..20 {
-            assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
+            assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), Status::Ok);
         }
         assert_eq!(
             (k.count, k.spill.is_null(), k.spill_capacity),
@@ -568,28 +547,28 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
             "the pop back to the inline slots frees the heap"
         );
         for _ in 0..INLINE {
-            assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_OK);
+            assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), Status::Ok);
         }
-        assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), Status::WrongState);
         assert_eq!(last_error(), "stack cache is empty: pop without a matching push");
 
         // Clear frees a spill.
         for _ in 0..10 {
-            assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
+            assert_eq!(nnm_stack_cache_push(&mut k, &w), Status::Ok);
         }
         let stale = k;
-        assert_eq!(nnm_stack_cache_clear(&mut k), nnm_status::NNM_OK);
+        assert_eq!(nnm_stack_cache_clear(&mut k), Status::Ok);
         assert_eq!((k.count, k.spill.is_null()), (0, true));
         // The old struct written back: its heap is gone, so it is refused.
         k = stale;
-        assert_eq!(nnm_stack_cache_clear(&mut k), nnm_status::NNM_WRONG_STATE);
+        assert_eq!(nnm_stack_cache_clear(&mut k), Status::WrongState);
         assert!(last_error().contains("no longer its own"), "{}", last_error());
-        assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_OK);
+        assert_eq!(nnm_stack_cache_init(&mut k), Status::Ok);
         // Init on a cache holding heap frees the heap.
         for _ in 0..10 {
-            assert_eq!(nnm_stack_cache_push(&mut k, &w), nnm_status::NNM_OK);
+            assert_eq!(nnm_stack_cache_push(&mut k, &w), Status::Ok);
         }
-        assert_eq!(nnm_stack_cache_init(&mut k), nnm_status::NNM_OK);
+        assert_eq!(nnm_stack_cache_init(&mut k), Status::Ok);
         assert_eq!((k.count, k.spill.is_null()), (0, true));
         assert!(live_spills(|live| !live.contains_key(&(ptr::addr_of!(k) as usize))));
     }
@@ -602,28 +581,28 @@ fn stack_caches_refuse_bad_arguments_and_uninitialised_storage() {
     let mut out = nnm_tensor::default();
     unsafe {
         let mut garbage: nnm_stack_cache = std::mem::zeroed();
-        assert_eq!(nnm_stack_cache_push(&mut garbage, &w), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_stack_cache_push(&mut garbage, &w), Status::InvalidArgument);
         assert!(last_error().contains("is not a valid initialised nnm_stack_cache"), "{}", last_error());
-        assert_eq!(nnm_stack_cache_init(&mut garbage), nnm_status::NNM_OK);
+        assert_eq!(nnm_stack_cache_init(&mut garbage), Status::Ok);
         let mut k = garbage;
         let mut bad = w;
         bad.ndims = 0;
-        assert_eq!(nnm_stack_cache_push(&mut k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_stack_cache_push(&mut k, &bad), Status::InvalidArgument);
         assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
         bad.ndims = 1;
         bad.dtype = 99;
-        assert_eq!(nnm_stack_cache_push(&mut k, &bad), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_stack_cache_push(&mut k, &bad), Status::InvalidArgument);
         assert_eq!(k.count, 0);
-        assert_eq!(nnm_stack_cache_push(&mut k, ptr::null()), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_stack_cache_push(ptr::null_mut(), &w), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_stack_cache_pop(&mut k, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_stack_cache_pop(ptr::null_mut(), &mut out), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_stack_cache_count(&mut k, ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_stack_cache_init(ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
-        assert_eq!(nnm_stack_cache_clear(ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(nnm_stack_cache_push(&mut k, ptr::null()), Status::NullArgument);
+        assert_eq!(nnm_stack_cache_push(ptr::null_mut(), &w), Status::NullArgument);
+        assert_eq!(nnm_stack_cache_pop(&mut k, ptr::null_mut()), Status::NullArgument);
+        assert_eq!(nnm_stack_cache_pop(ptr::null_mut(), &mut out), Status::NullArgument);
+        assert_eq!(nnm_stack_cache_count(&mut k, ptr::null_mut()), Status::NullArgument);
+        assert_eq!(nnm_stack_cache_init(ptr::null_mut()), Status::NullArgument);
+        assert_eq!(nnm_stack_cache_clear(ptr::null_mut()), Status::NullArgument);
         // A corrupted count is caught before any heap is touched.
         k.count = INLINE + 1;
-        assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(nnm_stack_cache_pop(&mut k, &mut out), Status::InvalidArgument);
         assert!(last_error().contains("corrupt"), "{}", last_error());
     }
 }
@@ -653,22 +632,19 @@ fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
             )
         };
         let mut o = ptr::null_mut();
-        assert_eq!(attach("fc1", data, diff, &mut o), nnm_status::NNM_OK, "{}", last_error());
+        assert_eq!(attach("fc1", data, diff, &mut o), Status::Ok, "{}", last_error());
         assert_eq!(((*o).data.data, (*o).diff.data, (*o).data.dims), (data, diff, [2, 3, 0, 0, 0, 0, 0, 0]));
         assert_eq!(((*o).data.ownership, (*o).diff.ownership), (Ownership::Owned as u32, Ownership::Owned as u32));
         let mut v = ptr::null_mut();
-        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), o, &mut v), nnm_status::NNM_OK);
+        assert_eq!(nnm_net_attach_input_view(net.0, c("relu1").as_ptr(), o, &mut v), Status::Ok);
         assert_eq!(((*v).data.data, (*v).data.ownership), (data, Ownership::View as u32));
 
         // An output needs its diff; failures adopt nothing.
         let mine = Box::into_raw(Box::new([3.0f32; 6])).cast::<c_void>();
-        assert_eq!(attach("fc2", mine, ptr::null_mut(), ptr::null_mut()), nnm_status::NNM_NULL_ARGUMENT);
+        assert_eq!(attach("fc2", mine, ptr::null_mut(), ptr::null_mut()), Status::NullArgument);
         assert_eq!(last_error(), "diff is NULL");
-        assert_eq!(
-            attach("fc1", mine, diff.cast::<u8>().add(1).cast(), ptr::null_mut()),
-            nnm_status::NNM_ALREADY_EXISTS
-        );
-        assert_eq!(attach("fc2", mine, data, ptr::null_mut()), nnm_status::NNM_INVALID_ARGUMENT);
+        assert_eq!(attach("fc1", mine, diff.cast::<u8>().add(1).cast(), ptr::null_mut()), Status::AlreadyExists);
+        assert_eq!(attach("fc2", mine, data, ptr::null_mut()), Status::InvalidArgument);
         assert!(freed.borrow().is_empty());
         drop(Box::from_raw(mine.cast::<[f32; 6]>()));
         let r = net.report();

@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 
 use super::occupancy::Occupancy;
 use super::problem::Problem;
-use crate::status::{Error, Result};
+use crate::names::c_enum;
 
 /// The planning algorithms, selectable by value (C: `nnm_algorithm`) or by
 /// name (C: `nnm_algorithm_from_name`).
@@ -84,20 +84,22 @@ pub enum Algorithm {
     FloorFirst = 9,
 }
 
-// Kept outside the impl: cbindgen would export associated constants as
-// macros into the C header.
-const ALL_ALGORITHMS: [Algorithm; 10] = [
-    Algorithm::Auto,
-    Algorithm::Tflm,
-    Algorithm::Linear,
-    Algorithm::SizeFirstFit,
-    Algorithm::SizeBestFit,
-    Algorithm::LifetimeFirstFit,
-    Algorithm::LiveStep,
-    Algorithm::Conflict,
-    Algorithm::Exact,
-    Algorithm::FloorFirst,
-];
+c_enum! {
+    Algorithm, "algorithm",
+    value_error(value) => format!("unknown algorithm value {value} (0 to {})", Algorithm::ALL.len() - 1),
+    {
+        Auto = "auto",
+        Tflm = "tflm",
+        Linear = "linear",
+        SizeFirstFit = "size-first-fit",
+        SizeBestFit = "size-best-fit",
+        LifetimeFirstFit = "lifetime-first-fit",
+        LiveStep = "live-step",
+        Conflict = "conflict",
+        Exact = "exact",
+        FloorFirst = "floor-first",
+    }
+}
 
 const AUTO_HEURISTICS: [Algorithm; 6] = [
     Algorithm::FloorFirst,
@@ -110,8 +112,8 @@ const AUTO_HEURISTICS: [Algorithm; 6] = [
 
 impl Algorithm {
     /// Every algorithm, in numeric order.
-    pub const fn all() -> [Algorithm; 10] {
-        ALL_ALGORITHMS
+    pub const fn all() -> &'static [Algorithm] {
+        Algorithm::ALL
     }
 
     /// The heuristics `auto` tries, in this order: floor-first (capped, see
@@ -121,37 +123,6 @@ impl Algorithm {
     /// runs at the lower bound); the slowest (best fit) last.
     pub const fn heuristics() -> [Algorithm; 6] {
         AUTO_HEURISTICS
-    }
-
-    /// The name used by the CLI, the CSV tools and `nnm_algorithm_from_name`.
-    pub const fn name(self) -> &'static str {
-        match self {
-            Algorithm::Auto => "auto",
-            Algorithm::Tflm => "tflm",
-            Algorithm::Linear => "linear",
-            Algorithm::SizeFirstFit => "size-first-fit",
-            Algorithm::SizeBestFit => "size-best-fit",
-            Algorithm::LifetimeFirstFit => "lifetime-first-fit",
-            Algorithm::LiveStep => "live-step",
-            Algorithm::Conflict => "conflict",
-            Algorithm::Exact => "exact",
-            Algorithm::FloorFirst => "floor-first",
-        }
-    }
-
-    /// Looks an algorithm up by name. Errors with the list of known names.
-    pub fn from_name(name: &str) -> Result<Self> {
-        ALL_ALGORITHMS.iter().copied().find(|a| a.name() == name).ok_or_else(|| {
-            let known: Vec<&str> = ALL_ALGORITHMS.iter().map(|a| a.name()).collect();
-            Error::invalid(format!("unknown algorithm '{name}' (known: {})", known.join(", ")))
-        })
-    }
-
-    /// The algorithm with this numeric value (C's `nnm_algorithm`).
-    pub fn from_value(value: u32) -> Result<Self> {
-        ALL_ALGORITHMS.get(value as usize).copied().ok_or_else(|| {
-            Error::invalid(format!("unknown algorithm value {value} (0 to {})", ALL_ALGORITHMS.len() - 1))
-        })
     }
 
     /// The implementation.

@@ -82,7 +82,7 @@ fn every_algorithm_makes_valid_plans_on_random_instances() {
         let lb = lower_bound(problem.buffers()).bytes;
         // Node-limited so the searching algorithms stay quick and deterministic.
         let limits = SearchLimits { node_limit: Some(20_000), ..SearchLimits::unlimited(lb) };
-        for algorithm in Algorithm::all() {
+        for &algorithm in Algorithm::all() {
             let placement = algorithm.implementation().place(&problem, &limits);
             let peak = check_valid(&problem, &placement, algorithm.name());
             if !problem.has_fixed() {
@@ -183,7 +183,7 @@ fn linear_stacks_in_order_above_fixed_buffers() {
 
 #[test]
 fn names_round_trip_and_unknown_names_list_the_known_ones() {
-    for a in Algorithm::all() {
+    for &a in Algorithm::all() {
         assert_eq!(Algorithm::from_name(a.name()).unwrap(), a);
         assert_eq!(Algorithm::from_value(a as u32).unwrap(), a);
     }
