@@ -7,6 +7,8 @@
 use std::ffi::{c_char, CStr};
 use std::mem::{align_of, size_of, MaybeUninit};
 
+use super::error::guard;
+use super::handle::{value_mut, value_ref, HandleType};
 use crate::names::CEnum;
 use crate::status::{Error, Result, Status};
 
@@ -156,6 +158,47 @@ pub(crate) unsafe fn opt_out_param<'a, T>(ptr: *mut T, what: &str) -> Result<Opt
 #[inline]
 pub(crate) fn c_name<E: CEnum>(value: u32) -> *const c_char {
     usize::try_from(value).ok().and_then(|i| E::ALL.get(i)).map_or(std::ptr::null(), |e| e.c_name_ptr())
+}
+
+/// The shape of a getter export: checks the handle (NULL, registry, tag)
+/// and the out-parameter, runs `query`, and writes its value only when it
+/// succeeded. Returns the status, errors recorded.
+///
+/// # Safety
+/// `handle` must be NULL, freed, or a live handle no call changes
+/// meanwhile; `out` must be NULL or valid for a write of `T`.
+#[inline]
+pub(crate) unsafe fn handle_query<H: HandleType, T>(
+    handle: *const H,
+    what: &str,
+    out: *mut T,
+    out_what: &str,
+    query: impl FnOnce(&H) -> Result<T>,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller's promises are `value_ref`'s and `out_param`'s.
+        let (h, out) = unsafe { (value_ref(handle, what)?, out_param(out, out_what)?) };
+        out.write(query(h)?);
+        Ok(())
+    })
+}
+
+/// The shape of a setter export: checks the handle (NULL, registry, tag)
+/// and runs `update` on it.
+///
+/// # Safety
+/// `handle` must be NULL, freed, or a live handle no other call uses
+/// meanwhile.
+#[inline]
+pub(crate) unsafe fn handle_update<H: HandleType>(
+    handle: *mut H,
+    what: &str,
+    update: impl FnOnce(&mut H) -> Result<()>,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller's promise is `value_mut`'s.
+        update(unsafe { value_mut(handle, what) }?)
+    })
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@ use std::ffi::c_char;
 use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Weak};
 
-use super::args::{c_name, opt_out_param, out_param, read_str, slice_in, slice_out};
+use super::args::{c_name, handle_query, handle_update, opt_out_param, out_param, read_str, slice_in, slice_out};
 use super::cancel::{nnm_cancel_token, token_ref};
 use super::error::{guard, guard_void};
 use super::handle::{free_handle, into_handle, value_mut, value_ref, HandleType};
@@ -184,6 +184,52 @@ pub(crate) unsafe fn planner_ref<'a>(p: *const nnm_planner) -> crate::Result<&'a
     unsafe { value_ref(p, "planner") }.map(|h| &h.planner)
 }
 
+/// Changes the planner behind a handle (a setter export's shape).
+///
+/// # Safety
+/// As [`planner_mut`].
+#[inline]
+unsafe fn update(planner: *mut nnm_planner, update: impl FnOnce(&mut Planner) -> crate::Result<()>) -> Status {
+    // SAFETY: the caller's promise is `handle_update`'s.
+    unsafe { handle_update(planner, "planner", |h| update(&mut h.planner)) }
+}
+
+/// Changes a planner setting that cannot fail.
+///
+/// # Safety
+/// As [`planner_mut`].
+#[inline]
+unsafe fn set(planner: *mut nnm_planner, change: impl FnOnce(&mut Planner)) -> Status {
+    // SAFETY: the caller's promise is `update`'s.
+    unsafe {
+        update(planner, |p| {
+            change(p);
+            Ok(())
+        })
+    }
+}
+
+/// Writes one value read from the planner behind a handle to `out` (a
+/// getter export's shape); `out` is named `out_what` in messages.
+///
+/// # Safety
+/// As [`planner_ref`]; `out` must be NULL or valid for a write of `T`.
+#[inline]
+unsafe fn query<T>(
+    planner: *const nnm_planner,
+    out: *mut T,
+    out_what: &str,
+    query: impl FnOnce(&Planner) -> crate::Result<T>,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe { handle_query(planner, "planner", out, out_what, |h| query(&h.planner)) }
+}
+
+/// `None` for 0, the C API's "no limit".
+fn nonzero(value: u64) -> Option<u64> {
+    (value != 0).then_some(value)
+}
+
 /// Looks an algorithm up by name ("auto", "tflm", "linear",
 /// "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
 /// "conflict", "exact", "floor-first") and writes its `nnm_algorithm` value.
@@ -256,12 +302,13 @@ pub unsafe extern "C" fn nnm_planner_free(planner: *mut nnm_planner) {
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_algorithm(planner: *mut nnm_planner, algorithm: u32) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        let p = unsafe { planner_mut(planner) }?;
-        p.set_algorithm(Algorithm::from_value(algorithm)?);
-        Ok(())
-    })
+    // SAFETY: the caller's promise (# Safety) is `update`'s.
+    unsafe {
+        update(planner, |p| {
+            p.set_algorithm(Algorithm::from_value(algorithm)?);
+            Ok(())
+        })
+    }
 }
 
 /// Selects the algorithm by name (see `nnm_algorithm_from_name`).
@@ -294,10 +341,8 @@ pub unsafe extern "C" fn nnm_planner_set_algorithm_name(planner: *mut nnm_planne
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_alignment(planner: *mut nnm_planner, alignment: u64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        unsafe { planner_mut(planner) }?.set_alignment(alignment)
-    })
+    // SAFETY: the caller's promise (# Safety) is `update`'s.
+    unsafe { update(planner, |p| p.set_alignment(alignment)) }
 }
 
 /// Sets the capacity the plan must fit; 0 means no capacity. When the best
@@ -311,11 +356,8 @@ pub unsafe extern "C" fn nnm_planner_set_alignment(planner: *mut nnm_planner, al
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, capacity_bytes: u64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        unsafe { planner_mut(planner) }?.set_capacity((capacity_bytes != 0).then_some(capacity_bytes));
-        Ok(())
-    })
+    // SAFETY: the caller's promise (# Safety) is `set`'s.
+    unsafe { set(planner, |p| p.set_capacity(nonzero(capacity_bytes))) }
 }
 
 /// Caps the wall time of AUTO and EXACT, in seconds: any positive finite
@@ -331,10 +373,8 @@ pub unsafe extern "C" fn nnm_planner_set_capacity(planner: *mut nnm_planner, cap
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_time_limit(planner: *mut nnm_planner, seconds: f64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        unsafe { planner_mut(planner) }?.set_time_limit_secs(seconds)
-    })
+    // SAFETY: the caller's promise (# Safety) is `update`'s.
+    unsafe { update(planner, |p| p.set_time_limit_secs(seconds)) }
 }
 
 /// Caps the nodes a search explores (0: no cap, the default). Like the work
@@ -347,11 +387,8 @@ pub unsafe extern "C" fn nnm_planner_set_time_limit(planner: *mut nnm_planner, s
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, max_nodes: u64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        unsafe { planner_mut(planner) }?.set_node_limit((max_nodes != 0).then_some(max_nodes));
-        Ok(())
-    })
+    // SAFETY: the caller's promise (# Safety) is `set`'s.
+    unsafe { set(planner, |p| p.set_node_limit(nonzero(max_nodes))) }
 }
 
 /// Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
@@ -372,11 +409,8 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_work_limit(planner: *mut nnm_planner, max_units: u64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        unsafe { planner_mut(planner) }?.set_work_limit((max_units != 0).then_some(max_units));
-        Ok(())
-    })
+    // SAFETY: the caller's promise (# Safety) is `set`'s.
+    unsafe { set(planner, |p| p.set_work_limit(nonzero(max_units))) }
 }
 
 /// Lets `token` stop this planner's searches (NULL: none);
@@ -426,15 +460,16 @@ pub unsafe extern "C" fn nnm_planner_set_cancel_token(
 /// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_set_trust_fixed(planner: *mut nnm_planner, trust: u8) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
-        let p = unsafe { planner_mut(planner) }?;
-        if trust > 1 {
-            return Err(Error::invalid(format!("trust {trust} must be 0 (off) or 1 (on)")));
-        }
-        p.set_trust_fixed(trust == 1);
-        Ok(())
-    })
+    // SAFETY: the caller's promise (# Safety) is `update`'s.
+    unsafe {
+        update(planner, |p| {
+            if trust > 1 {
+                return Err(Error::invalid(format!("trust {trust} must be 0 (off) or 1 (on)")));
+            }
+            p.set_trust_fixed(trust == 1);
+            Ok(())
+        })
+    }
 }
 
 /// Adds a buffer of `size` bytes live from step `first_use` to `last_use`
@@ -564,14 +599,8 @@ pub unsafe extern "C" fn nnm_planner_get_offset(
     index: usize,
     out_offset: *mut u64,
 ) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
-        let p = unsafe { planner_ref(planner) }?;
-        // SAFETY: the caller promises `out_offset` is NULL or valid for one write.
-        let out_offset = unsafe { out_param(out_offset, "out_offset") }?;
-        out_offset.write(p.offset(index)?);
-        Ok(())
-    })
+    // SAFETY: the caller's promises (# Safety) are `query`'s.
+    unsafe { query(planner, out_offset, "out_offset", |p| p.offset(index)) }
 }
 
 /// Writes every buffer's offset, in order of addition, into `out_offsets`
@@ -623,30 +652,28 @@ pub unsafe extern "C" fn nnm_planner_get_result(
     planner: *const nnm_planner,
     out_result: *mut nnm_plan_result,
 ) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
-        let p = unsafe { planner_ref(planner) }?;
-        // SAFETY: the caller promises `out_result` is NULL or valid for one write.
-        let out_result = unsafe { out_param(out_result, "out_result") }?;
-        let o = p.planned()?;
-        out_result.write(nnm_plan_result {
-            peak_bytes: o.peak,
-            lower_bound_bytes: o.lower_bound,
-            buffer_count: o.offsets.len() as u64,
-            best_lower_bound_bytes: o.best_bound,
-            plan_time_ns: u64::try_from(o.elapsed.as_nanos()).unwrap_or(u64::MAX),
-            search_nodes: o.nodes,
-            algorithm: o.algorithm as u32,
-            proven_optimal: o.proven_optimal as u8,
-            fits: o.fits as u8,
-            time_limit_cut: o.time_limit_cut as u8,
-            fixed_overlap_count: o.fixed_overlaps.count,
-            fixed_overlap_first: o.fixed_overlaps.first.map_or(0, |f| f.first as u64),
-            fixed_overlap_second: o.fixed_overlaps.first.map_or(0, |f| f.second as u64),
-            fixed_overlap_step: o.fixed_overlaps.first.map_or(0, |f| f.step),
-        });
-        Ok(())
-    })
+    // SAFETY: the caller's promises (# Safety) are `query`'s.
+    unsafe {
+        query(planner, out_result, "out_result", |p| {
+            let o = p.planned()?;
+            Ok(nnm_plan_result {
+                peak_bytes: o.peak,
+                lower_bound_bytes: o.lower_bound,
+                buffer_count: o.offsets.len() as u64,
+                best_lower_bound_bytes: o.best_bound,
+                plan_time_ns: u64::try_from(o.elapsed.as_nanos()).unwrap_or(u64::MAX),
+                search_nodes: o.nodes,
+                algorithm: o.algorithm as u32,
+                proven_optimal: o.proven_optimal as u8,
+                fits: o.fits as u8,
+                time_limit_cut: o.time_limit_cut as u8,
+                fixed_overlap_count: o.fixed_overlaps.count,
+                fixed_overlap_first: o.fixed_overlaps.first.map_or(0, |f| f.first as u64),
+                fixed_overlap_second: o.fixed_overlaps.first.map_or(0, |f| f.second as u64),
+                fixed_overlap_step: o.fixed_overlaps.first.map_or(0, |f| f.step),
+            })
+        })
+    }
 }
 
 /// Writes the lower bound of the buffers added so far: the largest total
@@ -662,14 +689,8 @@ pub unsafe extern "C" fn nnm_planner_get_result(
 /// `out_bytes` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_lower_bound(planner: *const nnm_planner, out_bytes: *mut u64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
-        let p = unsafe { planner_ref(planner) }?;
-        // SAFETY: the caller promises `out_bytes` is NULL or valid for one write.
-        let out_bytes = unsafe { out_param(out_bytes, "out_bytes") }?;
-        out_bytes.write(p.lower_bound());
-        Ok(())
-    })
+    // SAFETY: the caller's promises (# Safety) are `query`'s.
+    unsafe { query(planner, out_bytes, "out_bytes", |p| Ok(p.lower_bound())) }
 }
 
 /// Writes the bytes the last plan needs (its peak); after DOES_NOT_FIT this
@@ -683,14 +704,8 @@ pub unsafe extern "C" fn nnm_planner_lower_bound(planner: *const nnm_planner, ou
 /// `out_bytes` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_required_bytes(planner: *const nnm_planner, out_bytes: *mut u64) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
-        let p = unsafe { planner_ref(planner) }?;
-        // SAFETY: the caller promises `out_bytes` is NULL or valid for one write.
-        let out_bytes = unsafe { out_param(out_bytes, "out_bytes") }?;
-        out_bytes.write(p.planned()?.peak);
-        Ok(())
-    })
+    // SAFETY: the caller's promises (# Safety) are `query`'s.
+    unsafe { query(planner, out_bytes, "out_bytes", |p| Ok(p.planned()?.peak)) }
 }
 
 /// Writes the number of buffers added.
@@ -703,14 +718,8 @@ pub unsafe extern "C" fn nnm_planner_required_bytes(planner: *const nnm_planner,
 /// `out_count` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_planner_buffer_count(planner: *const nnm_planner, out_count: *mut usize) -> Status {
-    guard(|| {
-        // SAFETY: `planner` is a planner handle not being changed, or NULL or freed (refused unread).
-        let p = unsafe { planner_ref(planner) }?;
-        // SAFETY: the caller promises `out_count` is NULL or valid for one write.
-        let out_count = unsafe { out_param(out_count, "out_count") }?;
-        out_count.write(p.buffer_count());
-        Ok(())
-    })
+    // SAFETY: the caller's promises (# Safety) are `query`'s.
+    unsafe { query(planner, out_count, "out_count", |p| Ok(p.buffer_count())) }
 }
 
 /// Drops every buffer and the plan; keeps algorithm, alignment, capacity,
@@ -783,15 +792,9 @@ pub unsafe extern "C" fn nnm_plan_validate(
     count: usize,
     out: *mut nnm_validation,
 ) -> Status {
-    guard(|| {
-        // SAFETY: the caller promises `out` is NULL or valid for one write.
-        let out = unsafe { out_param(out, "out") }?;
-        // SAFETY: `buffers` is NULL or points to `count` readable entries (the caller's contract).
-        let (specs, offsets) = unsafe { read_plan(buffers, count) }?;
-        let verdict = check_plan(&specs, &offsets, &vec![false; count], false)?;
-        out.write(verdict);
-        Ok(())
-    })
+    // SAFETY: the caller's promises cover `nnm_plan_validate_ex`'s, which
+    // reads no `is_fixed` when it is NULL.
+    unsafe { nnm_plan_validate_ex(buffers, count, std::ptr::null(), 0, out) }
 }
 
 /// `nnm_plan_validate` for a plan with fixed (offline-planned) buffers:
