@@ -31,6 +31,11 @@ use crate::status::{Error, Result, Status};
 pub unsafe trait HandleType: Sized {
     /// Its C name, for messages ("nnm_planner").
     const NAME: &'static str;
+    /// The value sits right after an 8-byte tag, for any handle type (so the
+    /// tag is found at the same place whatever type a pointer really has).
+    #[doc(hidden)]
+    const TAG_IS_8_BEFORE_THE_VALUE: () =
+        assert!(std::mem::offset_of!(Handle<Self>, value) == 8, "handle types must be aligned to at most 8 bytes");
     /// The tag a live value carries: a hash of [`HandleType::NAME`], so that
     /// distinct names get distinct tags without a list to edit.
     const TAG: u64 = tag_of(Self::NAME);
@@ -53,34 +58,46 @@ pub const fn tag_of(name: &str) -> u64 {
     }
 }
 
-/// What a handle pointer points to: the value first (so a C-visible prefix
-/// of `T`, such as `nnm_net`'s list heads, sits at the pointer), then the
-/// type tag that the checks read. C sees a `*mut T`.
+/// A boxed handle: the type tag, then the value. C gets a pointer to the
+/// value (so a C-visible prefix of `T`, such as `nnm_net`'s list heads, is
+/// what the pointer points to) and the tag sits just before it: every
+/// object made by [`Handle::boxed`] has a readable tag there, so a pointer
+/// to another nnmem type fails the tag check without reading past its end.
 #[repr(C)]
 pub struct Handle<T: HandleType> {
-    value: T,
     tag: u64,
+    value: T,
 }
 
 impl<T: HandleType> Handle<T> {
     /// Boxes `value` with its tag, without registering it (for objects that
     /// an owner frees, such as a net's entries); free with [`free_unregistered`].
     pub fn boxed(value: T) -> *mut T {
-        Box::into_raw(Box::new(Handle { value, tag: T::TAG })).cast::<T>()
+        let () = T::TAG_IS_8_BEFORE_THE_VALUE;
+        let handle = Box::into_raw(Box::new(Handle { tag: T::TAG, value }));
+        // SAFETY: `handle` is a live box; the field pointer keeps its
+        // provenance over the whole box, which `handle_of` relies on.
+        unsafe { std::ptr::addr_of_mut!((*handle).value) }
     }
 }
 
-/// Reads the tag of the value at `ptr` without making a reference to it.
+/// The handle whose value `ptr` points to (pointer arithmetic only).
+#[inline(always)]
+fn handle_of<T: HandleType>(ptr: *const T) -> *mut Handle<T> {
+    ptr.cast::<u8>().wrapping_sub(std::mem::offset_of!(Handle<T>, value)).cast::<Handle<T>>().cast_mut()
+}
+
+/// Reads the tag stored before the value at `ptr`, making no reference.
 ///
 /// # Safety
-/// `ptr` must be non-NULL and point into readable memory the size of a
-/// `Handle<T>` (a live handle, or one freed but not given back to the
-/// system, which is undefined as in C).
+/// `ptr` must be non-NULL and come from [`Handle::boxed`] for some handle
+/// type (live; a freed one is undefined, as in C).
 #[inline(always)]
 unsafe fn tag_at<T: HandleType>(ptr: *const T) -> u64 {
-    // SAFETY: `Handle<T>` is repr(C) with the value at offset 0, so `ptr` is
-    // the handle's address; the caller promises it is readable.
-    unsafe { std::ptr::addr_of!((*ptr.cast::<Handle<T>>()).tag).read() }
+    // SAFETY: every `Handle<_>` starts with its u64 tag and `offset_of!(value)`
+    // is 8 for every handle type aligned to at most 8; the caller promises
+    // `ptr` is the value of a live handle, so the tag before it is readable.
+    unsafe { std::ptr::addr_of!((*handle_of(ptr)).tag).read() }
 }
 
 /// Frees a value made by [`Handle::boxed`], clearing its tag first so that a
@@ -89,9 +106,10 @@ unsafe fn tag_at<T: HandleType>(ptr: *const T) -> u64 {
 /// # Safety
 /// `ptr` must come from [`Handle::boxed`] for `T` and not have been freed.
 pub unsafe fn free_unregistered<T: HandleType>(ptr: *mut T) {
-    let handle = ptr.cast::<Handle<T>>();
-    // SAFETY: the caller promises `ptr` is a live box made by `boxed`, so it
-    // is valid for writes and owned by nobody else now.
+    let handle = handle_of(ptr);
+    // SAFETY: the caller promises `ptr` is the value of a live box made by
+    // `boxed`, so `handle` is that box, valid for writes and owned by
+    // nobody else now.
     unsafe {
         (*handle).tag = 0;
         drop(Box::from_raw(handle));
@@ -399,6 +417,30 @@ mod tests {
         assert_eq!((e.status(), e.message()), (Status::NullArgument, "a is NULL"));
         // SAFETY: `p` came from into_handle.
         unsafe { free_handle(p) }.unwrap();
+    }
+
+    /// Larger than `TestA`: its tag check must not read past a `TestA`.
+    #[derive(Debug)]
+    struct TestBig([u64; 16]);
+    // SAFETY: no other type is named "test_big".
+    unsafe impl HandleType for TestBig {
+        const NAME: &'static str = "test_big";
+    }
+
+    #[test]
+    fn a_handle_of_a_smaller_type_fails_the_tag_check_within_its_own_box() {
+        let p = into_handle(TestA(1));
+        // SAFETY: the tag sits before the value in every handle, so checking
+        // a `TestA` as a `TestBig` reads only the `TestA` box (Miri checks).
+        let e = unsafe { tagged_ref(p.cast::<TestBig>(), "big") }.unwrap_err();
+        assert_eq!(e.message(), "big is not a valid test_big");
+        // SAFETY: `p` came from into_handle.
+        unsafe { free_handle(p) }.unwrap();
+        let b = into_handle(TestBig([3; 16]));
+        // SAFETY: `b` is live.
+        assert_eq!(unsafe { tagged_ref(b, "big") }.unwrap().0[15], 3);
+        // SAFETY: `b` came from into_handle.
+        unsafe { free_handle(b) }.unwrap();
     }
 
     #[test]
