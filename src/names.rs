@@ -39,6 +39,7 @@ pub trait CEnum: Copy + PartialEq + 'static {
     }
 
     /// Its name as a static NUL-terminated `const char *` (never freed).
+    #[inline]
     fn c_name_ptr(self) -> *const c_char {
         self.name_nul().as_ptr().cast()
     }
@@ -106,6 +107,7 @@ macro_rules! c_enum {
             const ALL: &'static [Self] = <$ty>::ALL;
             const WHAT: &'static str = $what;
 
+            #[inline]
             fn name_nul(self) -> &'static str {
                 match self {
                     $($ty::$variant => concat!($name, "\0"),)+

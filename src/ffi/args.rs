@@ -167,7 +167,7 @@ pub(crate) fn c_name<E: CEnum>(value: u32) -> *const c_char {
 /// # Safety
 /// `handle` must be NULL, freed, or a live handle no call changes
 /// meanwhile; `out` must be NULL or valid for a write of `T`.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn handle_query<H: HandleType, T>(
     handle: *const H,
     what: &str,
@@ -189,7 +189,7 @@ pub(crate) unsafe fn handle_query<H: HandleType, T>(
 /// # Safety
 /// `handle` must be NULL, freed, or a live handle no other call uses
 /// meanwhile.
-#[inline]
+#[inline(always)]
 pub(crate) unsafe fn handle_update<H: HandleType>(
     handle: *mut H,
     what: &str,

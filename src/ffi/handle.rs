@@ -272,7 +272,7 @@ pub unsafe fn free_handle<T: HandleType>(ptr: *mut T) -> Result<()> {
 /// Fails unless `ptr` is a live handle made by [`into_handle`] (looked up in
 /// the registry; `ptr` is never dereferenced). Catches calls on a freed
 /// handle as long as its address has not been reused by a new handle.
-#[inline]
+#[inline(always)]
 pub fn check_live<T: HandleType>(ptr: *const T, what: &str) -> Result<()> {
     if ptr.is_null() {
         return Err(null_handle(what));
@@ -322,7 +322,7 @@ fn check_live_slow<T: HandleType>(ptr: *const T, what: &str) -> Result<()> {
 /// `ptr` must be NULL, a handle freed by [`free_handle`] (or any pointer
 /// nnmem did not make), or a live handle not being mutated elsewhere, for
 /// as long as the returned reference is used.
-#[inline]
+#[inline(always)]
 pub unsafe fn value_ref<'a, T: HandleType>(ptr: *const T, what: &str) -> Result<&'a T> {
     check_live(ptr, what)?;
     // SAFETY: the registry holds `ptr` as a live `T`, so it points to a
@@ -334,7 +334,7 @@ pub unsafe fn value_ref<'a, T: HandleType>(ptr: *const T, what: &str) -> Result<
 ///
 /// # Safety
 /// As [`value_ref`], and no other reference to the handle may be in use.
-#[inline]
+#[inline(always)]
 pub unsafe fn value_mut<'a, T: HandleType>(ptr: *mut T, what: &str) -> Result<&'a mut T> {
     check_live(ptr, what)?;
     // SAFETY: as in `value_ref`; the caller promises exclusive access.
