@@ -9,12 +9,12 @@ use std::ffi::{c_char, c_int, c_void, CString};
 use std::mem::MaybeUninit;
 
 use self::memory::{Backing, CallerMemory, OwnedBlock, PointerMap};
-use super::args::{non_null, out_param, read_str, slice_out};
+use super::args::{handle_query, handle_update, non_null, out_param, read_str, slice_out};
 use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle, tagged_mut, value_mut, value_ref, HandleType};
 use super::plan::{nnm_planner, planner_requested};
 use super::text::{copy_text, emit_lines, nnm_write_fn};
-use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, ReportFormat};
+use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, CategoryStats, ReportFormat};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*`: keep per-category statistics from the start
@@ -148,7 +148,8 @@ unsafe impl HandleType for nnm_arena {
     const NAME: &'static str = "nnm_arena";
 }
 
-/// The calls that hand out memory, as the caller's pointers.
+/// The core's calls with what the C side adds: pointers for addresses, C
+/// strings for category names.
 impl nnm_arena {
     #[inline(always)]
     fn alloc_persistent(&mut self, size: usize, alignment: usize, category: u32) -> Result<*mut c_void> {
@@ -162,6 +163,12 @@ impl nnm_arena {
 
     fn reserve_head(&mut self, size: usize, category: u32) -> Result<*mut c_void> {
         Ok(self.nonpersistent.to_ptr(self.arena.reserve_head(size, category)?))
+    }
+
+    fn register_category(&mut self, name: &str) -> Result<u32> {
+        let id = self.arena.register_category(name)?;
+        self.names.push(nul_terminated(name));
+        Ok(id)
     }
 }
 
@@ -265,6 +272,12 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
 fn owned(len: usize, alignment: usize, flags: u32) -> Result<(Backing, ArenaOptions)> {
     let options = options(alignment, flags)?;
     Ok((Backing::owned(OwnedBlock::new(len, options.alignment)?)?, options))
+}
+
+impl From<CategoryStats> for nnm_arena_category_stats {
+    fn from(s: CategoryStats) -> Self {
+        nnm_arena_category_stats { requested_bytes: s.requested, used_bytes: s.used, count: s.count }
+    }
 }
 
 // --- creation ------------------------------------------------------------------
@@ -418,19 +431,7 @@ pub unsafe extern "C" fn nnm_arena_register_category(
     // SAFETY: `arena` is an arena used by no other call, or NULL or freed
     // (refused unread); `name` is NULL or a NUL-terminated string; `out_id`
     // is NULL or writable (the caller's contract).
-    unsafe {
-        write_result(
-            || arena_mut(arena),
-            out_id,
-            "out_id",
-            |a| {
-                let name = read_str(name, "name")?;
-                let id = a.arena.register_category(name)?;
-                a.names.push(nul_terminated(name));
-                Ok(id)
-            },
-        )
-    }
+    unsafe { write_result(|| arena_mut(arena), out_id, "out_id", |a| a.register_category(read_str(name, "name")?)) }
 }
 
 /// Writes the number of categories, predefined ones included (valid ids
@@ -446,7 +447,7 @@ pub unsafe extern "C" fn nnm_arena_register_category(
 pub unsafe extern "C" fn nnm_arena_category_count(arena: *const nnm_arena, out_count: *mut u32) -> Status {
     // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
     // unread); `out_count` is NULL or writable (the caller's contract).
-    unsafe { write_result(|| arena_ref(arena), out_count, "out_count", |a| Ok(a.names.len() as u32)) }
+    unsafe { handle_query(arena, "arena", out_count, "out_count", |a| Ok(a.names.len() as u32)) }
 }
 
 /// The name of category `id`, or NULL (with a last error) for an unknown id
@@ -482,17 +483,7 @@ pub unsafe extern "C" fn nnm_arena_get_category(
 ) -> Status {
     // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
     // unread); `out_stats` is NULL or writable (the caller's contract).
-    unsafe {
-        write_result(
-            || arena_ref(arena),
-            out_stats,
-            "out_stats",
-            |a| {
-                let s = a.arena.category_stats(id)?;
-                Ok(nnm_arena_category_stats { requested_bytes: s.requested, used_bytes: s.used, count: s.count })
-            },
-        )
-    }
+    unsafe { handle_query(arena, "arena", out_stats, "out_stats", |a| Ok(a.arena.category_stats(id)?.into())) }
 }
 
 // --- allocation ------------------------------------------------------------------
@@ -584,7 +575,7 @@ pub unsafe extern "C" fn nnm_arena_release_temp(arena: *mut nnm_arena, ptr: *con
 pub unsafe extern "C" fn nnm_arena_reset_temp(arena: *mut nnm_arena) -> Status {
     // SAFETY: `arena` is an arena used by no other call, or NULL or freed
     // (refused unread).
-    guard(|| unsafe { arena_mut(arena) }?.arena.reset_temp())
+    unsafe { handle_update(arena, "arena", |a| a.arena.reset_temp()) }
 }
 
 // --- head ------------------------------------------------------------------------
@@ -685,7 +676,7 @@ pub unsafe extern "C" fn nnm_arena_commit_plan(
 pub unsafe extern "C" fn nnm_arena_reset_head(arena: *mut nnm_arena) -> Status {
     // SAFETY: `arena` is an arena used by no other call, or NULL or freed
     // (refused unread).
-    guard(|| unsafe { arena_mut(arena) }?.arena.reset_head())
+    unsafe { handle_update(arena, "arena", |a| a.arena.reset_head()) }
 }
 
 // --- queries ---------------------------------------------------------------------
@@ -725,7 +716,7 @@ pub unsafe extern "C" fn nnm_arena_check(arena: *const nnm_arena) -> Status {
 pub unsafe extern "C" fn nnm_arena_get_sizes(arena: *const nnm_arena, out_sizes: *mut nnm_arena_sizes) -> Status {
     // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
     // unread); `out_sizes` is NULL or writable (the caller's contract).
-    unsafe { write_result(|| arena_ref(arena), out_sizes, "out_sizes", |a| Ok(a.arena.sizes().into())) }
+    unsafe { handle_query(arena, "arena", out_sizes, "out_sizes", |a| Ok(a.arena.sizes().into())) }
 }
 
 /// Writes the report (`format`: an `nnm_report_format`), NUL-terminated,
@@ -848,10 +839,11 @@ mod tests {
         // SAFETY: `a` is writable.
         assert_eq!(unsafe { nnm_arena_new_owned(64, 0, 0, &mut a) }, Status::Ok);
         let before = sizes(a);
-        let mut p = 7usize as *mut c_void;
+        let untouched = std::ptr::NonNull::<u64>::dangling().as_ptr().cast::<c_void>();
+        let mut p = untouched;
         // SAFETY: `a` is live and used by this thread only; `p` is writable.
         assert_eq!(unsafe { nnm_arena_alloc_persistent(a, 4096, 0, 0, &mut p) }, Status::DoesNotFit);
-        assert_eq!((p as usize, sizes(a)), (7, before));
+        assert_eq!((p, sizes(a)), (untouched, before));
         // SAFETY: as above; NULL out-pointers are refused before any work.
         assert_eq!(unsafe { nnm_arena_alloc_temp(a, 16, 0, 0, null_mut()) }, Status::NullArgument);
         assert_eq!(last_error(), "out_ptr is NULL");
