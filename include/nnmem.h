@@ -992,6 +992,12 @@ extern "C" {
  * above 2^62: "alignment A is larger than the largest supported, 2^62 =
  * 4611686018427387904 B"; unknown flags), OVERFLOW (the buffer wraps
  * around the address space), DOES_NOT_FIT (too small to align its start).
+ *
+ * # Safety
+ * `buffer` must be NULL or valid for reads and writes of `len` bytes until
+ * `nnm_arena_free`, and be used meanwhile only through the addresses the
+ * arena hands out (guard mode writes into it). `out_arena` must be NULL or
+ * valid for writing one pointer.
  */
 enum nnm_status nnm_arena_new(void *buffer,
                               size_t len,
@@ -1006,6 +1012,12 @@ enum nnm_status nnm_arena_new(void *buffer,
  * Other arguments as `nnm_arena_new`.
  *
  * Errors: as `nnm_arena_new`, and INVALID_ARGUMENT when the buffers overlap.
+ *
+ * # Safety
+ * Each buffer must be NULL or valid for reads and writes of its length
+ * until `nnm_arena_free`, and be used meanwhile only through the addresses
+ * the arena hands out. `out_arena` must be NULL or valid for writing one
+ * pointer.
  */
 enum nnm_status nnm_arena_new_split(void *persistent,
                                     size_t persistent_len,
@@ -1022,6 +1034,9 @@ enum nnm_status nnm_arena_new_split(void *persistent,
  * Other arguments as `nnm_arena_new`.
  *
  * Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `out_arena` must be NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_arena_new_owned(size_t len,
                                     size_t alignment,
@@ -1037,6 +1052,9 @@ enum nnm_status nnm_arena_new_owned(size_t len,
  * `required_nonpersistent_bytes` those of a split arena).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags).
+ *
+ * # Safety
+ * `out_arena` must be NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_arena_new_dry_run(size_t alignment,
                                       uint32_t flags,
@@ -1046,6 +1064,10 @@ enum nnm_status nnm_arena_new_dry_run(size_t alignment,
  * Frees an arena (and the memory of `nnm_arena_new_owned`; a caller's
  * buffers stay the caller's). NULL is a no-op; a double free is detected
  * and reported through `nnm_last_error()`.
+ *
+ * # Safety
+ * `arena` may be any pointer value: only a live arena is freed, others are
+ * reported. No other call may use the arena meanwhile.
  */
 void nnm_arena_free(struct nnm_arena *arena);
 
@@ -1053,6 +1075,10 @@ void nnm_arena_free(struct nnm_arena *arena);
  * Switches per-category recording on (`enabled` non-zero) or off.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_arena_set_recording(struct nnm_arena *arena, int enabled);
 
@@ -1063,6 +1089,12 @@ enum nnm_status nnm_arena_set_recording(struct nnm_arena *arena, int enabled);
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (empty, longer than
  * NNM_ARENA_MAX_CATEGORY_NAME bytes, control characters, not UTF-8),
  * ALREADY_EXISTS.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ * `name` must be NULL or a NUL-terminated string. `out_id` must be NULL or
+ * valid for writing one value.
  */
 enum nnm_status nnm_arena_register_category(struct nnm_arena *arena,
                                             const char *name,
@@ -1073,12 +1105,21 @@ enum nnm_status nnm_arena_register_category(struct nnm_arena *arena,
  * are 0 to count - 1).
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_count` must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_arena_category_count(const struct nnm_arena *arena, uint32_t *out_count);
 
 /**
  * The name of category `id`, or NULL (with a last error) for an unknown id
  * or a NULL arena. Valid until the arena is freed.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
  */
 const char *nnm_arena_category_name(const struct nnm_arena *arena, uint32_t id);
 
@@ -1086,6 +1127,11 @@ const char *nnm_arena_category_name(const struct nnm_arena *arena, uint32_t id);
  * Writes what recording counted for category `id`.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_stats` must be NULL or valid for writing one `nnm_arena_category_stats`.
  */
 enum nnm_status nnm_arena_get_category(const struct nnm_arena *arena,
                                        uint32_t id,
@@ -1101,6 +1147,12 @@ enum nnm_status nnm_arena_get_category(const struct nnm_arena *arena,
  * `nnm_arena_new`, unknown category), OVERFLOW (size), DOES_NOT_FIT
  * ("requested X B, available Y B, missing Z B", Z being what the arena
  * lacks; nothing changes).
+ *
+ * # Safety
+ * `arena` must be NULL or a live arena from `nnm_arena_new*` (only its
+ * type tag is checked: a freed arena is undefined), and no other call may
+ * use it meanwhile. `out_ptr` must be NULL or valid for writing one
+ * pointer.
  */
 enum nnm_status nnm_arena_alloc_persistent(struct nnm_arena *arena,
                                            size_t size,
@@ -1114,6 +1166,9 @@ enum nnm_status nnm_arena_alloc_persistent(struct nnm_arena *arena,
  * it with `nnm_arena_release_temp`; `nnm_arena_reset_temp` ends the scope.
  *
  * Errors: as `nnm_arena_alloc_persistent`.
+ *
+ * # Safety
+ * As `nnm_arena_alloc_persistent`.
  */
 enum nnm_status nnm_arena_alloc_temp(struct nnm_arena *arena,
                                      size_t size,
@@ -1131,6 +1186,11 @@ enum nnm_status nnm_arena_alloc_temp(struct nnm_arena *arena,
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
  * arena, or already released).
+ *
+ * # Safety
+ * `arena` must be NULL or a live arena from `nnm_arena_new*` (only its
+ * type tag is checked: a freed arena is undefined), and no other call may
+ * use it meanwhile. `ptr` is only compared, never read.
  */
 enum nnm_status nnm_arena_release_temp(struct nnm_arena *arena, const void *ptr);
 
@@ -1142,6 +1202,10 @@ enum nnm_status nnm_arena_release_temp(struct nnm_arena *arena, const void *ptr)
  * the allocation and its category). Nothing changes on error; after
  * CORRUPTED the arena's contents are suspect and every later reset fails
  * the same way, so fix the overrun and start over with a new arena.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
 
@@ -1155,6 +1219,11 @@ enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), OVERFLOW
  * (size), WRONG_STATE (temp held), DOES_NOT_FIT (nothing changes).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ * `out_head` must be NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_arena_reserve_head(struct nnm_arena *arena,
                                        size_t size,
@@ -1173,6 +1242,13 @@ enum nnm_status nnm_arena_reserve_head(struct nnm_arena *arena,
  * alignment exceeds the arena's), WRONG_STATE (planner not planned, or the
  * head must grow while temp allocations are held), BUFFER_TOO_SMALL
  * (`count`), DOES_NOT_FIT (nothing changes).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ * `planner` must be NULL or a planner from `nnm_planner_new` (likewise),
+ * and no call may change it meanwhile. `out_addresses` must be NULL or
+ * valid for writing `count` pointers.
  */
 enum nnm_status nnm_arena_commit_plan(struct nnm_arena *arena,
                                       const struct nnm_planner *planner,
@@ -1185,6 +1261,10 @@ enum nnm_status nnm_arena_commit_plan(struct nnm_arena *arena,
  * no longer be used). In guard mode it first checks every guard.
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations held), CORRUPTED.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
  */
 enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
 
@@ -1201,6 +1281,10 @@ enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
  * allocations are numbered from 1 in the order they were made, over the
  * arena's life (a reset does not restart the count), so a number names one
  * allocation.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
  */
 enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
 
@@ -1208,6 +1292,11 @@ enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
  * Writes the sizes of the sections and the exact size needed.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_sizes` must be NULL or valid for writing one `nnm_arena_sizes`.
  */
 enum nnm_status nnm_arena_get_sizes(const struct nnm_arena *arena,
                                     struct nnm_arena_sizes *out_sizes);
@@ -1220,6 +1309,12 @@ enum nnm_status nnm_arena_get_sizes(const struct nnm_arena *arena,
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (format), BUFFER_TOO_SMALL
  * (nothing is written; the message gives the size).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile. `buf`
+ * must be NULL or valid for writing `len` bytes; `out_written` must be
+ * NULL or valid for writing one value.
  */
 enum nnm_status nnm_arena_report(const struct nnm_arena *arena,
                                  uint32_t format,
@@ -1232,6 +1327,11 @@ enum nnm_status nnm_arena_report(const struct nnm_arena *arena,
  * line per call (see `nnm_write_fn`), with `user` passed through.
  *
  * Errors: NULL_ARGUMENT (arena or write), INVALID_ARGUMENT (format).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `write` must be NULL or a function that may be called with `user`.
  */
 enum nnm_status nnm_arena_report_write(const struct nnm_arena *arena,
                                        uint32_t format,

@@ -1,19 +1,20 @@
 //! C API of the tensor arena (`nnm_arena_*`): the safe core in
 //! `crate::arena` does the address arithmetic; this layer maps addresses to
-//! the caller's pointers and reads and writes guard bytes through them.
+//! the caller's pointers ([`memory`]) and turns C arguments into typed ones
+//! through the audited helpers of `args` and `handle`.
 
-// Not yet converted onto the audited helpers of `args` and `handle`: the
-// C layer's lints (src/ffi/mod.rs) are relaxed here until it is.
-#![allow(unsafe_op_in_unsafe_fn, clippy::undocumented_unsafe_blocks, clippy::missing_safety_doc)]
+mod memory;
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ffi::{c_char, c_int, c_void, CString};
+use std::mem::MaybeUninit;
 
-use super::error::{guard, guard_ptr, guard_void, non_null, read_str, write_out};
+use self::memory::{Backing, CallerMemory, OwnedBlock, PointerMap};
+use super::args::{handle_query, handle_update, non_null, out_param, read_str, slice_out};
+use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle, tagged_mut, value_mut, value_ref, HandleType};
 use super::plan::{nnm_planner, planner_requested};
 use super::text::{copy_text, emit_lines, nnm_write_fn};
-use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, Buffers, Memory, ReportFormat, Span};
+use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, CategoryStats, ReportFormat};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*`: keep per-category statistics from the start
@@ -49,88 +50,8 @@ pub struct nnm_arena {
     nonpersistent: PointerMap,
     persistent: PointerMap,
     /// Memory nnmem allocated (`nnm_arena_new_owned`); only held, so that
-    /// it is freed with the arena.
+    /// it is freed with the arena (after it: fields drop in order).
     _owned: Option<OwnedBlock>,
-}
-
-// SAFETY: no other handle type is named "nnm_arena".
-unsafe impl HandleType for nnm_arena {
-    const NAME: &'static str = "nnm_arena";
-}
-
-/// Alignment of the memory `nnm_arena_new_owned` allocates: a page, more
-/// than any call is likely to ask for, so dry-run sizes carry over.
-const OWNED_ALIGNMENT: usize = 4096;
-
-/// Memory nnmem allocated for an arena; freed when dropped (after the
-/// arena, which is declared before it in `nnm_arena`).
-struct OwnedBlock {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-impl Drop for OwnedBlock {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `nnm_arena_new_owned` with this layout.
-        unsafe { dealloc(self.ptr, self.layout) }
-    }
-}
-
-/// Maps the core's numeric addresses (a pointer's address) on one side
-/// back to pointers derived from the caller's pointer, so that they keep
-/// its provenance. A dry run maps onto a NULL base: the pointers it returns
-/// are distinct but must never be dereferenced.
-#[derive(Copy, Clone)]
-struct PointerMap {
-    base: *mut u8,
-}
-
-impl PointerMap {
-    fn of(base: *mut u8) -> Self {
-        PointerMap { base }
-    }
-
-    #[inline]
-    fn to_ptr(self, addr: usize) -> *mut c_void {
-        self.base.wrapping_add(addr.wrapping_sub(self.base as usize)).cast()
-    }
-}
-
-/// The caller's buffers as the core's [`Memory`]: guard bytes are read and
-/// written through the pointers it was made with.
-struct CallerMemory {
-    /// `(address, pointer, length)` of each buffer.
-    regions: Vec<(usize, *mut u8, usize)>,
-}
-
-impl CallerMemory {
-    fn pointer(&self, addr: usize, len: usize) -> *mut u8 {
-        for &(start, ptr, size) in &self.regions {
-            if addr >= start && addr - start <= size && len <= size - (addr - start) {
-                return ptr.wrapping_add(addr - start);
-            }
-        }
-        panic!("arena address {addr:#x} (+{len} B) lies outside the arena's buffers");
-    }
-}
-
-impl Memory for CallerMemory {
-    fn is_backed(&self) -> bool {
-        !self.regions.is_empty()
-    }
-    fn write(&mut self, addr: usize, bytes: &[u8]) {
-        // SAFETY: the range lies in a caller buffer valid for writes (checked
-        // by `pointer`; validity is the caller's promise at creation).
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), self.pointer(addr, bytes.len()), bytes.len()) }
-    }
-    fn fill(&mut self, addr: usize, len: usize, byte: u8) {
-        // SAFETY: as in `write`.
-        unsafe { std::ptr::write_bytes(self.pointer(addr, len), byte, len) }
-    }
-    fn read(&self, addr: usize, out: &mut [u8]) {
-        // SAFETY: as in `write`, for reads.
-        unsafe { std::ptr::copy_nonoverlapping(self.pointer(addr, out.len()), out.as_mut_ptr(), out.len()) }
-    }
 }
 
 /// Sizes of an arena's sections and the size it needs
@@ -220,7 +141,119 @@ pub struct nnm_arena_category_stats {
     pub count: u64,
 }
 
-// --- creation ------------------------------------------------------------------
+// --- the shared paths of the exports ----------------------------------------------
+
+// SAFETY: no other handle type is named "nnm_arena".
+unsafe impl HandleType for nnm_arena {
+    const NAME: &'static str = "nnm_arena";
+}
+
+/// The core's calls with what the C side adds: pointers for addresses, C
+/// strings for category names.
+impl nnm_arena {
+    #[inline(always)]
+    fn alloc_persistent(&mut self, size: usize, alignment: usize, category: u32) -> Result<*mut c_void> {
+        Ok(self.persistent.to_ptr(self.arena.alloc_persistent(size, alignment, category)?))
+    }
+
+    #[inline(always)]
+    fn alloc_temp(&mut self, size: usize, alignment: usize, category: u32) -> Result<*mut c_void> {
+        Ok(self.nonpersistent.to_ptr(self.arena.alloc_temp(size, alignment, category)?))
+    }
+
+    fn reserve_head(&mut self, size: usize, category: u32) -> Result<*mut c_void> {
+        Ok(self.nonpersistent.to_ptr(self.arena.reserve_head(size, category)?))
+    }
+
+    fn register_category(&mut self, name: &str) -> Result<u32> {
+        let id = self.arena.register_category(name)?;
+        self.names.push(nul_terminated(name));
+        Ok(id)
+    }
+}
+
+/// The arena behind a handle, for reading, after NULL, registry and tag
+/// checks.
+///
+/// # Safety
+/// `arena` must be NULL, a freed arena (refused unread), or a live arena
+/// that no call changes while the reference is used.
+#[inline]
+unsafe fn arena_ref<'a>(arena: *const nnm_arena) -> Result<&'a nnm_arena> {
+    // SAFETY: the caller's promise is `value_ref`'s.
+    unsafe { value_ref(arena, "arena") }
+}
+
+/// The arena behind a handle, for changing it, after NULL, registry and
+/// tag checks.
+///
+/// # Safety
+/// `arena` must be NULL, a freed arena (refused unread), or a live arena
+/// that no other call uses while the reference is used.
+#[inline]
+unsafe fn arena_mut<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
+    // SAFETY: the caller's promise is `value_mut`'s.
+    unsafe { value_mut(arena, "arena") }
+}
+
+/// As [`arena_mut`] without the registry look-up, for the allocation calls:
+/// they cost a few nanoseconds, and the look-up would add a large fraction
+/// (BENCHMARKS.md, targets (k) and (l)).
+///
+/// # Safety
+/// `arena` must be NULL or a live arena that no other call uses while the
+/// reference is used (a freed one is undefined).
+#[inline(always)]
+unsafe fn arena_hot<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
+    // SAFETY: the caller's promise is `tagged_mut`'s.
+    unsafe { tagged_mut(arena, "arena") }
+}
+
+/// The path of every export that writes one result: `open` checks the
+/// handle, then the required out-parameter `out` (named `what`) is checked,
+/// `body` runs, and its result is written only on success.
+///
+/// # Safety
+/// `out` must be NULL or valid for writing one `T`, and used by nothing
+/// else during the call.
+#[inline(always)]
+unsafe fn write_result<H, T>(
+    open: impl FnOnce() -> Result<H>,
+    out: *mut T,
+    what: &str,
+    body: impl FnOnce(H) -> Result<T>,
+) -> Status {
+    guard(|| {
+        let handle = open()?;
+        // SAFETY: the caller promises `out` is NULL or valid for one write.
+        let out = unsafe { out_param(out, what) }?;
+        out.write(body(handle)?);
+        Ok(())
+    })
+}
+
+/// The path of the `nnm_arena_new*` exports: checks `out_arena`, makes the
+/// arena over what `parts` gives, and writes its handle.
+///
+/// # Safety
+/// As [`write_result`], for `out_arena`.
+#[inline]
+unsafe fn create(out_arena: *mut *mut nnm_arena, parts: impl FnOnce() -> Result<(Backing, ArenaOptions)>) -> Status {
+    let make = || {
+        let (backing, options) = parts()?;
+        let Backing { buffers, memory, nonpersistent, persistent, owned } = backing;
+        let arena = Arena::new(buffers, options, memory)?;
+        let names = arena.categories().iter().map(|(_, name, _)| nul_terminated(name)).collect();
+        Ok(into_handle(nnm_arena { arena, names, nonpersistent, persistent, _owned: owned }))
+    };
+    // SAFETY: the caller's promise about `out_arena` is `write_result`'s.
+    unsafe { write_result(|| Ok(()), out_arena, "out_arena", |()| make()) }
+}
+
+/// A category name as the C string `nnm_arena_category_name` returns.
+fn nul_terminated(name: &str) -> CString {
+    CString::new(name).expect("category names have no NUL (checked at registration)")
+}
 
 fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
     if flags & !(NNM_ARENA_RECORDING | NNM_ARENA_GUARD) != 0 {
@@ -234,27 +267,20 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
     Ok(ArenaOptions { alignment, guard: flags & NNM_ARENA_GUARD != 0, recording: flags & NNM_ARENA_RECORDING != 0 })
 }
 
-fn span_of(ptr: *mut c_void, len: usize, what: &str) -> Result<Span> {
-    non_null(ptr, what)?;
-    Span::new(ptr as usize, len)
+/// The parts of an arena over memory nnmem allocates: the options first, as
+/// the block's alignment comes from them.
+fn owned(len: usize, alignment: usize, flags: u32) -> Result<(Backing, ArenaOptions)> {
+    let options = options(alignment, flags)?;
+    Ok((Backing::owned(OwnedBlock::new(len, options.alignment)?)?, options))
 }
 
-fn make(
-    buffers: Buffers,
-    options: ArenaOptions,
-    regions: Vec<(usize, *mut u8, usize)>,
-    nonpersistent: PointerMap,
-    persistent: PointerMap,
-    owned: Option<OwnedBlock>,
-) -> Result<*mut nnm_arena> {
-    let arena = Arena::new(buffers, options, CallerMemory { regions })?;
-    let names = arena.categories().iter().map(|(_, name, _)| c_name(name)).collect();
-    Ok(into_handle(nnm_arena { arena, names, nonpersistent, persistent, _owned: owned }))
+impl From<CategoryStats> for nnm_arena_category_stats {
+    fn from(s: CategoryStats) -> Self {
+        nnm_arena_category_stats { requested_bytes: s.requested, used_bytes: s.used, count: s.count }
+    }
 }
 
-fn c_name(name: &str) -> CString {
-    CString::new(name).expect("category names have no NUL (checked at registration)")
-}
+// --- creation ------------------------------------------------------------------
 
 /// Creates an arena over `buffer` (`len` bytes, any address): its start is
 /// aligned up to `alignment` (0: 16; a power of two up to 2^62, or 2^30 on
@@ -266,6 +292,12 @@ fn c_name(name: &str) -> CString {
 /// above 2^62: "alignment A is larger than the largest supported, 2^62 =
 /// 4611686018427387904 B"; unknown flags), OVERFLOW (the buffer wraps
 /// around the address space), DOES_NOT_FIT (too small to align its start).
+///
+/// # Safety
+/// `buffer` must be NULL or valid for reads and writes of `len` bytes until
+/// `nnm_arena_free`, and be used meanwhile only through the addresses the
+/// arena hands out (guard mode writes into it). `out_arena` must be NULL or
+/// valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_new(
     buffer: *mut c_void,
@@ -274,21 +306,9 @@ pub unsafe extern "C" fn nnm_arena_new(
     flags: u32,
     out_arena: *mut *mut nnm_arena,
 ) -> Status {
-    guard(|| {
-        non_null(out_arena, "out_arena")?;
-        let span = span_of(buffer, len, "buffer")?;
-        let map = PointerMap::of(buffer.cast());
-        let handle = make(
-            Buffers::Single(span),
-            options(alignment, flags)?,
-            vec![(span.start, buffer.cast(), len)],
-            map,
-            map,
-            None,
-        )?;
-        write_out(out_arena, handle);
-        Ok(())
-    })
+    // SAFETY: the caller promises `buffer` is NULL or valid for `len` bytes
+    // while the arena lives, and `out_arena` NULL or writable.
+    unsafe { create(out_arena, || Ok((Backing::single(buffer, len)?, options(alignment, flags)?))) }
 }
 
 /// Creates a two-buffer arena: the tail (persistent allocations) in
@@ -297,6 +317,12 @@ pub unsafe extern "C" fn nnm_arena_new(
 /// Other arguments as `nnm_arena_new`.
 ///
 /// Errors: as `nnm_arena_new`, and INVALID_ARGUMENT when the buffers overlap.
+///
+/// # Safety
+/// Each buffer must be NULL or valid for reads and writes of its length
+/// until `nnm_arena_free`, and be used meanwhile only through the addresses
+/// the arena hands out. `out_arena` must be NULL or valid for writing one
+/// pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_new_split(
     persistent: *mut c_void,
@@ -307,17 +333,14 @@ pub unsafe extern "C" fn nnm_arena_new_split(
     flags: u32,
     out_arena: *mut *mut nnm_arena,
 ) -> Status {
-    guard(|| {
-        non_null(out_arena, "out_arena")?;
-        let p = span_of(persistent, persistent_len, "persistent")?;
-        let np = span_of(nonpersistent, nonpersistent_len, "nonpersistent")?;
-        let (pm, npm) = (PointerMap::of(persistent.cast()), PointerMap::of(nonpersistent.cast()));
-        let regions = vec![(p.start, persistent.cast(), p.len), (np.start, nonpersistent.cast(), np.len)];
-        let buffers = Buffers::Split { persistent: p, nonpersistent: np };
-        let handle = make(buffers, options(alignment, flags)?, regions, npm, pm, None)?;
-        write_out(out_arena, handle);
-        Ok(())
-    })
+    // SAFETY: the caller promises both buffers are NULL or valid for their
+    // lengths while the arena lives, and `out_arena` NULL or writable.
+    unsafe {
+        create(out_arena, || {
+            let backing = Backing::split(persistent, persistent_len, nonpersistent, nonpersistent_len)?;
+            Ok((backing, options(alignment, flags)?))
+        })
+    }
 }
 
 /// Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
@@ -326,6 +349,9 @@ pub unsafe extern "C" fn nnm_arena_new_split(
 /// Other arguments as `nnm_arena_new`.
 ///
 /// Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
+///
+/// # Safety
+/// `out_arena` must be NULL or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_new_owned(
     len: usize,
@@ -333,25 +359,8 @@ pub unsafe extern "C" fn nnm_arena_new_owned(
     flags: u32,
     out_arena: *mut *mut nnm_arena,
 ) -> Status {
-    guard(|| {
-        non_null(out_arena, "out_arena")?;
-        let options = options(alignment, flags)?;
-        if len == 0 {
-            return Err(Error::invalid("len is 0"));
-        }
-        let layout = Layout::from_size_align(len, options.alignment.max(OWNED_ALIGNMENT))
-            .map_err(|_| Error::overflow(format!("len {len} B is too large")))?;
-        let ptr = alloc_zeroed(layout);
-        if ptr.is_null() {
-            return Err(Error::new(Status::OutOfMemory, format!("could not allocate {len} B for the arena")));
-        }
-        let block = OwnedBlock { ptr, layout }; // freed on every error below
-        let span = Span::new(ptr as usize, len)?;
-        let map = PointerMap::of(ptr);
-        let handle = make(Buffers::Single(span), options, vec![(span.start, ptr, len)], map, map, Some(block))?;
-        write_out(out_arena, handle);
-        Ok(())
-    })
+    // SAFETY: the caller promises `out_arena` is NULL or writable.
+    unsafe { create(out_arena, || owned(len, alignment, flags)) }
 }
 
 /// Creates a dry-run arena: no memory. Every call is checked and accounted
@@ -362,54 +371,43 @@ pub unsafe extern "C" fn nnm_arena_new_owned(
 /// `required_nonpersistent_bytes` those of a split arena).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags).
+///
+/// # Safety
+/// `out_arena` must be NULL or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_new_dry_run(alignment: usize, flags: u32, out_arena: *mut *mut nnm_arena) -> Status {
-    guard(|| {
-        non_null(out_arena, "out_arena")?;
-        let map = PointerMap::of(std::ptr::null_mut());
-        let handle = make(Buffers::DryRun, options(alignment, flags)?, Vec::new(), map, map, None)?;
-        write_out(out_arena, handle);
-        Ok(())
-    })
+    // SAFETY: the caller promises `out_arena` is NULL or writable.
+    unsafe { create(out_arena, || Ok((Backing::dry_run(), options(alignment, flags)?))) }
 }
 
 /// Frees an arena (and the memory of `nnm_arena_new_owned`; a caller's
 /// buffers stay the caller's). NULL is a no-op; a double free is detected
 /// and reported through `nnm_last_error()`.
+///
+/// # Safety
+/// `arena` may be any pointer value: only a live arena is freed, others are
+/// reported. No other call may use the arena meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_free(arena: *mut nnm_arena) {
-    guard_void(|| free_handle(arena))
+    // SAFETY: `free_handle` frees only what the registry holds as a live
+    // arena; the caller promises no other call is using it.
+    guard_void(|| unsafe { free_handle(arena) })
 }
 
 // --- settings and categories -------------------------------------------------------
 
-#[inline]
-unsafe fn arena_mut<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
-    value_mut(arena, "arena")
-}
-
-#[inline]
-unsafe fn arena_ref<'a>(arena: *const nnm_arena) -> Result<&'a nnm_arena> {
-    value_ref(arena, "arena")
-}
-
-/// As [`arena_mut`] without the registry look-up, for the allocation calls:
-/// they cost a few nanoseconds, and the look-up would add a large fraction
-/// (BENCHMARKS.md, targets (k) and (l)).
-#[inline]
-unsafe fn arena_hot<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
-    tagged_mut(arena, "arena")
-}
-
 /// Switches per-category recording on (`enabled` non-zero) or off.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_set_recording(arena: *mut nnm_arena, enabled: c_int) -> Status {
-    guard(|| {
-        arena_mut(arena)?.arena.set_recording(enabled != 0);
-        Ok(())
-    })
+    // SAFETY: `arena` is an arena used by no other call, or NULL or freed
+    // (refused unread).
+    guard(|| unsafe { arena_mut(arena) }.map(|a| a.arena.set_recording(enabled != 0)))
 }
 
 /// Registers a named category for allocations (ids after the predefined
@@ -418,43 +416,52 @@ pub unsafe extern "C" fn nnm_arena_set_recording(arena: *mut nnm_arena, enabled:
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (empty, longer than
 /// NNM_ARENA_MAX_CATEGORY_NAME bytes, control characters, not UTF-8),
 /// ALREADY_EXISTS.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
+/// `name` must be NULL or a NUL-terminated string. `out_id` must be NULL or
+/// valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_register_category(
     arena: *mut nnm_arena,
     name: *const c_char,
     out_id: *mut u32,
 ) -> Status {
-    guard(|| {
-        let a = arena_mut(arena)?;
-        non_null(out_id, "out_id")?;
-        let name = read_str(name, "name")?;
-        let id = a.arena.register_category(name)?;
-        a.names.push(c_name(name));
-        write_out(out_id, id);
-        Ok(())
-    })
+    // SAFETY: `arena` is an arena used by no other call, or NULL or freed
+    // (refused unread); `name` is NULL or a NUL-terminated string; `out_id`
+    // is NULL or writable (the caller's contract).
+    unsafe { write_result(|| arena_mut(arena), out_id, "out_id", |a| a.register_category(read_str(name, "name")?)) }
 }
 
 /// Writes the number of categories, predefined ones included (valid ids
 /// are 0 to count - 1).
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_count` must be NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_category_count(arena: *const nnm_arena, out_count: *mut u32) -> Status {
-    guard(|| {
-        let a = arena_ref(arena)?;
-        non_null(out_count, "out_count")?;
-        write_out(out_count, a.names.len() as u32);
-        Ok(())
-    })
+    // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
+    // unread); `out_count` is NULL or writable (the caller's contract).
+    unsafe { handle_query(arena, "arena", out_count, "out_count", |a| Ok(a.names.len() as u32)) }
 }
 
 /// The name of category `id`, or NULL (with a last error) for an unknown id
 /// or a NULL arena. Valid until the arena is freed.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_category_name(arena: *const nnm_arena, id: u32) -> *const c_char {
     guard_ptr(|| {
-        let a = arena_ref(arena)?;
+        // SAFETY: `arena` is an arena no call changes, or NULL or freed
+        // (refused unread).
+        let a = unsafe { arena_ref(arena) }?;
         a.arena.categories().check(id)?;
         Ok(a.names[id as usize].as_ptr().cast_mut())
     })
@@ -463,22 +470,20 @@ pub unsafe extern "C" fn nnm_arena_category_name(arena: *const nnm_arena, id: u3
 /// Writes what recording counted for category `id`.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_stats` must be NULL or valid for writing one `nnm_arena_category_stats`.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_get_category(
     arena: *const nnm_arena,
     id: u32,
     out_stats: *mut nnm_arena_category_stats,
 ) -> Status {
-    guard(|| {
-        let a = arena_ref(arena)?;
-        non_null(out_stats, "out_stats")?;
-        let s = a.arena.category_stats(id)?;
-        write_out(
-            out_stats,
-            nnm_arena_category_stats { requested_bytes: s.requested, used_bytes: s.used, count: s.count },
-        );
-        Ok(())
-    })
+    // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
+    // unread); `out_stats` is NULL or writable (the caller's contract).
+    unsafe { handle_query(arena, "arena", out_stats, "out_stats", |a| Ok(a.arena.category_stats(id)?.into())) }
 }
 
 // --- allocation ------------------------------------------------------------------
@@ -492,6 +497,12 @@ pub unsafe extern "C" fn nnm_arena_get_category(
 /// `nnm_arena_new`, unknown category), OVERFLOW (size), DOES_NOT_FIT
 /// ("requested X B, available Y B, missing Z B", Z being what the arena
 /// lacks; nothing changes).
+///
+/// # Safety
+/// `arena` must be NULL or a live arena from `nnm_arena_new*` (only its
+/// type tag is checked: a freed arena is undefined), and no other call may
+/// use it meanwhile. `out_ptr` must be NULL or valid for writing one
+/// pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_alloc_persistent(
     arena: *mut nnm_arena,
@@ -500,13 +511,9 @@ pub unsafe extern "C" fn nnm_arena_alloc_persistent(
     category: u32,
     out_ptr: *mut *mut c_void,
 ) -> Status {
-    guard(|| {
-        let a = arena_hot(arena)?;
-        non_null(out_ptr, "out_ptr")?;
-        let addr = a.arena.alloc_persistent(size, alignment, category)?;
-        write_out(out_ptr, a.persistent.to_ptr(addr));
-        Ok(())
-    })
+    // SAFETY: `arena` is NULL or a live arena used by no other call;
+    // `out_ptr` is NULL or writable (the caller's contract).
+    unsafe { write_result(|| arena_hot(arena), out_ptr, "out_ptr", |a| a.alloc_persistent(size, alignment, category)) }
 }
 
 /// Allocates `size` temp bytes above the head, aligned to `alignment` (0:
@@ -514,6 +521,9 @@ pub unsafe extern "C" fn nnm_arena_alloc_persistent(
 /// it with `nnm_arena_release_temp`; `nnm_arena_reset_temp` ends the scope.
 ///
 /// Errors: as `nnm_arena_alloc_persistent`.
+///
+/// # Safety
+/// As `nnm_arena_alloc_persistent`.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_alloc_temp(
     arena: *mut nnm_arena,
@@ -522,13 +532,8 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
     category: u32,
     out_ptr: *mut *mut c_void,
 ) -> Status {
-    guard(|| {
-        let a = arena_hot(arena)?;
-        non_null(out_ptr, "out_ptr")?;
-        let addr = a.arena.alloc_temp(size, alignment, category)?;
-        write_out(out_ptr, a.nonpersistent.to_ptr(addr));
-        Ok(())
-    })
+    // SAFETY: as in `nnm_arena_alloc_persistent`.
+    unsafe { write_result(|| arena_hot(arena), out_ptr, "out_ptr", |a| a.alloc_temp(size, alignment, category)) }
 }
 
 /// Releases a temp allocation. Its bytes are reused once every temp
@@ -540,10 +545,16 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
 /// arena, or already released).
+///
+/// # Safety
+/// `arena` must be NULL or a live arena from `nnm_arena_new*` (only its
+/// type tag is checked: a freed arena is undefined), and no other call may
+/// use it meanwhile. `ptr` is only compared, never read.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_release_temp(arena: *mut nnm_arena, ptr: *const c_void) -> Status {
     guard(|| {
-        let a = arena_hot(arena)?;
+        // SAFETY: `arena` is NULL or a live arena used by no other call.
+        let a = unsafe { arena_hot(arena) }?;
         non_null(ptr, "ptr")?;
         a.arena.release_temp(ptr as usize)
     })
@@ -556,9 +567,15 @@ pub unsafe extern "C" fn nnm_arena_release_temp(arena: *mut nnm_arena, ptr: *con
 /// the allocation and its category). Nothing changes on error; after
 /// CORRUPTED the arena's contents are suspect and every later reset fails
 /// the same way, so fix the overrun and start over with a new arena.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_reset_temp(arena: *mut nnm_arena) -> Status {
-    guard(|| arena_mut(arena)?.arena.reset_temp())
+    // SAFETY: `arena` is an arena used by no other call, or NULL or freed
+    // (refused unread).
+    unsafe { handle_update(arena, "arena", |a| a.arena.reset_temp()) }
 }
 
 // --- head ------------------------------------------------------------------------
@@ -572,6 +589,11 @@ pub unsafe extern "C" fn nnm_arena_reset_temp(arena: *mut nnm_arena) -> Status {
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), OVERFLOW
 /// (size), WRONG_STATE (temp held), DOES_NOT_FIT (nothing changes).
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
+/// `out_head` must be NULL or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_reserve_head(
     arena: *mut nnm_arena,
@@ -579,13 +601,10 @@ pub unsafe extern "C" fn nnm_arena_reserve_head(
     category: u32,
     out_head: *mut *mut c_void,
 ) -> Status {
-    guard(|| {
-        let a = arena_mut(arena)?;
-        non_null(out_head, "out_head")?;
-        let head = a.arena.reserve_head(size, category)?;
-        write_out(out_head, a.nonpersistent.to_ptr(head));
-        Ok(())
-    })
+    // SAFETY: `arena` is an arena used by no other call, or NULL or freed
+    // (refused unread); `out_head` is NULL or writable (the caller's
+    // contract).
+    unsafe { write_result(|| arena_mut(arena), out_head, "out_head", |a| a.reserve_head(size, category)) }
 }
 
 /// Commits a planned `planner`'s plan to the head (the head becomes the
@@ -599,6 +618,13 @@ pub unsafe extern "C" fn nnm_arena_reserve_head(
 /// alignment exceeds the arena's), WRONG_STATE (planner not planned, or the
 /// head must grow while temp allocations are held), BUFFER_TOO_SMALL
 /// (`count`), DOES_NOT_FIT (nothing changes).
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
+/// `planner` must be NULL or a planner from `nnm_planner_new` (likewise),
+/// and no call may change it meanwhile. `out_addresses` must be NULL or
+/// valid for writing `count` pointers.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_commit_plan(
     arena: *mut nnm_arena,
@@ -608,10 +634,16 @@ pub unsafe extern "C" fn nnm_arena_commit_plan(
     count: usize,
 ) -> Status {
     guard(|| {
-        let a = arena_mut(arena)?;
-        let (p, requested) = planner_requested(planner)?;
+        // SAFETY: `arena` is an arena used by no other call, or NULL or
+        // freed (refused unread).
+        let a = unsafe { arena_mut(arena) }?;
+        // SAFETY: `planner` is a planner no call changes, or NULL or freed
+        // (refused unread).
+        let (p, requested) = unsafe { planner_requested(planner) }?;
         let n = p.buffer_count();
-        if !(out_addresses.is_null() && count == 0) {
+        let out = if out_addresses.is_null() && count == 0 {
+            None
+        } else {
             non_null(out_addresses, "out_addresses")?;
             if count < n {
                 return Err(Error::new(
@@ -619,13 +651,14 @@ pub unsafe extern "C" fn nnm_arena_commit_plan(
                     format!("the plan has {n} buffers, out_addresses holds {count}"),
                 ));
             }
-        }
+            // SAFETY: the caller promises `out_addresses` is valid for
+            // writing `count` >= `n` pointers; MaybeUninit asks nothing of
+            // what the C memory holds.
+            Some(unsafe { slice_out(out_addresses.cast::<MaybeUninit<*mut c_void>>(), n, "out_addresses") }?)
+        };
         let head = a.arena.commit(p, requested, category)?;
-        if !out_addresses.is_null() {
-            let out = std::slice::from_raw_parts_mut(out_addresses, n);
-            for (slot, &offset) in out.iter_mut().zip(&p.planned()?.offsets) {
-                *slot = a.nonpersistent.to_ptr(head + offset as usize);
-            }
+        for (slot, &offset) in out.into_iter().flatten().zip(&p.planned()?.offsets) {
+            slot.write(a.nonpersistent.to_ptr(head + offset as usize));
         }
         Ok(())
     })
@@ -635,9 +668,15 @@ pub unsafe extern "C" fn nnm_arena_commit_plan(
 /// no longer be used). In guard mode it first checks every guard.
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations held), CORRUPTED.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no other call may use it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_reset_head(arena: *mut nnm_arena) -> Status {
-    guard(|| arena_mut(arena)?.arena.reset_head())
+    // SAFETY: `arena` is an arena used by no other call, or NULL or freed
+    // (refused unread).
+    unsafe { handle_update(arena, "arena", |a| a.arena.reset_head()) }
 }
 
 // --- queries ---------------------------------------------------------------------
@@ -654,22 +693,30 @@ pub unsafe extern "C" fn nnm_arena_reset_head(arena: *mut nnm_arena) -> Status {
 /// allocations are numbered from 1 in the order they were made, over the
 /// arena's life (a reset does not restart the count), so a number names one
 /// allocation.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_check(arena: *const nnm_arena) -> Status {
-    guard(|| arena_ref(arena)?.arena.check())
+    // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
+    // unread).
+    guard(|| unsafe { arena_ref(arena) }?.arena.check())
 }
 
 /// Writes the sizes of the sections and the exact size needed.
 ///
 /// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_sizes` must be NULL or valid for writing one `nnm_arena_sizes`.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_get_sizes(arena: *const nnm_arena, out_sizes: *mut nnm_arena_sizes) -> Status {
-    guard(|| {
-        let a = arena_ref(arena)?;
-        non_null(out_sizes, "out_sizes")?;
-        write_out(out_sizes, a.arena.sizes().into());
-        Ok(())
-    })
+    // SAFETY: `arena` is an arena no call changes, or NULL or freed (refused
+    // unread); `out_sizes` is NULL or writable (the caller's contract).
+    unsafe { handle_query(arena, "arena", out_sizes, "out_sizes", |a| Ok(a.arena.sizes().into())) }
 }
 
 /// Writes the report (`format`: an `nnm_report_format`), NUL-terminated,
@@ -679,6 +726,12 @@ pub unsafe extern "C" fn nnm_arena_get_sizes(arena: *const nnm_arena, out_sizes:
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (format), BUFFER_TOO_SMALL
 /// (nothing is written; the message gives the size).
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile. `buf`
+/// must be NULL or valid for writing `len` bytes; `out_written` must be
+/// NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_report(
     arena: *const nnm_arena,
@@ -688,9 +741,13 @@ pub unsafe extern "C" fn nnm_arena_report(
     out_written: *mut usize,
 ) -> Status {
     guard(|| {
-        let a = arena_ref(arena)?;
+        // SAFETY: `arena` is an arena no call changes, or NULL or freed
+        // (refused unread).
+        let a = unsafe { arena_ref(arena) }?;
         let text = report(&a.arena, ReportFormat::from_value(format)?);
-        copy_text(&text, buf, len, out_written, "report")
+        // SAFETY: the caller promises `buf` is NULL or writable for `len`
+        // bytes and `out_written` NULL or writable.
+        unsafe { copy_text(&text, buf, len, out_written, "report") }
     })
 }
 
@@ -698,6 +755,11 @@ pub unsafe extern "C" fn nnm_arena_report(
 /// line per call (see `nnm_write_fn`), with `user` passed through.
 ///
 /// Errors: NULL_ARGUMENT (arena or write), INVALID_ARGUMENT (format).
+///
+/// # Safety
+/// `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `write` must be NULL or a function that may be called with `user`.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_arena_report_write(
     arena: *const nnm_arena,
@@ -706,16 +768,132 @@ pub unsafe extern "C" fn nnm_arena_report_write(
     user: *mut c_void,
 ) -> Status {
     guard(|| {
-        let a = arena_ref(arena)?;
+        // SAFETY: `arena` is an arena no call changes, or NULL or freed
+        // (refused unread).
+        let a = unsafe { arena_ref(arena) }?;
         let format = ReportFormat::from_value(format)?;
-        non_null(write.map_or(std::ptr::null(), |f| f as *const c_void), "write")?;
-        emit_lines(&report(&a.arena, format), write, user)
+        // SAFETY: the caller promises `write` is NULL (refused) or may be
+        // called with `user`.
+        unsafe { emit_lines(&report(&a.arena, format), write, user) }
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ffi::nnm_last_error;
+    use crate::ffi::plan::{
+        nnm_planner_add_buffer, nnm_planner_free, nnm_planner_get_offsets, nnm_planner_new, nnm_planner_plan,
+    };
+    use std::ffi::CStr;
+    use std::ptr::null_mut;
+
+    fn last_error() -> String {
+        // SAFETY: nnm_last_error returns a NUL-terminated thread-local string.
+        unsafe { CStr::from_ptr(nnm_last_error()) }.to_str().unwrap().to_string()
+    }
+
+    fn sizes(a: *const nnm_arena) -> nnm_arena_sizes {
+        let mut s = nnm_arena_sizes::default();
+        // SAFETY: `a` is a live arena; `s` is writable.
+        assert_eq!(unsafe { nnm_arena_get_sizes(a, &mut s) }, Status::Ok);
+        s
+    }
+
+    #[test]
+    fn a_guarded_arena_over_a_caller_buffer_hands_out_pointers_into_it_and_finds_overruns() {
+        let mut buffer = vec![0u64; 64]; // 512 B, 8-aligned
+        let (base, len) = (buffer.as_mut_ptr().cast::<c_void>(), buffer.len() * 8);
+        let mut a = null_mut();
+        // SAFETY: `buffer` outlives the arena and is used only through it.
+        assert_eq!(unsafe { nnm_arena_new(base, len, 8, NNM_ARENA_GUARD, &mut a) }, Status::Ok);
+        let (mut p, mut t) = (null_mut(), null_mut());
+        // SAFETY: `a` is live and used by this thread only; `p` and `t` are writable.
+        unsafe {
+            assert_eq!(nnm_arena_alloc_persistent(a, 16, 0, 0, &mut p), Status::Ok);
+            assert_eq!(nnm_arena_alloc_temp(a, 24, 0, 0, &mut t), Status::Ok);
+        }
+        for q in [p, t] {
+            let offset = q as usize - base as usize;
+            assert!(offset < len, "{q:p} lies outside the buffer");
+        }
+        // SAFETY: `t` is a live 24-byte temp allocation; the write stays in it.
+        unsafe { t.cast::<u8>().write_bytes(0xab, 24) };
+        // SAFETY: `a` is live.
+        assert_eq!(unsafe { nnm_arena_check(a) }, Status::Ok);
+        // One byte past the allocation: its trailing canary.
+        // SAFETY: the byte lies in `buffer` (the canary after `t`).
+        unsafe { t.cast::<u8>().add(24).write(0) };
+        // SAFETY: `a` is live and used by this thread only.
+        unsafe {
+            assert_eq!(nnm_arena_check(a), Status::Corrupted);
+            assert_eq!(nnm_arena_release_temp(a, t), Status::Ok);
+            assert_eq!(nnm_arena_reset_temp(a), Status::Corrupted, "{}", last_error());
+            nnm_arena_free(a);
+        }
+    }
+
+    #[test]
+    fn allocation_failures_leave_the_out_pointer_and_the_arena_alone() {
+        let mut a = null_mut();
+        // SAFETY: `a` is writable.
+        assert_eq!(unsafe { nnm_arena_new_owned(64, 0, 0, &mut a) }, Status::Ok);
+        let before = sizes(a);
+        let untouched = std::ptr::NonNull::<u64>::dangling().as_ptr().cast::<c_void>();
+        let mut p = untouched;
+        // SAFETY: `a` is live and used by this thread only; `p` is writable.
+        assert_eq!(unsafe { nnm_arena_alloc_persistent(a, 4096, 0, 0, &mut p) }, Status::DoesNotFit);
+        assert_eq!((p, sizes(a)), (untouched, before));
+        // SAFETY: as above; NULL out-pointers are refused before any work.
+        assert_eq!(unsafe { nnm_arena_alloc_temp(a, 16, 0, 0, null_mut()) }, Status::NullArgument);
+        assert_eq!(last_error(), "out_ptr is NULL");
+        assert_eq!(sizes(a), before);
+        // SAFETY: `a` is live; NULL is a no-op.
+        unsafe {
+            nnm_arena_free(a);
+            nnm_arena_free(null_mut());
+        }
+    }
+
+    #[test]
+    fn commit_plan_checks_the_address_array_before_it_commits() {
+        let (mut a, mut planner) = (null_mut(), null_mut());
+        // SAFETY: every out-pointer is writable; the handles are used by this thread only.
+        unsafe {
+            assert_eq!(nnm_arena_new_dry_run(0, 0, &mut a), Status::Ok);
+            assert_eq!(nnm_planner_new(&mut planner), Status::Ok);
+            for (size, first, last) in [(32, 0, 1), (16, 1, 2), (48, 2, 3)] {
+                assert_eq!(nnm_planner_add_buffer(planner, size, first, last, null_mut()), Status::Ok);
+            }
+            assert_eq!(nnm_planner_plan(planner), Status::Ok);
+        }
+        let mut out = [null_mut::<c_void>(); 4];
+        // SAFETY: `out` holds 4 pointers; 2 are claimed.
+        assert_eq!(unsafe { nnm_arena_commit_plan(a, planner, 0, out.as_mut_ptr(), 2) }, Status::BufferTooSmall);
+        assert_eq!(last_error(), "the plan has 3 buffers, out_addresses holds 2");
+        let words = [0u64; 5];
+        let odd = words.as_ptr().cast::<u8>().wrapping_add(1).cast_mut().cast::<*mut c_void>();
+        // SAFETY: refused (misaligned) before anything is written.
+        assert_eq!(unsafe { nnm_arena_commit_plan(a, planner, 0, odd, 3) }, Status::InvalidArgument);
+        assert_eq!(sizes(a).plan_count, 0, "nothing was committed");
+        assert_eq!(out, [null_mut(); 4]);
+        // SAFETY: `out` holds 4 pointers.
+        assert_eq!(unsafe { nnm_arena_commit_plan(a, planner, 0, out.as_mut_ptr(), 4) }, Status::Ok);
+        let mut head = null_mut();
+        // SAFETY: `a` is live; `head` is writable.
+        assert_eq!(unsafe { nnm_arena_reserve_head(a, 0, 0, &mut head) }, Status::Ok);
+        let mut offsets = [0u64; 3];
+        // SAFETY: `planner` is live; `offsets` holds 3 values.
+        assert_eq!(unsafe { nnm_planner_get_offsets(planner, offsets.as_mut_ptr(), 3) }, Status::Ok);
+        let addresses: Vec<usize> = offsets.iter().map(|&o| head as usize + o as usize).collect();
+        assert_eq!(out[..3].iter().map(|&q| q as usize).collect::<Vec<_>>(), addresses);
+        assert!(out[3].is_null(), "only the plan's buffers are written");
+        // SAFETY: both handles are live.
+        unsafe {
+            nnm_arena_free(a);
+            nnm_planner_free(planner);
+        }
+    }
 
     #[test]
     fn header_constants_equal_the_core_ones() {

@@ -1,0 +1,197 @@
+//! The memory behind a C arena: the caller's buffers (or a block nnmem
+//! allocated) as the core's [`Memory`], and the maps from the core's
+//! numeric addresses back to pointers. The arena's C layer reads and writes
+//! through raw pointers only here.
+
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::ffi::c_void;
+
+use crate::arena::{Buffers, Memory, Span};
+use crate::ffi::args::non_null;
+use crate::status::{Error, Result, Status};
+
+/// Alignment of the memory `nnm_arena_new_owned` allocates: a page, more
+/// than any call is likely to ask for, so dry-run sizes carry over.
+const OWNED_ALIGNMENT: usize = 4096;
+
+/// Memory nnmem allocated for an arena; freed when dropped (after the
+/// arena, which is declared before it in `nnm_arena`).
+pub(super) struct OwnedBlock {
+    ptr: *mut u8,
+    layout: Layout,
+}
+
+impl OwnedBlock {
+    /// Allocates `len` zeroed bytes aligned to `alignment` and at least
+    /// [`OWNED_ALIGNMENT`].
+    pub(super) fn new(len: usize, alignment: usize) -> Result<Self> {
+        if len == 0 {
+            return Err(Error::invalid("len is 0"));
+        }
+        let layout = Layout::from_size_align(len, alignment.max(OWNED_ALIGNMENT))
+            .map_err(|_| Error::overflow(format!("len {len} B is too large")))?;
+        // SAFETY: `layout` has a non-zero size (`len` is not 0).
+        let ptr = unsafe { alloc_zeroed(layout) };
+        if ptr.is_null() {
+            return Err(Error::new(Status::OutOfMemory, format!("could not allocate {len} B for the arena")));
+        }
+        Ok(OwnedBlock { ptr, layout })
+    }
+}
+
+impl Drop for OwnedBlock {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `OwnedBlock::new` with this layout, freed
+        // only here.
+        unsafe { dealloc(self.ptr, self.layout) }
+    }
+}
+
+/// Maps the core's numeric addresses (a pointer's address) on one side
+/// back to pointers derived from the caller's pointer, so that they keep
+/// its provenance. A dry run maps onto a NULL base: the pointers it returns
+/// are distinct but must never be dereferenced.
+#[derive(Copy, Clone)]
+pub(super) struct PointerMap {
+    base: *mut u8,
+}
+
+impl PointerMap {
+    #[inline]
+    pub(super) fn to_ptr(self, addr: usize) -> *mut c_void {
+        self.base.wrapping_add(addr.wrapping_sub(self.base as usize)).cast()
+    }
+}
+
+/// One caller buffer: its address, the pointer it was given as, its bytes.
+struct Region {
+    start: usize,
+    ptr: *mut u8,
+    len: usize,
+}
+
+/// The caller's buffers as the core's [`Memory`]: guard bytes are read and
+/// written through the pointers it was made with.
+pub(super) struct CallerMemory {
+    regions: Vec<Region>,
+}
+
+impl CallerMemory {
+    /// The pointer to `len` bytes at `addr`, which must lie in one buffer:
+    /// the core only asks for bytes inside the spans it was given.
+    fn pointer(&self, addr: usize, len: usize) -> *mut u8 {
+        for r in &self.regions {
+            if addr >= r.start && addr - r.start <= r.len && len <= r.len - (addr - r.start) {
+                return r.ptr.wrapping_add(addr - r.start);
+            }
+        }
+        panic!("arena address {addr:#x} (+{len} B) lies outside the arena's buffers");
+    }
+}
+
+impl Memory for CallerMemory {
+    fn is_backed(&self) -> bool {
+        !self.regions.is_empty()
+    }
+    fn write(&mut self, addr: usize, bytes: &[u8]) {
+        let dst = self.pointer(addr, bytes.len());
+        // SAFETY: `pointer` checked that the range lies in one buffer, which
+        // the arena's creator promised valid for reads and writes while the
+        // arena lives (`Backing::single`, `Backing::split`); `bytes` is Rust
+        // memory, so the two do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) }
+    }
+    fn fill(&mut self, addr: usize, len: usize, byte: u8) {
+        let dst = self.pointer(addr, len);
+        // SAFETY: as in `write`.
+        unsafe { std::ptr::write_bytes(dst, byte, len) }
+    }
+    fn read(&self, addr: usize, out: &mut [u8]) {
+        let src = self.pointer(addr, out.len());
+        // SAFETY: as in `write`, for reads into Rust memory.
+        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
+    }
+}
+
+/// What an arena is made over: the core's view of the buffers, the memory
+/// behind them, the pointer maps of its two sides, and the block nnmem
+/// allocated, if any.
+pub(super) struct Backing {
+    pub(super) buffers: Buffers,
+    pub(super) memory: CallerMemory,
+    pub(super) nonpersistent: PointerMap,
+    pub(super) persistent: PointerMap,
+    pub(super) owned: Option<OwnedBlock>,
+}
+
+/// `ptr` (`len` bytes, `what` in messages) as a span and a region.
+fn region(ptr: *mut c_void, len: usize, what: &str) -> Result<(Span, Region)> {
+    non_null(ptr, what)?;
+    let span = Span::new(ptr as usize, len)?;
+    Ok((span, Region { start: span.start, ptr: ptr.cast(), len }))
+}
+
+impl Backing {
+    /// One caller buffer (`nnm_arena_new`); NULL fails naming `buffer`.
+    ///
+    /// # Safety
+    /// `ptr` must be NULL or valid for reads and writes of `len` bytes for
+    /// as long as the arena made over it lives, and not be accessed
+    /// meanwhile except through the addresses the arena hands out.
+    pub(super) unsafe fn single(ptr: *mut c_void, len: usize) -> Result<Self> {
+        let (span, region) = region(ptr, len, "buffer")?;
+        let map = PointerMap { base: ptr.cast() };
+        Ok(Backing {
+            buffers: Buffers::Single(span),
+            memory: CallerMemory { regions: vec![region] },
+            nonpersistent: map,
+            persistent: map,
+            owned: None,
+        })
+    }
+
+    /// Two caller buffers (`nnm_arena_new_split`); the core refuses them
+    /// when they overlap.
+    ///
+    /// # Safety
+    /// As [`Backing::single`], for each buffer.
+    pub(super) unsafe fn split(
+        persistent: *mut c_void,
+        persistent_len: usize,
+        nonpersistent: *mut c_void,
+        nonpersistent_len: usize,
+    ) -> Result<Self> {
+        let (p, p_region) = region(persistent, persistent_len, "persistent")?;
+        let (np, np_region) = region(nonpersistent, nonpersistent_len, "nonpersistent")?;
+        Ok(Backing {
+            buffers: Buffers::Split { persistent: p, nonpersistent: np },
+            memory: CallerMemory { regions: vec![p_region, np_region] },
+            nonpersistent: PointerMap { base: nonpersistent.cast() },
+            persistent: PointerMap { base: persistent.cast() },
+            owned: None,
+        })
+    }
+
+    /// A block nnmem allocated (`nnm_arena_new_owned`), held until the
+    /// arena is dropped.
+    pub(super) fn owned(block: OwnedBlock) -> Result<Self> {
+        // SAFETY: the block is valid for reads and writes of its size and
+        // lives in the backing, hence as long as the arena; nothing else
+        // has its pointer.
+        let mut backing = unsafe { Self::single(block.ptr.cast(), block.layout.size()) }?;
+        backing.owned = Some(block);
+        Ok(backing)
+    }
+
+    /// No memory (`nnm_arena_new_dry_run`): addresses map onto NULL.
+    pub(super) fn dry_run() -> Self {
+        let map = PointerMap { base: std::ptr::null_mut() };
+        Backing {
+            buffers: Buffers::DryRun,
+            memory: CallerMemory { regions: Vec::new() },
+            nonpersistent: map,
+            persistent: map,
+            owned: None,
+        }
+    }
+}
