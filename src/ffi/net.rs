@@ -28,7 +28,7 @@ use std::ptr;
 use self::args::{dims_arg, name_arg, one, write_after};
 use self::buffers::{borrowed_pair, descriptor, memory_kind, placeholder, HostBuffer};
 use self::entries::{
-    cache_mut, layer_mut, layer_ref, live_net_ref, net_mut, net_ref, CacheEntry, NetHandle, NetMut, NetState,
+    cache_mut, cache_ref, layer_mut, layer_ref, live_net_ref, net_mut, net_ref, CacheEntry, NetHandle, NetMut, NetState,
 };
 use super::args::{non_null, out_param};
 use super::error::{guard, guard_ptr, guard_void};
@@ -232,8 +232,8 @@ pub type nnm_free_fn = Option<unsafe extern "C" fn(ctx: *mut c_void, ptr: *mut c
 
 // ---- arguments ----------------------------------------------------------------------
 
-/// What every attach does around its own part, `attach`: checks the net
-/// (live) and the name, in that order, runs `attach` on them, and writes
+/// What every attach does around its own part, `part`: checks the net
+/// (live) and the name, in that order, runs `part` on them, and writes
 /// the entry it adds to the optional out-parameter `out` (`out_name` in
 /// messages).
 ///
@@ -245,14 +245,14 @@ unsafe fn attach<T>(
     net: *mut nnm_net,
     name: *const c_char,
     (out, out_name): (*mut *mut T, &str),
-    attach: impl FnOnce(&mut NetMut<'_>, &[u8]) -> Result<*mut T>,
+    part: impl FnOnce(&mut NetMut<'_>, &[u8]) -> Result<*mut T>,
 ) -> Status {
     guard(|| {
         // SAFETY: the caller's promises, argument by argument.
         unsafe {
             write_after(out, out_name, || {
                 let (mut net, name) = (net_mut(net)?, name_arg(name)?);
-                attach(&mut net, name)
+                part(&mut net, name)
             })
         }
     })
@@ -900,32 +900,6 @@ pub unsafe extern "C" fn nnm_cache_push_new(
     })
 }
 
-/// Runs `f` on the cache entry behind `cache` and writes its result to
-/// the required out-parameter `out` (`what` in messages), checked before
-/// `f` runs (a failed call changes nothing) and borrowed after it (it may
-/// point into the cache's stack).
-///
-/// # Safety
-/// `cache` as [`cache_mut`]'s; `out` NULL or valid for writing one value.
-#[inline(always)]
-unsafe fn cache_out<T>(
-    cache: *mut nnm_cache,
-    (out, what): (*mut T, &str),
-    f: impl FnOnce(&mut CacheEntry) -> Result<T>,
-) -> Status {
-    guard(|| {
-        // SAFETY: the caller's promises, argument by argument; the borrow
-        // of the entry ends before `out` is written.
-        unsafe {
-            write_after(out, what, || {
-                let c = cache_mut(cache)?;
-                non_null(out, what)?;
-                f(c)
-            })
-        }
-    })
-}
-
 /// Pops the tensor on top of the stack into `out_tensor`. A tensor pushed
 /// with `nnm_cache_push_new` keeps its buffer until the next
 /// `nnm_cache_push_new` or `nnm_cache_clear` on this cache.
@@ -939,20 +913,18 @@ unsafe fn cache_out<T>(
 /// must be NULL or valid for writing one descriptor.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut nnm_tensor) -> Status {
-    // SAFETY: the caller's promises, argument by argument.
-    unsafe {
-        cache_out(cache, (out_tensor, "out_tensor"), |c| {
-            let mut t = nnm_tensor::default();
-            c.stack.pop_into(&mut t)?;
-            // A pop never moves the stack's storage, so only the count
-            // changes. Republishing the pointer too would read it back with
-            // the length the pop just stored, in one 16-byte load that the
-            // store cannot forward to: a stall that cost a quarter of the
-            // call.
-            c.public.count = c.stack.len();
-            Ok(t)
-        })
-    }
+    guard(|| {
+        // SAFETY: the caller's promises, argument by argument.
+        let (c, out_tensor) = unsafe { (cache_mut(cache)?, out_param(out_tensor, "out_tensor")?) };
+        // Straight from the slot to `out_tensor`, written only on success.
+        c.stack.pop_with(|t| out_tensor.write(t))?;
+        // A pop never moves the stack's storage, so only the count changes.
+        // Republishing the pointer too would read it back with the length
+        // the pop just stored, in one 16-byte load that the store cannot
+        // forward to: a stall that cost a quarter of the call.
+        c.public.count = c.stack.len();
+        Ok(())
+    })
 }
 
 /// Writes the number of tensors on the stack (also `cache->count`).
@@ -965,9 +937,12 @@ pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut n
 /// valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_cache_count(cache: *const nnm_cache, out_count: *mut usize) -> Status {
-    // SAFETY: the caller's promises, argument by argument; the count only
-    // reads the entry.
-    unsafe { cache_out(cache.cast_mut(), (out_count, "out_count"), |c| Ok(c.stack.len())) }
+    guard(|| {
+        // SAFETY: the caller's promises, argument by argument.
+        let (c, out_count) = unsafe { (cache_ref(cache)?, out_param(out_count, "out_count")?) };
+        out_count.write(c.stack.len());
+        Ok(())
+    })
 }
 
 /// Empties the stack and frees every buffer the cache owns (pushed with

@@ -306,6 +306,17 @@ pub(super) unsafe fn cache_mut<'a>(cache: *mut nnm_cache) -> Result<&'a mut Cach
     unsafe { tagged_mut(cache.cast::<CacheEntry>(), "cache") }
 }
 
+/// [`cache_mut`] for reading.
+///
+/// # Safety
+/// `cache` must be NULL or a cache of a live net that no call changes
+/// while the result is used.
+#[inline(always)]
+pub(super) unsafe fn cache_ref<'a>(cache: *const nnm_cache) -> Result<&'a CacheEntry> {
+    // SAFETY: the caller's promise is `tagged_ref`'s.
+    unsafe { tagged_ref(cache.cast::<CacheEntry>(), "cache") }
+}
+
 #[cold]
 #[inline(never)]
 fn no_memory_for(kind: Kind) -> Error {

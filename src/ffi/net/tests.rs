@@ -662,31 +662,23 @@ fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
 }
 
 #[test]
-fn out_parameters_are_checked_before_anything_changes_and_may_point_into_the_cache() {
+fn out_parameters_are_checked_before_anything_changes_and_may_point_into_a_stack_cache() {
     let net = TestNet::new(1);
     let w = tensor_of(net.param("W", &[4]));
     let dims = [4u32];
     let mut slots = [ptr::null_mut::<nnm_param>(); 2];
     let misaligned = slots.as_mut_ptr().cast::<u8>().wrapping_add(1).cast::<*mut nnm_param>();
     // SAFETY: the net is live; the misaligned out-parameter is refused
-    // before it is written; the caches' out-parameters point into them.
+    // before it is written; the stack cache's out-parameters point into it,
+    // which its owner (this frame) may do.
     unsafe {
         let s = nnm_net_attach_param(net.0, c("b").as_ptr(), 0, dims.as_ptr(), 1, misaligned);
         assert_eq!(s, Status::InvalidArgument);
         assert!(last_error().starts_with("out_param (0x") && last_error().ends_with("is not aligned to 8 bytes"));
         assert!(nnm_net_param_get(net.0, c("b").as_ptr()).is_null(), "nothing attached");
 
-        // Popped into the slot it came from: read before it is written.
         let k = net.cache("k");
-        for _ in 0..2 {
-            assert_eq!(nnm_cache_push(k, &w), Status::Ok);
-        }
-        let top = (*k).tensors.add(1).cast_mut();
-        assert_eq!(nnm_cache_pop(k, top), Status::Ok);
-        assert_eq!(((*top).data, (*k).count), (w.data, 1));
-        let mut n = 0usize;
-        assert_eq!(nnm_cache_count(k, &mut n), Status::Ok);
-        assert_eq!(n, 1);
+        assert_eq!(nnm_cache_push(k, &w), Status::Ok);
 
         let mut s = nnm_stack_cache::default();
         let sp = ptr::addr_of_mut!(s);
