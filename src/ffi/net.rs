@@ -28,9 +28,9 @@ use std::ptr;
 use self::args::{dims_arg, name_arg, one, write_after};
 use self::buffers::{borrowed_pair, descriptor, memory_kind, placeholder, HostBuffer};
 use self::entries::{
-    cache_mut, cache_ref, layer_mut, layer_ref, live_net_ref, net_mut, net_ref, CacheEntry, NetHandle, NetMut, NetState,
+    cache_mut, cache_ref, layer_mut, layer_ref, net_mut, net_ref, CacheEntry, NetHandle, NetMut, NetState,
 };
-use super::args::{non_null, out_param};
+use super::args::{handle_query, non_null, out_param};
 use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle};
 use crate::net::names::not_found;
@@ -352,39 +352,43 @@ pub unsafe extern "C" fn nnm_net_free(net: *mut nnm_net) {
 /// NULL or valid for writing one value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mut nnm_net_report) -> Status {
-    guard(|| {
-        // SAFETY: the caller's promises, argument by argument.
-        let (state, out_report) = unsafe { (live_net_ref(net)?, out_param(out_report, "out_report")?) };
-        // SAFETY: no call changes the net's caches meanwhile (the caller's
-        // promise for the net covers its entries).
-        let caches = unsafe { state.caches.iter() }.map(|c| {
-            let stack = &c.stack;
-            let mut b = Bytes { tensors: stack.len() as u64, owned: stack.owned_bytes(), ..Default::default() };
-            for (i, t) in stack.items().iter().enumerate() {
-                if !stack.is_owned(i) {
-                    b.referenced = b.referenced.saturating_add(described_bytes(t.elem_size, &t.dims, t.ndims));
-                }
+    // SAFETY: the caller's promises are `handle_query`'s, and cover the
+    // net's entries: no call changes them meanwhile either.
+    unsafe { handle_query(net.cast::<NetHandle>(), "net", out_report, "out_report", |h| Ok(report(&h.state))) }
+}
+
+/// What the net holds, as `nnm_net_get_report` writes it.
+///
+/// # Safety
+/// No call may change the net's caches meanwhile.
+unsafe fn report(state: &NetState) -> nnm_net_report {
+    // SAFETY: the caller's promise.
+    let caches = unsafe { state.caches.iter() }.map(|c| {
+        let stack = &c.stack;
+        let mut b = Bytes { tensors: stack.len() as u64, owned: stack.owned_bytes(), ..Default::default() };
+        for (i, t) in stack.items().iter().enumerate() {
+            if !stack.is_owned(i) {
+                b.referenced = b.referenced.saturating_add(described_bytes(t.elem_size, &t.dims, t.ndims));
             }
-            b
-        });
-        let r = state.core.report(caches);
-        let c = |b: Bytes| nnm_net_bytes {
-            entries: b.entries,
-            tensors: b.tensors,
-            owned_bytes: b.owned,
-            referenced_bytes: b.referenced,
-        };
-        out_report.write(nnm_net_report {
-            params: c(r.params),
-            outputs: c(r.outputs),
-            inputs: c(r.inputs),
-            caches: c(r.caches),
-            total_owned_bytes: r.total_owned(),
-            total_referenced_bytes: r.total_referenced(),
-            max_batch: r.max_batch,
-        });
-        Ok(())
-    })
+        }
+        b
+    });
+    let r = state.core.report(caches);
+    let c = |b: Bytes| nnm_net_bytes {
+        entries: b.entries,
+        tensors: b.tensors,
+        owned_bytes: b.owned,
+        referenced_bytes: b.referenced,
+    };
+    nnm_net_report {
+        params: c(r.params),
+        outputs: c(r.outputs),
+        inputs: c(r.inputs),
+        caches: c(r.caches),
+        total_owned_bytes: r.total_owned(),
+        total_referenced_bytes: r.total_referenced(),
+        max_batch: r.max_batch,
+    }
 }
 
 // ---- params ------------------------------------------------------------------------------

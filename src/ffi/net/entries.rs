@@ -263,18 +263,6 @@ pub(super) unsafe fn net_ref<'a>(net: *const nnm_net) -> Result<&'a NetState> {
     Ok(unsafe { &(*handle).state })
 }
 
-/// [`net_ref`] after a registry check too (a freed net is refused unread).
-///
-/// # Safety
-/// `net` must be NULL, a freed or foreign pointer, or a live net that no
-/// call changes while the result is used.
-pub(super) unsafe fn live_net_ref<'a>(net: *const nnm_net) -> Result<&'a NetState> {
-    check_live(net.cast::<NetHandle>(), "net")?;
-    // SAFETY: the registry holds it as a live net; the caller promises no
-    // call changes it meanwhile.
-    unsafe { net_ref(net) }
-}
-
 /// The layer entry behind `layer` after NULL and tag checks.
 ///
 /// # Safety
