@@ -6,7 +6,7 @@
 //! is the first field of a `#[repr(C)]` Rust struct that nnmem allocates
 //! (one tagged box each, so its address never changes) and that carries,
 //! after the C-visible part, the state C must not touch: the name's storage
-//! and the buffers nnmem owns ([`entries`]). The net itself is `nnm_net`
+//! and the buffers nnmem owns (`entries`). The net itself is `nnm_net`
 //! (the four `struct list_head` anchors) followed by the safe core state
 //! ([`crate::net::Net`]) and the entries in insertion order.
 //!
@@ -18,9 +18,9 @@
 //!
 //! Files: this one holds the C types and the exports, each a thin wrapper
 //! that turns its pointers into checked references once, at the top;
-//! [`entries`] the net's state and the one path that adds an entry of any
-//! kind; [`buffers`] owned and adopted memory; [`stack_cache`] caches in
-//! caller storage; [`args`] the argument helpers the exports share.
+//! `entries` the net's state and the one path that adds an entry of any
+//! kind; `buffers` owned and adopted memory; `stack_cache` caches in
+//! caller storage; `args` the argument helpers the exports share.
 
 use std::ffi::{c_char, c_void};
 use std::ptr;
