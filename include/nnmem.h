@@ -1424,6 +1424,9 @@ const char *nnm_version(void);
  * with `nnm_net_free`.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`max_batch` 0).
+ *
+ * # Safety
+ * `out_net` must be NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
 
@@ -1433,6 +1436,11 @@ enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
  * entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
  * a no-op; freeing twice is detected and reported through
  * `nnm_last_error()`.
+ *
+ * # Safety
+ * `net` must be NULL or a pointer from `nnm_net_new`; a freed or foreign
+ * pointer is reported, not freed. No other call may use the net or its
+ * entries meanwhile.
  */
 void nnm_net_free(struct nnm_net *net);
 
@@ -1441,6 +1449,11 @@ void nnm_net_free(struct nnm_net *net);
  * referred to, at the net's maximum batch size; and the totals.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live net).
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read) that no call changes meanwhile. `out_report` must be
+ * NULL or valid for writing one value.
  */
 enum nnm_status nnm_net_get_report(const struct nnm_net *net, struct nnm_net_report *out_report);
 
@@ -1454,6 +1467,13 @@ enum nnm_status nnm_net_get_report(const struct nnm_net *net, struct nnm_net_rep
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (unknown dtype, bad dims, empty
  * name, name longer than NNM_NAME_MAX, not a live net); ALREADY_EXISTS (a
  * param of that name); OVERFLOW (size); OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile. `name`
+ * must be NULL or a NUL-terminated string; `dims` NULL or valid for
+ * reading `ndims` values; `out_param` NULL or valid for writing one
+ * pointer.
  */
 enum nnm_status nnm_net_attach_param(struct nnm_net *net,
                                      const char *name,
@@ -1471,6 +1491,9 @@ enum nnm_status nnm_net_attach_param(struct nnm_net *net,
  *
  * Errors: as `nnm_net_attach_param`, and INVALID_ARGUMENT for a
  * `mem_kind` other than host or device.
+ *
+ * # Safety
+ * As `nnm_net_attach_param`. `data` and `diff` are stored, never read.
  */
 enum nnm_status nnm_net_attach_param_borrowed(struct nnm_net *net,
                                               const char *name,
@@ -1497,6 +1520,10 @@ enum nnm_status nnm_net_attach_param_borrowed(struct nnm_net *net,
  * Errors: as `nnm_net_attach_param`, and NULL_ARGUMENT for a NULL `data`
  * or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or either is
  * already adopted by this net.
+ *
+ * # Safety
+ * As `nnm_net_attach_param`. `free_fn` must be safe to call once on each
+ * buffer with `ctx`, from `nnm_net_free`.
  */
 enum nnm_status nnm_net_attach_param_adopted(struct nnm_net *net,
                                              const char *name,
@@ -1516,6 +1543,10 @@ enum nnm_status nnm_net_attach_param_adopted(struct nnm_net *net,
  *
  * Calling it on a freed net is undefined (the net is only type-checked
  * here, to stay fast).
+ *
+ * # Safety
+ * `net` must be NULL or a live net from `nnm_net_new` that no call changes
+ * meanwhile; `name` NULL or a NUL-terminated string.
  */
 struct nnm_param *nnm_net_param_get(const struct nnm_net *net, const char *name);
 
@@ -1528,6 +1559,13 @@ struct nnm_param *nnm_net_param_get(const struct nnm_net *net, const char *name)
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims, name, not a live
  * net); ALREADY_EXISTS; OVERFLOW; OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile. `name`
+ * must be NULL or a NUL-terminated string; `sample_dims` NULL or valid for
+ * reading `ndims` values; `out_output` NULL or valid for writing one
+ * pointer.
  */
 enum nnm_status nnm_net_attach_output(struct nnm_net *net,
                                       const char *name,
@@ -1549,6 +1587,10 @@ enum nnm_status nnm_net_attach_output(struct nnm_net *net,
  * Errors: as `nnm_net_attach_output`, and NULL_ARGUMENT for a NULL
  * `data`, `diff` or `free_fn`, INVALID_ARGUMENT when `diff` is `data` or
  * either is already adopted by this net.
+ *
+ * # Safety
+ * As `nnm_net_attach_output`. `free_fn` must be safe to call once on each
+ * buffer with `ctx`, from `nnm_net_free`.
  */
 enum nnm_status nnm_net_attach_output_adopted(struct nnm_net *net,
                                               const char *name,
@@ -1570,6 +1612,12 @@ enum nnm_status nnm_net_attach_output_adopted(struct nnm_net *net,
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`output` is not an output of
  * this net, name, not a live net); ALREADY_EXISTS.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile. `name`
+ * must be NULL or a NUL-terminated string; `output` NULL or an entry of a
+ * live net; `out_input` NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_net_attach_input_view(struct nnm_net *net,
                                           const char *name,
@@ -1585,6 +1633,9 @@ enum nnm_status nnm_net_attach_input_view(struct nnm_net *net,
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims, name, not a live
  * net); ALREADY_EXISTS; OVERFLOW.
+ *
+ * # Safety
+ * As `nnm_net_attach_output`, with `out_input` for `out_output`.
  */
 enum nnm_status nnm_net_attach_input_placeholder(struct nnm_net *net,
                                                  const char *name,
@@ -1602,6 +1653,11 @@ enum nnm_status nnm_net_attach_input_placeholder(struct nnm_net *net,
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not an input, batch out of
  * range, mem_kind); WRONG_STATE (the input is a view, not a placeholder).
+ *
+ * # Safety
+ * `input` must be NULL or an entry of a live net (a freed one is
+ * undefined), and no other call may use that net meanwhile. `data` and
+ * `diff` are stored, never read.
  */
 enum nnm_status nnm_net_input_bind(struct nnm_layer_data *input,
                                    uint32_t mem_kind,
@@ -1612,12 +1668,18 @@ enum nnm_status nnm_net_input_bind(struct nnm_layer_data *input,
 /**
  * The output named `name` (O(1)); NULL with `nnm_last_error()` when there
  * is none. Undefined on a freed net.
+ *
+ * # Safety
+ * As `nnm_net_param_get`.
  */
 struct nnm_layer_data *nnm_net_output_get(const struct nnm_net *net, const char *name);
 
 /**
  * The input named `name` (O(1)); NULL with `nnm_last_error()` when there
  * is none. Undefined on a freed net.
+ *
+ * # Safety
+ * As `nnm_net_param_get`.
  */
 struct nnm_layer_data *nnm_net_input_get(const struct nnm_net *net, const char *name);
 
@@ -1628,6 +1690,12 @@ struct nnm_layer_data *nnm_net_input_get(const struct nnm_net *net, const char *
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name, not a live net);
  * ALREADY_EXISTS.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile. `name`
+ * must be NULL or a NUL-terminated string; `out_cache` NULL or valid for
+ * writing one pointer.
  */
 enum nnm_status nnm_net_attach_cache(struct nnm_net *net,
                                      const char *name,
@@ -1636,6 +1704,9 @@ enum nnm_status nnm_net_attach_cache(struct nnm_net *net,
 /**
  * The cache named `name` (O(1)); NULL with `nnm_last_error()` when there
  * is none. Undefined on a freed net.
+ *
+ * # Safety
+ * As `nnm_net_param_get`.
  */
 struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name);
 
@@ -1647,6 +1718,12 @@ struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name)
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
  * 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
  * OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `cache` must be NULL or a cache of a live net (a freed one is
+ * undefined), and no other call may use that net meanwhile. `tensor` must
+ * be NULL or valid for reading one descriptor (it may be one of
+ * `cache->tensors`).
  */
 enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor *tensor);
 
@@ -1661,6 +1738,12 @@ enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor 
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims); OVERFLOW;
  * OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `cache` must be NULL or a cache of a live net (a freed one is
+ * undefined), and no other call may use that net meanwhile. `dims` must be
+ * NULL or valid for reading `ndims` values; `out_tensor` NULL or valid for
+ * writing one descriptor.
  */
 enum nnm_status nnm_cache_push_new(struct nnm_cache *cache,
                                    uint32_t dtype,
@@ -1675,6 +1758,11 @@ enum nnm_status nnm_cache_push_new(struct nnm_cache *cache,
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); WRONG_STATE (the
  * cache is empty: a pop without a matching push).
+ *
+ * # Safety
+ * `cache` must be NULL or a cache of a live net (a freed one is
+ * undefined), and no other call may use that net meanwhile. `out_tensor`
+ * must be NULL or valid for writing one descriptor.
  */
 enum nnm_status nnm_cache_pop(struct nnm_cache *cache, struct nnm_tensor *out_tensor);
 
@@ -1682,6 +1770,11 @@ enum nnm_status nnm_cache_pop(struct nnm_cache *cache, struct nnm_tensor *out_te
  * Writes the number of tensors on the stack (also `cache->count`).
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+ *
+ * # Safety
+ * `cache` must be NULL or a cache of a live net (a freed one is
+ * undefined) that no call changes meanwhile. `out_count` must be NULL or
+ * valid for writing one value.
  */
 enum nnm_status nnm_cache_count(const struct nnm_cache *cache, size_t *out_count);
 
@@ -1691,6 +1784,10 @@ enum nnm_status nnm_cache_count(const struct nnm_cache *cache, size_t *out_count
  * tensors pushed with `nnm_cache_push`.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+ *
+ * # Safety
+ * `cache` must be NULL or a cache of a live net (a freed one is
+ * undefined), and no other call may use that net meanwhile.
  */
 enum nnm_status nnm_cache_clear(struct nnm_cache *cache);
 
@@ -1702,6 +1799,10 @@ enum nnm_status nnm_cache_clear(struct nnm_cache *cache);
  * leaks; a copy of the old struct kept elsewhere is refused from then on.
  *
  * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `cache` must be NULL or valid for writing an `nnm_stack_cache`, and no
+ * other call may use it meanwhile.
  */
 enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
 
@@ -1714,6 +1815,12 @@ enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised; `ndims`
  * outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
  * range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `cache` must be NULL or valid for reading and writing an
+ * `nnm_stack_cache`, and no other call may use it meanwhile. `tensor`
+ * must be NULL or valid for reading one descriptor (it may be one of the
+ * cache's own).
  */
 enum nnm_status nnm_stack_cache_push(struct nnm_stack_cache *cache,
                                      const struct nnm_tensor *tensor);
@@ -1724,6 +1831,12 @@ enum nnm_status nnm_stack_cache_push(struct nnm_stack_cache *cache,
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
  * (empty: a pop without a matching push; a copy of a cache holding heap).
+ *
+ * # Safety
+ * `cache` must be NULL or valid for reading and writing an
+ * `nnm_stack_cache`, and no other call may use it meanwhile. `out_tensor`
+ * must be NULL or valid for writing one descriptor (it may be one of the
+ * cache's own).
  */
 enum nnm_status nnm_stack_cache_pop(struct nnm_stack_cache *cache, struct nnm_tensor *out_tensor);
 
@@ -1732,6 +1845,9 @@ enum nnm_status nnm_stack_cache_pop(struct nnm_stack_cache *cache, struct nnm_te
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised, `index` not
  * below `count`); WRONG_STATE (a copy of a cache holding heap).
+ *
+ * # Safety
+ * As `nnm_stack_cache_pop`.
  */
 enum nnm_status nnm_stack_cache_get(struct nnm_stack_cache *cache,
                                     size_t index,
@@ -1742,6 +1858,11 @@ enum nnm_status nnm_stack_cache_get(struct nnm_stack_cache *cache,
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
  * (a copy of a cache holding heap).
+ *
+ * # Safety
+ * `cache` must be NULL or valid for reading and writing an
+ * `nnm_stack_cache`, and no other call may use it meanwhile. `out_count`
+ * must be NULL or valid for writing one value.
  */
 enum nnm_status nnm_stack_cache_count(struct nnm_stack_cache *cache, size_t *out_count);
 
@@ -1752,6 +1873,10 @@ enum nnm_status nnm_stack_cache_count(struct nnm_stack_cache *cache, size_t *out
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
  * (a copy of a cache holding heap).
+ *
+ * # Safety
+ * `cache` must be NULL or valid for reading and writing an
+ * `nnm_stack_cache`, and no other call may use it meanwhile.
  */
 enum nnm_status nnm_stack_cache_clear(struct nnm_stack_cache *cache);
 

@@ -71,16 +71,28 @@ impl<T, B: Capacity> CacheStack<T, B> {
     }
 
     /// [`CacheStack::pop`] into `out`: the descriptor is copied once,
-    /// straight to where the caller wants it (the C layer's out-parameter).
+    /// straight to where the caller wants it.
     #[inline]
     pub fn pop_into(&mut self, out: &mut T) -> Result<()>
+    where
+        T: Copy,
+    {
+        self.pop_with(|item| *out = item)
+    }
+
+    /// [`CacheStack::pop`] handing the descriptor to `put` (which writes it
+    /// to the C layer's out-parameter, possibly uninitialised memory), so
+    /// that it is copied once, straight from its slot; `put` is not called
+    /// on an empty stack.
+    #[inline]
+    pub fn pop_with(&mut self, put: impl FnOnce(T)) -> Result<()>
     where
         T: Copy,
     {
         let Some(&item) = self.items.last() else {
             return Err(self.empty());
         };
-        *out = item;
+        put(item);
         self.items.pop();
         self.retire_owned();
         Ok(())

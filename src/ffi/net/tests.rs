@@ -1,12 +1,14 @@
 //! The net's C API called from Rust the way C calls it, lists walked
 //! through their `list_head` nodes.
 
+use super::stack_cache::{live_spills, INLINE};
 use super::*;
 use crate::ffi::nnm_last_error;
-use std::ffi::CStr;
+use std::ffi::{CStr, CString};
 use std::mem::offset_of;
 
 fn last_error() -> String {
+    // SAFETY: nnm_last_error returns a NUL-terminated thread-local string, valid until the next failing call.
     unsafe { CStr::from_ptr(nnm_last_error()) }.to_string_lossy().into_owned()
 }
 
@@ -20,12 +22,14 @@ struct TestNet(*mut nnm_net);
 impl TestNet {
     fn new(max_batch: u32) -> Self {
         let mut n = ptr::null_mut();
+        // SAFETY: `n` is writable.
         assert_eq!(unsafe { nnm_net_new(max_batch, &mut n) }, Status::Ok);
         TestNet(n)
     }
 
     fn param(&self, name: &str, dims: &[u32]) -> *mut nnm_param {
         let mut p = ptr::null_mut();
+        // SAFETY: the net is live, the name a C string, `dims` has `dims.len()` values, `p` is writable.
         let s = unsafe {
             nnm_net_attach_param(self.0, c(name).as_ptr(), Dtype::F32 as u32, dims.as_ptr(), dims.len() as u32, &mut p)
         };
@@ -35,6 +39,7 @@ impl TestNet {
 
     fn output(&self, name: &str, sample: &[u32]) -> *mut nnm_layer_data {
         let mut o = ptr::null_mut();
+        // SAFETY: as in `param`.
         let s = unsafe {
             nnm_net_attach_output(
                 self.0,
@@ -51,12 +56,14 @@ impl TestNet {
 
     fn cache(&self, name: &str) -> *mut nnm_cache {
         let mut k = ptr::null_mut();
+        // SAFETY: the net is live, the name a C string, `k` is writable.
         assert_eq!(unsafe { nnm_net_attach_cache(self.0, c(name).as_ptr(), &mut k) }, Status::Ok);
         k
     }
 
     fn report(&self) -> nnm_net_report {
         let mut r = nnm_net_report::default();
+        // SAFETY: the net is live and `r` writable.
         assert_eq!(unsafe { nnm_net_get_report(self.0, &mut r) }, Status::Ok);
         r
     }
@@ -64,22 +71,30 @@ impl TestNet {
 
 impl Drop for TestNet {
     fn drop(&mut self) {
+        // SAFETY: made by nnm_net_new, freed only here.
         unsafe { nnm_net_free(self.0) }
     }
 }
 
 /// The names along a list, walking `node` pointers as list_for_each_entry
 /// does, forwards; and checks the backward links agree.
+///
+/// # Safety
+/// `head` must be the anchor of a live net's list whose entries have their
+/// node at `node_offset`.
 unsafe fn walk(head: *const list_head, node_offset: usize) -> Vec<String> {
     let mut names = Vec::new();
-    let mut pos = (*head).next;
-    while !ptr::eq(pos, head) {
-        let entry = pos.cast::<u8>().sub(node_offset);
-        // `name` follows `node` in every entry type.
-        let name = *entry.add(offset_of!(nnm_param, name)).cast::<*const c_char>();
-        names.push(CStr::from_ptr(name).to_string_lossy().into_owned());
-        assert!(ptr::eq((*(*pos).next).prev, pos), "broken back link");
-        pos = (*pos).next;
+    // SAFETY: the caller promises a live list: every node is an entry's,
+    // and `name` follows `node` in every entry type.
+    unsafe {
+        let mut pos = (*head).next;
+        while !ptr::eq(pos, head) {
+            let entry = pos.cast::<u8>().sub(node_offset);
+            let name = *entry.add(offset_of!(nnm_param, name)).cast::<*const c_char>();
+            names.push(CStr::from_ptr(name).to_string_lossy().into_owned());
+            assert!(ptr::eq((*(*pos).next).prev, pos), "broken back link");
+            pos = (*pos).next;
+        }
     }
     names
 }
@@ -87,6 +102,7 @@ unsafe fn walk(head: *const list_head, node_offset: usize) -> Vec<String> {
 #[test]
 fn new_net_has_four_empty_lists() {
     let net = TestNet::new(8);
+    // SAFETY: the net is live; its anchors are read as C reads them.
     unsafe {
         let n = &*net.0;
         assert_eq!(n.max_batch, 8);
@@ -106,6 +122,7 @@ fn params_keep_insertion_order_and_are_found_by_name() {
     let net = TestNet::new(4);
     let names: Vec<String> = (0..50).map(|i| format!("layer{i}.W")).collect();
     let entries: Vec<*mut nnm_param> = names.iter().map(|n| net.param(n, &[3, 5])).collect();
+    // SAFETY: the entries are live params of the live net, each of 15 f32 values.
     unsafe {
         assert_eq!(walk(&(*net.0).params, offset_of!(nnm_param, node)), names);
         for (n, &e) in names.iter().zip(&entries) {
@@ -130,6 +147,7 @@ fn bad_names_and_arguments_fail_with_messages() {
     let net = TestNet::new(2);
     net.param("w", &[2]);
     let dims = [2u32];
+    // SAFETY: every pointer passed is NULL, a C string, `dims`, or a live net or entry.
     unsafe {
         let attach = |name: *const c_char, dtype: u32, dims: *const u32, ndims: u32| {
             let mut out = 0x1 as *mut nnm_param;
@@ -173,6 +191,7 @@ fn out_of_memory_is_reported() {
     let net = TestNet::new(1);
     // 2^44 B: fits the address space, not the machine.
     let dims = [1u32 << 20, 1 << 21];
+    // SAFETY: as above.
     unsafe {
         let s = nnm_net_attach_param(net.0, c("big").as_ptr(), Dtype::F64 as u32, dims.as_ptr(), 2, ptr::null_mut());
         assert_eq!(s, Status::OutOfMemory);
@@ -188,60 +207,29 @@ fn borrowed_params_are_never_freed() {
     let dims = [2u32, 3];
     {
         let net = TestNet::new(1);
+        let attach = |name: &str, mem_kind: u32, data: *mut c_void, diff: *mut c_void, out: *mut *mut nnm_param| {
+            // SAFETY: the net is live, `dims` has 2 values, `out` is NULL or
+            // writable; `data` and `diff` are stored, never read.
+            unsafe {
+                nnm_net_attach_param_borrowed(net.0, c(name).as_ptr(), 0, dims.as_ptr(), 2, mem_kind, data, diff, out)
+            }
+        };
+        // SAFETY: the entries are live; `data` and `diff` outlive the net.
         unsafe {
             let mut p = ptr::null_mut();
-            let s = nnm_net_attach_param_borrowed(
-                net.0,
-                c("emb").as_ptr(),
-                0,
-                dims.as_ptr(),
-                2,
-                MemKind::Host as u32,
-                data.as_mut_ptr().cast(),
-                diff.as_mut_ptr().cast(),
-                &mut p,
-            );
+            let s = attach("emb", MemKind::Host as u32, data.as_mut_ptr().cast(), diff.as_mut_ptr().cast(), &mut p);
             assert_eq!(s, Status::Ok, "{}", last_error());
             assert_eq!((*p).data.ownership, Ownership::Borrowed as u32);
             assert_eq!((*p).data.data, data.as_mut_ptr().cast());
             let mut frozen = ptr::null_mut();
-            let s = nnm_net_attach_param_borrowed(
-                net.0,
-                c("frozen").as_ptr(),
-                0,
-                dims.as_ptr(),
-                2,
-                MemKind::Device as u32,
-                0x1000 as *mut c_void, // a device address: never read, never freed
-                ptr::null_mut(),
-                &mut frozen,
-            );
+            // A device address: never read, never freed.
+            let s = attach("frozen", MemKind::Device as u32, 0x1000 as *mut c_void, ptr::null_mut(), &mut frozen);
             assert_eq!(s, Status::Ok);
             assert_eq!(((*frozen).data.mem_kind, (*frozen).diff.mem_kind), (1, 2));
             assert!((*frozen).diff.data.is_null());
-            let s = nnm_net_attach_param_borrowed(
-                net.0,
-                c("x").as_ptr(),
-                0,
-                dims.as_ptr(),
-                2,
-                2,
-                data.as_mut_ptr().cast(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            );
+            let s = attach("x", 2, data.as_mut_ptr().cast(), ptr::null_mut(), ptr::null_mut());
             assert_eq!(s, Status::InvalidArgument);
-            let s = nnm_net_attach_param_borrowed(
-                net.0,
-                c("x").as_ptr(),
-                0,
-                dims.as_ptr(),
-                2,
-                0,
-                ptr::null_mut(),
-                ptr::null_mut(),
-                ptr::null_mut(),
-            );
+            let s = attach("x", 0, ptr::null_mut(), ptr::null_mut(), ptr::null_mut());
             assert_eq!((s, last_error().as_str()), (Status::NullArgument, "data is NULL"));
             let r = net.report();
             assert_eq!((r.params.owned_bytes, r.params.referenced_bytes, r.params.tensors), (0, 4 * 24, 4));
@@ -260,6 +248,7 @@ fn inputs_view_outputs_or_are_placeholders() {
     let fc1 = net.output("fc1", &[10]);
     let other = TestNet::new(16);
     let foreign = other.output("fc1", &[10]);
+    // SAFETY: the nets and entries are live; `batch` outlives its binding.
     unsafe {
         assert_eq!([(*fc1).data.dims[0], (*fc1).data.dims[1]], [16, 10]);
         assert_eq!((*fc1).data.bytes, 16 * 10 * 8);
@@ -320,6 +309,7 @@ fn caches_push_pop_count_clear() {
     let net = TestNet::new(2);
     let k = net.cache("fc1");
     let p = net.param("W", &[4, 4]);
+    // SAFETY: the net, cache and param are live; `out`, `n`, `a` and `b` are writable.
     unsafe {
         assert_eq!(nnm_net_cache_get(net.0, c("fc1").as_ptr()), k);
         let mut out = nnm_tensor::default();
@@ -388,6 +378,7 @@ fn caches_push_pop_count_clear() {
 
 #[test]
 fn freed_nets_are_detected_where_possible() {
+    // SAFETY: every pointer is NULL, a live or freed net (refused unread), or writable.
     unsafe {
         let mut n = ptr::null_mut();
         assert_eq!(nnm_net_new(1, &mut n), Status::Ok);
@@ -415,12 +406,14 @@ fn every_list_walks_in_order_and_report_totals_add_up() {
     net.param("b", &[3]);
     let o = net.output("o1", &[]);
     net.output("o2", &[5]);
+    // SAFETY: `o` is a live output of the net.
     unsafe {
         assert_eq!((*o).data.ndims, 1, "a scalar per sample: [max_batch]");
         nnm_net_attach_input_view(net.0, c("i1").as_ptr(), o, ptr::null_mut());
     }
     net.cache("k1");
     net.cache("k2");
+    // SAFETY: the net is live; its lists are walked as C walks them.
     unsafe {
         let n = &*net.0;
         assert_eq!(walk(&n.params, offset_of!(nnm_param, node)), ["a", "b"]);
@@ -438,9 +431,15 @@ fn every_list_walks_in_order_and_report_totals_add_up() {
 
 /// A deallocator that records what it freed: `ctx` is a `RefCell<Vec<usize>>`
 /// of addresses; the buffers are boxed `[f32; 6]`.
+///
+/// # Safety
+/// `ctx` must be such a `RefCell`, and `p` such a box, not freed yet.
 unsafe extern "C" fn record_free(ctx: *mut c_void, p: *mut c_void) {
-    (*ctx.cast::<std::cell::RefCell<Vec<usize>>>()).borrow_mut().push(p as usize);
-    drop(Box::from_raw(p.cast::<[f32; 6]>()));
+    // SAFETY: the caller's promise.
+    unsafe {
+        (*ctx.cast::<std::cell::RefCell<Vec<usize>>>()).borrow_mut().push(p as usize);
+        drop(Box::from_raw(p.cast::<[f32; 6]>()));
+    }
 }
 
 #[test]
@@ -451,6 +450,7 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
     let data = Box::into_raw(Box::new([1.0f32; 6])).cast::<c_void>();
     let diff = Box::into_raw(Box::new([0.0f32; 6])).cast::<c_void>();
     let frozen = Box::into_raw(Box::new([2.0f32; 6])).cast::<c_void>();
+    // SAFETY: the net, the buffers (until adopted and freed by the net) and `freed` are live.
     unsafe {
         let net = TestNet::new(1);
         let attach = |name: &str,
@@ -503,6 +503,7 @@ fn adopted_params_are_freed_once_with_the_net_and_never_after_a_failed_attach() 
 }
 
 fn tensor_of(p: *mut nnm_param) -> nnm_tensor {
+    // SAFETY: `p` is a live param of a live net.
     unsafe { (*p).data }
 }
 
@@ -514,6 +515,7 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
     let mut k = nnm_stack_cache::default();
     let mut out = nnm_tensor::default();
     let mut n = 0usize;
+    // SAFETY: `k` is a stack cache on this stack frame; `w` and `out` are plain values.
     unsafe {
         for i in 0..INLINE {
             assert_eq!(nnm_stack_cache_push(&mut k, &w), Status::Ok);
@@ -579,6 +581,7 @@ fn stack_caches_refuse_bad_arguments_and_uninitialised_storage() {
     let net = TestNet::new(1);
     let w = tensor_of(net.param("W", &[4]));
     let mut out = nnm_tensor::default();
+    // SAFETY: every pointer is NULL or a local value; `garbage` is all zeroes, as C storage may be.
     unsafe {
         let mut garbage: nnm_stack_cache = std::mem::zeroed();
         assert_eq!(nnm_stack_cache_push(&mut garbage, &w), Status::InvalidArgument);
@@ -615,6 +618,7 @@ fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
     let sample = [3u32];
     let data = Box::into_raw(Box::new([1.0f32; 6])).cast::<c_void>();
     let diff = Box::into_raw(Box::new([0.0f32; 6])).cast::<c_void>();
+    // SAFETY: the net and the buffers (until adopted) are live; `freed` outlives the net.
     unsafe {
         let net = TestNet::new(2);
         let attach = |name: &str, data: *mut c_void, diff: *mut c_void, out: *mut *mut nnm_layer_data| {
@@ -655,4 +659,39 @@ fn adopted_outputs_are_freed_once_and_their_views_free_nothing() {
     let mut want = vec![data as usize, diff as usize];
     want.sort_unstable();
     assert_eq!(got, want, "each adopted output buffer freed exactly once, by nnm_net_free");
+}
+
+#[test]
+fn out_parameters_are_checked_before_anything_changes_and_may_point_into_a_stack_cache() {
+    let net = TestNet::new(1);
+    let w = tensor_of(net.param("W", &[4]));
+    let dims = [4u32];
+    let mut slots = [ptr::null_mut::<nnm_param>(); 2];
+    let misaligned = slots.as_mut_ptr().cast::<u8>().wrapping_add(1).cast::<*mut nnm_param>();
+    // SAFETY: the net is live; the misaligned out-parameter is refused
+    // before it is written; the stack cache's out-parameters point into it,
+    // which its owner (this frame) may do.
+    unsafe {
+        let s = nnm_net_attach_param(net.0, c("b").as_ptr(), 0, dims.as_ptr(), 1, misaligned);
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(last_error().starts_with("out_param (0x") && last_error().ends_with("is not aligned to 8 bytes"));
+        assert!(nnm_net_param_get(net.0, c("b").as_ptr()).is_null(), "nothing attached");
+
+        let k = net.cache("k");
+        assert_eq!(nnm_cache_push(k, &w), Status::Ok);
+
+        let mut s = nnm_stack_cache::default();
+        let sp = ptr::addr_of_mut!(s);
+        assert_eq!(nnm_stack_cache_push(sp, &w), Status::Ok);
+        assert_eq!(nnm_stack_cache_push(sp, ptr::addr_of!((*sp).tensors[0])), Status::Ok);
+        assert_eq!(nnm_stack_cache_pop(sp, ptr::addr_of_mut!((*sp).tensors[1])), Status::Ok);
+        assert_eq!(nnm_stack_cache_count(sp, ptr::addr_of_mut!((*sp).count)), Status::Ok);
+        assert_eq!(((*sp).count, (*sp).tensors[1].data), (1, w.data));
+        assert_eq!(nnm_stack_cache_get(sp, 0, ptr::addr_of_mut!((*sp).tensors[3])), Status::Ok);
+        assert_eq!((*sp).tensors[3].data, w.data);
+        // A NULL required out-parameter fails before the pop.
+        assert_eq!(nnm_stack_cache_pop(sp, ptr::null_mut()), Status::NullArgument);
+        assert_eq!(nnm_cache_pop(k, ptr::null_mut()), Status::NullArgument);
+        assert_eq!(((*sp).count, (*k).count), (1, 1), "a failed pop pops nothing");
+    }
 }

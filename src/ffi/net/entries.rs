@@ -1,0 +1,457 @@
+//! The net's hidden state and its entries: one generic path that boxes an
+//! entry, indexes its name and links it into its list, for params, layer
+//! outputs and inputs, and caches alike; one generic owner that frees them.
+//!
+//! Every entry is a `#[repr(C)]` struct whose first field is the C-visible
+//! part (`nnm_param`, `nnm_layer_data`, `nnm_cache`), whose first field in
+//! turn is the list node; it is boxed as a tagged, unregistered handle
+//! ([`Handle::boxed`]), so `nnm_cache_*` and the lookups check its type tag
+//! only, and the net frees it. The nodes and the net's anchors point into
+//! each other, so the anchors (`NetHandle::public`) are reached through raw
+//! pointers only: Rust references cover the hidden state, never them.
+
+use std::ffi::{c_char, c_void, CString};
+use std::mem::offset_of;
+use std::ptr::{addr_of_mut, NonNull};
+
+use super::buffers::{borrowed_pair, owned_tensor, Adopted, Held, HostBuffer};
+use super::{list_head, nnm_cache, nnm_free_fn, nnm_layer_data, nnm_net, nnm_param, nnm_tensor};
+use crate::ffi::handle::{check_live, free_unregistered, tagged_mut, tagged_ptr, tagged_ref, Handle, HandleType};
+use crate::net::{Bytes, CacheStack, Kind, MemKind, Net, Ownership, Shape};
+use crate::status::{Error, Result, Status};
+
+/// The C struct of a param or a layer entry: the same fields under two C
+/// names.
+pub(super) trait TensorPublic: Copy {
+    fn new(name: *const c_char, data: nnm_tensor, diff: nnm_tensor) -> Self;
+}
+
+// One constructor, and `Default` from it, for both.
+macro_rules! tensor_public {
+    ($($t:ident),*) => {$(
+        impl TensorPublic for $t {
+            fn new(name: *const c_char, data: nnm_tensor, diff: nnm_tensor) -> Self {
+                $t { node: list_head::default(), name, data, diff }
+            }
+        }
+
+        impl Default for $t {
+            fn default() -> Self {
+                <$t as TensorPublic>::new(std::ptr::null(), nnm_tensor::default(), nnm_tensor::default())
+            }
+        }
+    )*};
+}
+
+tensor_public!(nnm_param, nnm_layer_data);
+
+/// A param or layer entry: C sees `public`; the rest decides what is freed
+/// and what a view shares, whatever C writes into the descriptors.
+#[repr(C)]
+pub(super) struct TensorEntry<P> {
+    pub(super) public: P,
+    /// The net it belongs to (compared, never read).
+    pub(super) net: *const NetHandle,
+    /// The data and diff buffers as attached (views of an output share
+    /// these; NULL for placeholders).
+    pub(super) buffers: [*mut c_void; 2],
+    /// The buffers the entry owns and frees.
+    owned: [Option<Held>; 2],
+    /// The name `public.name` points to.
+    pub(super) name: CString,
+    /// The shape as attached (`[max_batch, ...]` for layers).
+    pub(super) shape: Shape,
+    pub(super) kind: Kind,
+}
+
+pub(super) type ParamEntry = TensorEntry<nnm_param>;
+pub(super) type LayerEntry = TensorEntry<nnm_layer_data>;
+
+/// A cache entry: C sees `public`, a mirror of `stack`.
+#[repr(C)]
+pub(super) struct CacheEntry {
+    pub(super) public: nnm_cache,
+    pub(super) stack: CacheStack<nnm_tensor, HostBuffer>,
+    /// The name `public.name` points to.
+    pub(super) name: CString,
+}
+
+// SAFETY: no other handle type is named "nnm_param".
+unsafe impl HandleType for ParamEntry {
+    const NAME: &'static str = "nnm_param";
+}
+
+// SAFETY: no other handle type is named "nnm_layer_data".
+unsafe impl HandleType for LayerEntry {
+    const NAME: &'static str = "nnm_layer_data";
+}
+
+// SAFETY: no other handle type is named "nnm_cache".
+unsafe impl HandleType for CacheEntry {
+    const NAME: &'static str = "nnm_cache";
+}
+
+// An entry's address is its node's: `NetMut::add` links it by that address.
+const _: () = assert!(offset_of!(ParamEntry, public) == 0 && offset_of!(nnm_param, node) == 0);
+const _: () = assert!(offset_of!(LayerEntry, public) == 0 && offset_of!(nnm_layer_data, node) == 0);
+const _: () = assert!(offset_of!(CacheEntry, public) == 0 && offset_of!(nnm_cache, node) == 0);
+
+/// An entry type of the net's lists.
+pub(super) trait Entry: HandleType {
+    /// The net's entries of `kind`, all of this type.
+    fn list(state: &mut NetState, kind: Kind) -> &mut Entries<Self>;
+}
+
+impl Entry for ParamEntry {
+    fn list(state: &mut NetState, _: Kind) -> &mut Entries<Self> {
+        &mut state.params
+    }
+}
+
+impl Entry for LayerEntry {
+    fn list(state: &mut NetState, kind: Kind) -> &mut Entries<Self> {
+        if kind == Kind::Output {
+            &mut state.outputs
+        } else {
+            &mut state.inputs
+        }
+    }
+}
+
+impl Entry for CacheEntry {
+    fn list(state: &mut NetState, _: Kind) -> &mut Entries<Self> {
+        &mut state.caches
+    }
+}
+
+/// The entries of one list, in insertion order, owned by the net: boxed
+/// by [`NetMut::add`], freed here, once, with their buffers.
+pub(super) struct Entries<E: HandleType>(Vec<*mut E>);
+
+impl<E: HandleType> Entries<E> {
+    /// The entries, in order.
+    ///
+    /// # Safety
+    /// No call may change an entry while the references are used.
+    pub(super) unsafe fn iter(&self) -> impl Iterator<Item = &E> {
+        // SAFETY: every pointer is a live entry of the net (boxed by
+        // `NetMut::add`, freed only when the net is), unchanged while the
+        // references are used by the caller's promise.
+        self.0.iter().map(|&e| unsafe { &*e })
+    }
+}
+
+impl<E: HandleType> Drop for Entries<E> {
+    fn drop(&mut self) {
+        for &entry in &self.0 {
+            // SAFETY: made by `Handle::boxed` in `NetMut::add`, and freed
+            // only here, once, with the net.
+            unsafe { free_unregistered(entry) }
+        }
+    }
+}
+
+/// The net's Rust state, after the C-visible anchors.
+pub(super) struct NetState {
+    // Dropped in this order, which is the order adopted buffers are given
+    // back to their deallocators.
+    pub(super) params: Entries<ParamEntry>,
+    pub(super) outputs: Entries<LayerEntry>,
+    pub(super) inputs: Entries<LayerEntry>,
+    pub(super) caches: Entries<CacheEntry>,
+    /// Names, with each entry's address as the value: a lookup is one probe.
+    pub(super) core: Net<NonNull<c_void>>,
+    /// Addresses of the adopted buffers: adopting one twice would free it
+    /// twice.
+    adopted: std::collections::HashSet<usize>,
+}
+
+impl NetState {
+    pub(super) fn new(core: Net<NonNull<c_void>>) -> NetState {
+        NetState {
+            params: Entries(Vec::new()),
+            outputs: Entries(Vec::new()),
+            inputs: Entries(Vec::new()),
+            caches: Entries(Vec::new()),
+            core,
+            adopted: Default::default(),
+        }
+    }
+}
+
+/// What `nnm_net *` points to: the C-visible anchors, then the rest.
+#[repr(C)]
+pub(super) struct NetHandle {
+    pub(super) public: nnm_net,
+    pub(super) state: NetState,
+}
+
+// SAFETY: no other handle type is named "nnm_net".
+unsafe impl HandleType for NetHandle {
+    const NAME: &'static str = "nnm_net";
+}
+
+/// The anchor of the net's list of `kind`.
+///
+/// # Safety
+/// `h` must point to a live net.
+pub(super) unsafe fn anchor(h: *mut NetHandle, kind: Kind) -> *mut list_head {
+    // SAFETY: the caller promises a live net; taking a field's address
+    // reads nothing and makes no reference.
+    unsafe {
+        match kind {
+            Kind::Param => addr_of_mut!((*h).public.params),
+            Kind::Output => addr_of_mut!((*h).public.outputs),
+            Kind::Input => addr_of_mut!((*h).public.inputs),
+            Kind::Cache => addr_of_mut!((*h).public.caches),
+        }
+    }
+}
+
+/// Links `node` at the back of the list anchored at `head`.
+///
+/// # Safety
+/// `head` must be an initialised list whose nodes are all valid for
+/// writes, and `node` valid for writes and in no list.
+unsafe fn link_tail(node: *mut list_head, head: *mut list_head) {
+    // SAFETY: the caller promises every pointer here is writable: `head`,
+    // its last node (`head` itself when empty) and `node`.
+    unsafe {
+        let last = (*head).prev;
+        (*node).next = head;
+        (*node).prev = last;
+        (*last).next = node;
+        (*head).prev = node;
+    }
+}
+
+/// A live net, for the calls that change it: its handle, through which the
+/// C-visible anchors are reached, and its Rust state.
+pub(super) struct NetMut<'a> {
+    pub(super) handle: *mut NetHandle,
+    pub(super) state: &'a mut NetState,
+}
+
+/// The net behind `net` after NULL, registry (a freed net is refused
+/// without being read) and tag checks, for changing it.
+///
+/// # Safety
+/// `net` must be NULL, a freed or foreign pointer, or a live net that no
+/// other call uses while the result is used.
+pub(super) unsafe fn net_mut<'a>(net: *mut nnm_net) -> Result<NetMut<'a>> {
+    let handle = net.cast::<NetHandle>();
+    check_live(handle, "net")?;
+    // SAFETY: the registry holds `handle` as a live net, so it is readable.
+    let handle = unsafe { tagged_ptr(handle, "net") }?;
+    // SAFETY: a live net; no other call uses it (the caller's promise), and
+    // `state` is not C-visible, so nothing else refers to it.
+    let state = unsafe { &mut (*handle).state };
+    Ok(NetMut { handle, state })
+}
+
+/// The state of the net behind `net` after NULL and tag checks only (for
+/// the hot lookups: a freed net is undefined).
+///
+/// # Safety
+/// `net` must be NULL or a live net that no call changes while the result
+/// is used.
+#[inline(always)]
+pub(super) unsafe fn net_ref<'a>(net: *const nnm_net) -> Result<&'a NetState> {
+    // SAFETY: the caller promises NULL or a live net, unchanged meanwhile.
+    let handle = unsafe { tagged_ptr(net.cast::<NetHandle>(), "net") }?;
+    // SAFETY: as above; `state` is not C-visible.
+    Ok(unsafe { &(*handle).state })
+}
+
+/// The layer entry behind `layer` after NULL and tag checks.
+///
+/// # Safety
+/// `layer` must be NULL or an entry of a live net (a freed one is
+/// undefined) that no call changes while the result is used.
+pub(super) unsafe fn layer_ref<'a>(layer: *const nnm_layer_data, what: &str) -> Result<&'a LayerEntry> {
+    // SAFETY: the caller's promise is `tagged_ref`'s.
+    unsafe { tagged_ref(layer.cast::<LayerEntry>(), what) }
+}
+
+/// [`layer_ref`] for changing the entry.
+///
+/// # Safety
+/// As [`layer_ref`], and no other call may use the entry meanwhile.
+pub(super) unsafe fn layer_mut<'a>(layer: *mut nnm_layer_data, what: &str) -> Result<&'a mut LayerEntry> {
+    // SAFETY: the caller's promise is `tagged_mut`'s.
+    unsafe { tagged_mut(layer.cast::<LayerEntry>(), what) }
+}
+
+/// The cache entry behind `cache` after NULL and tag checks only (the hot
+/// path).
+///
+/// # Safety
+/// `cache` must be NULL or a cache of a live net (a freed one is undefined)
+/// that no other call uses while the result is used.
+#[inline(always)]
+pub(super) unsafe fn cache_mut<'a>(cache: *mut nnm_cache) -> Result<&'a mut CacheEntry> {
+    // SAFETY: the caller's promise is `tagged_mut`'s.
+    unsafe { tagged_mut(cache.cast::<CacheEntry>(), "cache") }
+}
+
+/// [`cache_mut`] for reading.
+///
+/// # Safety
+/// `cache` must be NULL or a cache of a live net that no call changes
+/// while the result is used.
+#[inline(always)]
+pub(super) unsafe fn cache_ref<'a>(cache: *const nnm_cache) -> Result<&'a CacheEntry> {
+    // SAFETY: the caller's promise is `tagged_ref`'s.
+    unsafe { tagged_ref(cache.cast::<CacheEntry>(), "cache") }
+}
+
+#[cold]
+#[inline(never)]
+fn no_memory_for(kind: Kind) -> Error {
+    let article = if matches!(kind, Kind::Output | Kind::Input) { "an" } else { "a" };
+    Error::new(Status::OutOfMemory, format!("no memory for {article} {} entry", kind.what()))
+}
+
+impl NetMut<'_> {
+    /// Boxes the entry `make` builds around its name (as a C string), adds
+    /// it to the name index as a `kind` with `bytes`, and links it at the
+    /// back of its list: all or nothing (on failure the entry is freed and
+    /// the net is as it was).
+    pub(super) fn add<E: Entry>(
+        &mut self,
+        kind: Kind,
+        name: &[u8],
+        bytes: Bytes,
+        make: impl FnOnce(CString) -> E,
+    ) -> Result<*mut E> {
+        E::list(self.state, kind).0.try_reserve(1).map_err(|_| no_memory_for(kind))?;
+        let entry = Handle::boxed(make(CString::new(name).expect("a name read from a C string has no NUL")));
+        let address = NonNull::new(entry.cast::<c_void>()).expect("a Box is never NULL");
+        if let Err(e) = self.state.core.add(kind, name, bytes, address) {
+            // SAFETY: boxed just above and known to nothing else.
+            unsafe { free_unregistered(entry) };
+            return Err(e);
+        }
+        E::list(self.state, kind).0.push(entry);
+        // SAFETY: the anchor of `kind` is an initialised list (nnm_net_new)
+        // of this live net, whose nodes are its live entries; the new
+        // entry's node is at its address (asserted above), in no list yet.
+        unsafe { link_tail(entry.cast::<list_head>(), anchor(self.handle, kind)) };
+        Ok(entry)
+    }
+
+    /// Adds a param or layer entry of `kind` whose data and diff are
+    /// `pair`, with the buffers in `pair` that it will own: all or nothing.
+    /// On failure, buffers nnmem allocated are freed and adopted ones are
+    /// left to the caller ([`Held::give_back`]).
+    pub(super) fn add_tensors<P: TensorPublic>(
+        &mut self,
+        kind: Kind,
+        name: &[u8],
+        shape: Shape,
+        pair: [(Option<Held>, nnm_tensor); 2],
+    ) -> Result<*mut P>
+    where
+        TensorEntry<P>: Entry,
+    {
+        let [(data_held, data), (diff_held, diff)] = pair;
+        let mut bytes = Bytes::default();
+        for (t, held) in [(&data, &data_held), (&diff, &diff_held)] {
+            bytes.add_tensor(t.bytes, if held.is_some() { Ownership::Owned } else { Ownership::View });
+        }
+        let owned = [data_held, diff_held];
+        let net = self.handle.cast_const();
+        // The entry gets its buffers only once it is in the net: a failed
+        // attach must not free an adopted buffer.
+        let added = self.add(kind, name, bytes, |name| TensorEntry {
+            public: P::new(name.as_ptr(), data, diff),
+            net,
+            buffers: [data.data, diff.data],
+            owned: [None, None],
+            name,
+            shape,
+            kind,
+        });
+        match added {
+            Ok(entry) => {
+                // SAFETY: just added: a live entry of this net, which no
+                // other call uses.
+                unsafe { (*entry).owned = owned };
+                Ok(entry.cast())
+            }
+            Err(e) => {
+                Held::give_back(owned);
+                Err(e)
+            }
+        }
+    }
+
+    /// Adds a param or layer entry whose data and diff nnmem allocates
+    /// (host, zeroed, owned).
+    pub(super) fn attach_owned<P: TensorPublic>(&mut self, kind: Kind, name: &[u8], shape: Shape) -> Result<*mut P>
+    where
+        TensorEntry<P>: Entry,
+    {
+        self.state.core.check_new(kind, name)?;
+        let what = |part: &str| format!("{part} of {} \"{}\"", kind.what(), String::from_utf8_lossy(name));
+        let (data_held, data) = owned_tensor(&shape, &|| what("data"))?;
+        let (diff_held, diff) = owned_tensor(&shape, &|| what("diff"))?;
+        self.add_tensors(kind, name, shape, [(Some(data_held), data), (Some(diff_held), diff)])
+    }
+
+    /// Adds a param or layer entry whose host buffers `[data, diff]` the net
+    /// adopts, to free them as `free_fn(ctx, buffer)`; a NULL `diff` (params
+    /// only) is a placeholder. Every check comes before anything is adopted:
+    /// on failure the caller still owns both.
+    pub(super) fn attach_adopted<P: TensorPublic>(
+        &mut self,
+        kind: Kind,
+        name: &[u8],
+        shape: Shape,
+        [data, diff]: [*mut c_void; 2],
+        free_fn: nnm_free_fn,
+        ctx: *mut c_void,
+    ) -> Result<*mut P>
+    where
+        TensorEntry<P>: Entry,
+    {
+        crate::ffi::args::non_null(data, "data")?;
+        if kind != Kind::Param {
+            crate::ffi::args::non_null(diff, "diff")?;
+        }
+        let Some(free_fn) = free_fn else {
+            return Err(Error::new(Status::NullArgument, "free_fn is NULL: an adopted buffer needs its deallocator"));
+        };
+        if std::ptr::eq(data, diff) {
+            return Err(Error::invalid(
+                "diff is the same buffer as data: each adopted buffer is freed once, so they must differ",
+            ));
+        }
+        for (what, p) in [("data", data), ("diff", diff)] {
+            if self.state.adopted.contains(&(p as usize)) {
+                return Err(Error::invalid(format!(
+                    "{what} {p:p} is already adopted by this net: it would be freed twice"
+                )));
+            }
+        }
+        self.state.core.check_new(kind, name)?;
+        self.state
+            .adopted
+            .try_reserve(2)
+            .map_err(|_| Error::new(Status::OutOfMemory, "no memory to record adopted buffers"))?;
+        let adopt = |p: *mut c_void, mut t: nnm_tensor| {
+            if p.is_null() {
+                return (None, t);
+            }
+            t.ownership = Ownership::Owned as u32;
+            (Some(Held::Adopted(Adopted { ptr: p, free_fn, ctx })), t)
+        };
+        let [data_t, diff_t] = borrowed_pair(&shape, MemKind::Host, data, diff);
+        let entry = self.add_tensors(kind, name, shape, [adopt(data, data_t), adopt(diff, diff_t)])?;
+        // Room was reserved above.
+        for p in [data, diff].into_iter().filter(|p| !p.is_null()) {
+            self.state.adopted.insert(p as usize);
+        }
+        Ok(entry)
+    }
+}
