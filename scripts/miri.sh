@@ -18,10 +18,15 @@
 # inputs. One test reads the source tree, which Miri's isolation forbids
 # (FILE I/O below); it checks module imports, not memory.
 #
-# Flags: -Zmiri-strict-provenance. No integer is ever turned back into a
-# pointer, so Miri can check every pointer's provenance exactly: the handle
-# registry only compares addresses (pointer -> usize), and the C-style
-# lists (list_head) link pointers, never integers. MIRIFLAGS overrides.
+# Flags: -Zmiri-strict-provenance: Miri stops at any pointer made from an
+# integer, so it checks every pointer's provenance exactly. Code may turn
+# pointers into addresses to compare them (the handle registry, the stack
+# caches' heap record) but must keep what it frees or reads as a pointer; the
+# C-style lists (list_head) link pointers, never integers. MIRIFLAGS
+# overrides (-Zmiri-permissive-provenance accepts integer-made pointers).
+#
+# A test with undefined behaviour stops the whole run (Miri aborts); skip it
+# with `scripts/miri.sh --skip NAME` to see the rest.
 #
 # Miri builds into $CARGO_TARGET_DIR/miri (default target/miri), apart from
 # the normal builds.
