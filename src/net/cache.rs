@@ -143,8 +143,15 @@ impl<T, B: Capacity> CacheStack<T, B> {
     }
 
     /// The descriptors, bottom first.
+    ///
+    /// A `&Vec`, not a slice, so that `items().as_ptr()` is `Vec::as_ptr`:
+    /// the C layer publishes that pointer, and C reads through it after
+    /// later pushes with room. A pointer taken from a slice may only reach
+    /// the `len` items the slice had (Miri's Stacked Borrows reports the read
+    /// of a later item as undefined behaviour); `Vec::as_ptr` materialises
+    /// no slice, so its pointer reaches the whole allocation.
     #[inline]
-    pub fn items(&self) -> &[T] {
+    pub fn items(&self) -> &Vec<T> {
         &self.items
     }
 
