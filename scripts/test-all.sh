@@ -6,7 +6,9 @@
 #                                          valgrind, pkg-config, a C/C++
 #                                          toolchain); nothing when all are
 #                                          there; sudo when not root
-#   1. cargo test --release --locked      all Rust tests (the bindgen layout
+#   1. cargo test --release --locked --workspace
+#                                          all Rust tests: library, CLI
+#                                          (cli/), header (the bindgen layout
 #                                          test needs libclang)
 #   2. CMake build + ctest                 C/C++ tests against libnnmem.a and
 #                                          libnnmem.so, header checks, the
@@ -14,8 +16,9 @@
 #                                          add_subdirectory, pkg-config) and
 #                                          the valgrind leg
 #   3. CMake build with NNMEM_SANITIZE=ON  the C tests under ASan + UBSan
-#   4. header check                        include/nnmem.h matches the Rust
-#                                          sources (build.rs fails otherwise)
+#   4. header check and lean library      include/nnmem.h matches the Rust
+#                                          sources (tests/header.rs), and the
+#                                          library's graph is nnmem and libc
 #
 # Rust is compiled once: both CMake builds point their cargo at the same
 # CARGO_TARGET_DIR as step 1 (default: target/). CMake build trees go to
@@ -42,9 +45,9 @@ trap 'rm -f "$log"' EXIT
 banner() { printf '\n==> %s\n' "$*"; }
 
 # --- 1. Rust -------------------------------------------------------------------
-banner "cargo test --release --locked"
+banner "cargo test --release --locked --workspace"
 t=$SECONDS
-if cargo test --release --locked 2>&1 | tee "$log"; then
+if cargo test --release --locked --workspace 2>&1 | tee "$log"; then
     rust_passed=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$log" | awk '{n += $1} END {print n + 0}')
     summary+=("cargo test: $rust_passed passed ($((SECONDS - t)) s)")
 else
@@ -76,14 +79,26 @@ cmake_leg() {
 cmake_leg default "$build_root/test-all" -DNNMEM_SANITIZE=OFF
 cmake_leg "ASan+UBSan" "$build_root/test-all-sanitize" -DNNMEM_SANITIZE=ON
 
-# --- 4. header -------------------------------------------------------------------
-# build.rs compares a fresh cbindgen header with include/nnmem.h on every
-# build and fails with "Regenerate it with: NNMEM_UPDATE_HEADER=1 cargo build".
+# --- 4. header, lean library ------------------------------------------------------
+# tests/header.rs (also run in step 1; here for its own summary line) compares
+# a fresh cbindgen header with include/nnmem.h and fails with "Regenerate it
+# with: NNMEM_UPDATE_HEADER=1 cargo test --release --test header".
 banner "include/nnmem.h up to date"
-if cargo build --release --locked; then
+if cargo test --release --locked --test header; then
     summary+=("include/nnmem.h: up to date")
 else
-    summary+=("include/nnmem.h: FAILED (out of date, or the build failed)")
+    summary+=("include/nnmem.h: FAILED (out of date, or the test failed to build)")
+    failed=1
+fi
+# What CMake builds (-p nnmem --lib) must need nothing but libc at build and
+# run time: no code generator, no CLI or benchmark dependency.
+banner "library dependencies: nnmem and libc only"
+lib_deps=$(cargo tree --locked -e normal,build -p nnmem --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
+if [ "$lib_deps" = "libc nnmem " ]; then
+    summary+=("library dependencies: nnmem, libc")
+else
+    echo "the library's graph holds: $lib_deps(expected: libc nnmem)"
+    summary+=("library dependencies: FAILED ($lib_deps)")
     failed=1
 fi
 

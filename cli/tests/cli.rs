@@ -139,7 +139,7 @@ fn writes_output_svg_and_picture() {
 
 #[test]
 fn exact_with_a_capacity_fits_a_minimalloc_instance() {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/data/minimalloc/challenging/H.1048576.csv");
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../benches/data/minimalloc/challenging/H.1048576.csv");
     let out = nnmem(&["plan", path, "--algorithm", "exact", "--capacity", "1048576", "--time-limit", "30"], None);
     let report = text(&out.stderr);
     assert!(out.status.success(), "{report}");
@@ -235,41 +235,49 @@ fn validate_trusts_fixed_buffers_named_by_the_input_trace() {
 
 #[test]
 fn every_command_has_its_own_help() {
-    for (args, first) in [
-        (&["plan", "--help"][..], "usage: nnmem plan "),
-        (&["plan", "-h"], "usage: nnmem plan "),
-        (&["help", "plan"], "usage: nnmem plan "),
-        (&["validate", "--help"], "usage: nnmem validate "),
-        (&["validate", "-h"], "usage: nnmem validate "),
-        (&["help", "validate"], "usage: nnmem validate "),
-        (&["help"], "usage:\n  nnmem plan"),
-        (&["--help"], "usage:\n  nnmem plan"),
+    let plan = ["Usage: nnmem plan [OPTIONS] [FILE.csv|-]", "--algorithm <NAME>", "--picture[=<FILE>]", "Exit status"];
+    let validate = ["Usage: nnmem validate [OPTIONS] <FILE.csv|->", "--fixed-from <INPUT.csv>", "Exit status"];
+    let main = ["Usage: nnmem [COMMAND]", "  plan ", "  validate ", "Exit status"];
+    for (args, parts) in [
+        (&["plan", "--help"][..], &plan[..]),
+        (&["plan", "-h"], &plan),
+        (&["help", "plan"], &plan),
+        (&["validate", "--help"], &validate),
+        (&["validate", "-h"], &validate),
+        (&["help", "validate"], &validate),
+        (&[], &main),
+        (&["help"], &main),
+        (&["--help"], &main),
     ] {
         let out = nnmem(args, None);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
-        assert!(text(&out.stdout).starts_with(first), "{args:?}: {}", text(&out.stdout));
+        for part in parts {
+            assert!(text(&out.stdout).contains(part), "{args:?}: {part}: {}", text(&out.stdout));
+        }
     }
+    let out = nnmem(&["--version"], None);
+    assert_eq!(text(&out.stdout), format!("nnmem {}\n", env!("CARGO_PKG_VERSION")));
 }
 
 #[test]
 fn usage_errors_exit_2_with_the_commands_usage() {
     for (args, message, usage) in [
-        (&["plan", "--algorithm", "magic"][..], "--algorithm: unknown algorithm 'magic'", "usage: nnmem plan "),
-        (&["plan", "--alignment", "3"], "--alignment: alignment 3 is not a power of two", "usage: nnmem plan "),
-        (&["plan", "--alignment", "x"], "--alignment: 'x' is not a power of two", "usage: nnmem plan "),
-        (&["plan", "--capacity"], "--capacity needs a number of bytes", "usage: nnmem plan "),
-        (&["plan", "--frobnicate"], "unknown option '--frobnicate'", "usage: nnmem plan "),
-        (&["plan", "a.csv", "b.csv"], "plan takes one input FILE, got 'a.csv' and 'b.csv'", "usage: nnmem plan "),
+        (&["plan", "--algorithm", "magic"][..], "--algorithm: unknown algorithm 'magic'", "Usage: nnmem plan "),
+        (&["plan", "--alignment", "3"], "--alignment: alignment 3 is not a power of two", "Usage: nnmem plan "),
+        (&["plan", "--alignment", "x"], "--alignment: 'x' is not a power of two", "Usage: nnmem plan "),
+        (&["plan", "--capacity"], "--capacity needs a value (BYTES)", "Usage: nnmem plan "),
+        (&["plan", "--frobnicate"], "unknown option '--frobnicate'", "Usage: nnmem plan "),
+        (&["plan", "a.csv", "b.csv"], "plan takes one FILE, got also 'b.csv'", "Usage: nnmem plan "),
         (
             &["plan", "a.csv", "--json", "-"],
             "the plan CSV and --json would both go to standard output",
-            "usage: nnmem plan ",
+            "Usage: nnmem plan ",
         ),
-        (&["validate"], "validate needs a FILE", "usage: nnmem validate "),
-        (&["validate", "a.csv", "b.csv"], "validate takes one FILE, got also 'b.csv'", "usage: nnmem validate "),
-        (&["validate", "--strict"], "unknown option '--strict'", "usage: nnmem validate "),
-        (&["bogus"], "unknown command 'bogus'", "usage:\n  nnmem plan"),
-        (&["help", "bogus"], "no help on 'bogus'", "usage:\n  nnmem plan"),
+        (&["validate"], "validate needs <FILE.csv|->", "Usage: nnmem validate "),
+        (&["validate", "a.csv", "b.csv"], "validate takes one FILE, got also 'b.csv'", "Usage: nnmem validate "),
+        (&["validate", "--strict"], "unknown option '--strict'", "Usage: nnmem validate "),
+        (&["bogus"], "unknown command 'bogus' (commands: plan, validate, help)", "Usage: nnmem [COMMAND]"),
+        (&["help", "bogus"], "unknown command 'bogus'", "Usage: nnmem [COMMAND]"),
     ] {
         let out = nnmem(args, None);
         let err = text(&out.stderr);

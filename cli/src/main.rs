@@ -8,6 +8,9 @@
 //! nnmem validate FILE.csv|- [--fixed-from INPUT.csv [--trust-fixed]]
 //! nnmem help [plan|validate]
 //! ```
+//!
+//! A workspace member of its own, so that its dependencies (clap) stay out
+//! of the library's graph.
 
 mod args;
 mod report;
@@ -24,18 +27,14 @@ use args::{Command, Dest, PictureDest, PlanArgs, Usage, ValidateArgs};
 /// The built-in example: ResNet-50 training trace from MindSpore's SOMAS
 /// planner (idealloc benchmarks, MIT licence; see benches/data/README.md).
 const BUILTIN_NAME: &str = "built-in: idealloc somas_tensors/resnet50.csv (1042 buffers)";
-const BUILTIN_TRACE: &str = include_str!("../../../benches/data/idealloc/somas_tensors/resnet50.csv");
+const BUILTIN_TRACE: &str = include_str!("../../benches/data/idealloc/somas_tensors/resnet50.csv");
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     match args::parse(&argv) {
-        Ok(Command::Help(text)) => {
+        Ok(Command::Print(text)) => {
             // A closed pipe (`nnmem help | head -1`) is not an error.
             let _ = std::io::stdout().lock().write_all(text.as_bytes());
-            ExitCode::SUCCESS
-        }
-        Ok(Command::Version) => {
-            let _ = writeln!(std::io::stdout().lock(), "nnmem {}", nnmem::VERSION);
             ExitCode::SUCCESS
         }
         Ok(Command::Plan(a)) => finish(run_plan(&a)),
