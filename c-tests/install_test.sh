@@ -2,10 +2,12 @@
 # nnmem as a downstream user meets it: installed, vendored, or via pkg-config. Registered with ctest
 # by c-tests/CMakeLists.txt; each mode is one test.
 #
-#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR
+#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR MAX_SO_BYTES
 #       cmake --install BUILD_DIR into a staging prefix, then move it to
 #       WORK_DIR/prefix (so everything below also proves the package is
-#       relocatable) and check the file layout.
+#       relocatable) and check the file layout; the libraries carry no
+#       debug info, libnnmem.so is at most MAX_SO_BYTES, and the `debug`
+#       component adds the debug file that the .so's debuglink names.
 #   install_test.sh find_package WORK_DIR CONSUMER_SRC VERSION LIBDIR [cmake args...]
 #       configure, build and run c-tests/consumer with find_package(nnmem),
 #       static and shared, BUILD_SHARED_LIBS off and on.
@@ -56,15 +58,49 @@ build_consumer() {
     fi
 }
 
+# debug_sections FILE: the .debug_* sections of FILE (of every member of an archive), space-separated.
+debug_sections() { readelf -S --wide "$1" | { grep -o '\.debug_[a-z_.]*' || true; } | sort -u | tr '\n' ' '; }
+
 mode=$1
 shift
 case $mode in
 install)
-    build=$1 work=$2 libdir=$3
+    build=$1 work=$2 libdir=$3 max_so=$4
     rm -rf "$work"
     mkdir -p "$work"
     cmake --install "$build" --prefix "$work/staging"
-    mv "$work/staging" "$work/prefix"
+    s=$work/staging
+    so=$(readlink -f "$s/$libdir/libnnmem.so")
+    for f in "$so" "$s/$libdir/libnnmem.a"; do
+        dbg=$(debug_sections "$f")
+        [ -z "$dbg" ] || fail "installed $(basename "$f") carries debug info: $dbg"
+    done
+    so_bytes=$(stat -c %s "$so")
+    [ "$so_bytes" -le "$max_so" ] || fail "installed $(basename "$so") is $so_bytes B, more than $max_so B"
+    echo "installed $(basename "$so"): $so_bytes B (at most $max_so B), libnnmem.a: $(stat -c %s "$s/$libdir/libnnmem.a") B; no .debug_* sections"
+    # Only the debug component installs the debug file; the .so's debuglink
+    # names it and carries its CRC-32, which is what gdb checks.
+    link_name=$(basename "$so").debug
+    [ ! -e "$s/$libdir/.debug/$link_name" ] || fail "the default install has $libdir/.debug/$link_name"
+    cmake --install "$build" --prefix "$s" --component debug
+    dbg_file=$s/$libdir/.debug/$link_name
+    [ -f "$dbg_file" ] || fail "not installed by --component debug: $libdir/.debug/$link_name"
+    grep -qw '\.debug_info' <<<"$(debug_sections "$dbg_file")" || fail "$dbg_file has no .debug_info"
+    objcopy --dump-section .gnu_debuglink="$work/debuglink" "$so" "$work/so-copy" \
+        || fail "$(basename "$so") has no .gnu_debuglink"
+    python3 - "$work/debuglink" "$dbg_file" <<'EOF'
+import struct, sys, zlib
+link = open(sys.argv[1], "rb").read()
+name = link[: link.index(b"\0")].decode()
+(crc,) = struct.unpack("<I", link[-4:])
+want_name = sys.argv[2].rsplit("/", 1)[1]
+want_crc = zlib.crc32(open(sys.argv[2], "rb").read())
+if (name, crc) != (want_name, want_crc):
+    sys.exit(f"FAIL: debuglink names {name} (CRC {crc:#010x}); the debug file is {want_name} (CRC {want_crc:#010x})")
+print(f"debuglink: {name}, CRC {crc:#010x} matches")
+EOF
+    rm -f "$work/debuglink" "$work/so-copy"
+    mv "$s" "$work/prefix"
     p=$work/prefix
     for f in include/nnmem.h "$libdir/libnnmem.a" "$libdir/cmake/nnmem/nnmemConfig.cmake" \
              "$libdir/cmake/nnmem/nnmemConfigVersion.cmake" "$libdir/pkgconfig/nnmem.pc"; do

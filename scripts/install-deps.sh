@@ -9,7 +9,7 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 
 need=()
 command -v cc >/dev/null && command -v c++ >/dev/null && command -v make >/dev/null \
-    && command -v readelf >/dev/null || need+=(build-essential)
+    && command -v readelf >/dev/null && command -v objcopy >/dev/null || need+=(build-essential)
 command -v cmake >/dev/null || need+=(cmake)
 command -v clang >/dev/null || need+=(clang)
 command -v valgrind >/dev/null || need+=(valgrind)
