@@ -11,6 +11,11 @@
 #   install_test.sh find_package WORK_DIR CONSUMER_SRC VERSION LIBDIR [cmake args...]
 #       configure, build and run c-tests/consumer with find_package(nnmem),
 #       static and shared, BUILD_SHARED_LIBS off and on.
+#   install_test.sh old_cmake    WORK_DIR CONSUMER_SRC VERSION LIBDIR TOOLS_DIR MIN_CMAKE [cmake args...]
+#       find_package with the oldest supported CMake (the newest MIN_CMAKE.x
+#       release), static and shared; and the release series before it must
+#       stop at the clear "nnmem needs CMake ..." message. Both come from
+#       PyPI (pip in a venv under TOOLS_DIR, kept for the next run).
 #   install_test.sh add_subdirectory WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
 #       the same consumer with add_subdirectory(NNMEM_SRC): same target names.
 #   install_test.sh pkg_config   WORK_DIR CONSUMER_SRC VERSION LIBDIR CC
@@ -60,6 +65,17 @@ build_consumer() {
 
 # debug_sections FILE: the .debug_* sections of FILE (of every member of an archive), space-separated.
 debug_sections() { readelf -S --wide "$1" | { grep -o '\.debug_[a-z_.]*' || true; } | sort -u | tr '\n' ' '; }
+
+# pip_cmake DIR SPEC: a venv at DIR with `pip install cmake==SPEC`, unless DIR already has one.
+pip_cmake() {
+    local dir=$1 spec=$2
+    # The stamp is written last, so an interrupted run's half-made venv is redone.
+    [ -f "$dir/installed" ] && return
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --disable-pip-version-check --quiet "cmake==$spec"
+    echo "cmake==$spec" >"$dir/installed"
+}
 
 mode=$1
 shift
@@ -139,6 +155,42 @@ find_package)
         build_consumer "$work/consumer-$shared" "$src" "$soname" "$shared" "$@" \
             -DCMAKE_PREFIX_PATH="$p" -DNNMEM_CONSUMER_EXPECT_VERSION="$version"
     done
+    ;;
+old_cmake)
+    work=$1 src=$2 version=$3 libdir=$4 tools=$5 min=$6
+    shift 6
+    p=$work/prefix
+    soname=$(soname_of "$p/$libdir/libnnmem.so")
+    [[ $min =~ ^([0-9]+)\.([0-9]+)$ ]] || fail "MIN_CMAKE '$min' is not X.Y"
+    too_old=${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))
+    pip_cmake "$tools/cmake-$min" "$min.*"
+    pip_cmake "$tools/cmake-$too_old" "$too_old.*"
+
+    got=$(PATH=$tools/cmake-$min/bin:$PATH cmake --version | head -n 1)
+    [[ $got == "cmake version $min."* ]] || fail "$tools/cmake-$min has $got"
+    echo "--- find_package with $got"
+    for shared in OFF ON; do
+        PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-$shared" "$src" "$soname" "$shared" \
+            "$@" -DCMAKE_PREFIX_PATH="$p" -DNNMEM_CONSUMER_EXPECT_VERSION="$version"
+    done
+
+    old_cmake=$tools/cmake-$too_old/bin/cmake
+    old_version=$("$old_cmake" --version | sed -n 's/^cmake version //p')
+    [[ $old_version == "$too_old."* ]] || fail "$old_cmake is $old_version"
+    echo "--- find_package with cmake $old_version must refuse"
+    b=$work/too-old-cmake
+    rm -rf "$b"
+    if "$old_cmake" -S "$src" -B "$b" "$@" -DCMAKE_PREFIX_PATH="$p" >"$work/too-old.log" 2>&1; then
+        cat "$work/too-old.log"
+        fail "cmake $old_version configured the consumer"
+    fi
+    want="nnmem needs CMake $min or newer; this is $old_version"
+    # CMake wraps long messages; compare with the lines joined.
+    if ! tr -s ' \n' ' ' <"$work/too-old.log" | grep -qF "$want"; then
+        cat "$work/too-old.log"
+        fail "cmake $old_version failed without \"$want\""
+    fi
+    echo "cmake $old_version: \"$want\""
     ;;
 add_subdirectory)
     work=$1 src=$2 nnmem_src=$3 soname=$4
