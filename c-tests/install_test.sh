@@ -18,6 +18,9 @@
 #       PyPI (pip in a venv under TOOLS_DIR, kept for the next run).
 #   install_test.sh add_subdirectory WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
 #       the same consumer with add_subdirectory(NNMEM_SRC): same target names.
+#   install_test.sh fetchcontent WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
+#       the same consumer with FetchContent_MakeAvailable(nnmem), its source
+#       given by FETCHCONTENT_SOURCE_DIR_NNMEM=NNMEM_SRC (no download).
 #   install_test.sh pkg_config   WORK_DIR CONSUMER_SRC VERSION LIBDIR CC
 #       build c-tests/consumer/main.c with `pkg-config --cflags --libs nnmem`
 #       (shared) and `pkg-config --static` (static), and run both.
@@ -200,6 +203,12 @@ add_subdirectory)
             -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
     done
     ;;
+fetchcontent)
+    work=$1 src=$2 nnmem_src=$3 soname=$4
+    shift 4
+    build_consumer "$work/fetchcontent" "$src" "$soname" ON "$@" \
+        -DNNMEM_CONSUMER_FETCHCONTENT=ON -DFETCHCONTENT_SOURCE_DIR_NNMEM="$nnmem_src"
+    ;;
 pkg_config)
     work=$1 src=$2 version=$3 libdir=$4 cc=$5
     p=$work/prefix
@@ -218,6 +227,17 @@ pkg_config)
     "$cc" "${flags[@]}" "$src/main.c" "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_shared"
     "$b/consumer_shared"
     check_linkage "$b/consumer_shared" shared "$soname"
+
+    # The README's one-liner as written there, and its LD_LIBRARY_PATH
+    # alternative; without either the loader must not find libnnmem.so
+    # (so the test shows that it is the rpath or LD_LIBRARY_PATH that works).
+    (cd "$b" && CC=$cc sh -c '"$CC" "$0" $(pkg-config --cflags --libs nnmem) -Wl,-rpath,$(pkg-config --variable=libdir nnmem) -o app_rpath' "$src/main.c")
+    env -u LD_LIBRARY_PATH "$b/app_rpath" >/dev/null || fail "the README's rpath one-liner built a program that does not run"
+    (cd "$b" && CC=$cc sh -c '"$CC" "$0" $(pkg-config --cflags --libs nnmem) -o app_plain' "$src/main.c")
+    ! env -u LD_LIBRARY_PATH "$b/app_plain" >/dev/null 2>&1 || fail "app_plain found libnnmem.so without rpath or LD_LIBRARY_PATH"
+    LD_LIBRARY_PATH=$(pkg-config --variable=libdir nnmem) "$b/app_plain" >/dev/null \
+        || fail "app_plain does not run with LD_LIBRARY_PATH=\$(pkg-config --variable=libdir nnmem)"
+    echo "rpath one-liner and LD_LIBRARY_PATH: both run"
 
     compat=$(pkg-config --variable=compatincludedir nnmem)
     [ -f "$compat/utils/list.h" ] || fail "pkg-config compatincludedir $compat has no utils/list.h"
