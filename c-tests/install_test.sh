@@ -11,11 +11,13 @@
 #   install_test.sh find_package WORK_DIR CONSUMER_SRC VERSION LIBDIR [cmake args...]
 #       configure, build and run c-tests/consumer with find_package(nnmem),
 #       static and shared, BUILD_SHARED_LIBS off and on.
-#   install_test.sh old_cmake    WORK_DIR CONSUMER_SRC VERSION LIBDIR TOOLS_DIR MIN_CMAKE [cmake args...]
-#       find_package with the oldest supported CMake (the newest MIN_CMAKE.x
-#       release), static and shared; and the release series before it must
-#       stop at the clear "nnmem needs CMake ..." message. Both come from
-#       PyPI (pip in a venv under TOOLS_DIR, kept for the next run).
+#   install_test.sh old_cmake    WORK_DIR CONSUMER_SRC NNMEM_SRC VERSION LIBDIR TOOLS_DIR MIN_CMAKE [cmake args...]
+#       with the oldest supported CMake (the newest MIN_CMAKE.x release):
+#       find_package, static and shared, nnmem built and installed on its
+#       own, and built by add_subdirectory and by FetchContent; the release
+#       series before it must stop at a
+#       clear message for both find_package and add_subdirectory. Both
+#       come from PyPI (pip in a venv under TOOLS_DIR, kept for the next run).
 #   install_test.sh add_subdirectory WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
 #       the same consumer with add_subdirectory(NNMEM_SRC): same target names.
 #   install_test.sh fetchcontent WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
@@ -160,8 +162,8 @@ find_package)
     done
     ;;
 old_cmake)
-    work=$1 src=$2 version=$3 libdir=$4 tools=$5 min=$6
-    shift 6
+    work=$1 src=$2 nnmem_src=$3 version=$4 libdir=$5 tools=$6 min=$7
+    shift 7
     p=$work/prefix
     soname=$(soname_of "$p/$libdir/libnnmem.so")
     [[ $min =~ ^([0-9]+)\.([0-9]+)$ ]] || fail "MIN_CMAKE '$min' is not X.Y"
@@ -171,29 +173,57 @@ old_cmake)
 
     got=$(PATH=$tools/cmake-$min/bin:$PATH cmake --version | head -n 1)
     [[ $got == "cmake version $min."* ]] || fail "$tools/cmake-$min has $got"
+    got_version=${got#cmake version }
     echo "--- find_package with $got"
     for shared in OFF ON; do
         PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-$shared" "$src" "$soname" "$shared" \
             "$@" -DCMAKE_PREFIX_PATH="$p" -DNNMEM_CONSUMER_EXPECT_VERSION="$version"
     done
+    echo "--- nnmem configured, built and installed with $got"
+    b=$work/old-cmake-nnmem
+    rm -rf "$b" "$work/old-cmake-prefix"
+    PATH=$tools/cmake-$min/bin:$PATH cmake -S "$nnmem_src" -B "$b" "$@"
+    PATH=$tools/cmake-$min/bin:$PATH cmake --build "$b"
+    PATH=$tools/cmake-$min/bin:$PATH cmake --install "$b" --prefix "$work/old-cmake-prefix"
+    for f in include/nnmem.h "$libdir/libnnmem.a" "$libdir/libnnmem.so" "$libdir/$soname" \
+             "$libdir/cmake/nnmem/nnmemConfig.cmake" "$libdir/pkgconfig/nnmem.pc"; do
+        [ -e "$work/old-cmake-prefix/$f" ] || fail "cmake $min did not install $f"
+    done
+    echo "--- add_subdirectory and FetchContent with $got"
+    PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-subdirectory" "$src" "$soname" OFF "$@" \
+        -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
+    PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-fetchcontent" "$src" "$soname" ON "$@" \
+        -DNNMEM_CONSUMER_FETCHCONTENT=ON -DFETCHCONTENT_SOURCE_DIR_NNMEM="$nnmem_src"
 
     old_cmake=$tools/cmake-$too_old/bin/cmake
     old_version=$("$old_cmake" --version | sed -n 's/^cmake version //p')
     [[ $old_version == "$too_old."* ]] || fail "$old_cmake is $old_version"
-    echo "--- find_package with cmake $old_version must refuse"
-    b=$work/too-old-cmake
-    rm -rf "$b"
-    if "$old_cmake" -S "$src" -B "$b" "$@" -DCMAKE_PREFIX_PATH="$p" >"$work/too-old.log" 2>&1; then
-        cat "$work/too-old.log"
-        fail "cmake $old_version configured the consumer"
-    fi
-    want="nnmem needs CMake $min or newer; this is $old_version"
-    # CMake wraps long messages; compare with the lines joined.
-    if ! tr -s ' \n' ' ' <"$work/too-old.log" | grep -qF "$want"; then
-        cat "$work/too-old.log"
-        fail "cmake $old_version failed without \"$want\""
-    fi
-    echo "cmake $old_version: \"$want\""
+    # refuses CMAKE HOW SOURCE_DIR WANT [cmake args...]: CMAKE fails to configure SOURCE_DIR, saying WANT.
+    refuses() {
+        local cmake=$1 how=$2 dir=$3 want=$4 b=$work/refused-$2 log=$work/refused-$2.log
+        shift 4
+        echo "--- $how must refuse"
+        rm -rf "$b"
+        if "$cmake" -S "$dir" -B "$b" "$@" >"$log" 2>&1; then
+            cat "$log"
+            fail "$how: configured"
+        fi
+        # CMake wraps long messages; compare with the lines joined.
+        if ! tr -s ' \n' ' ' <"$log" | grep -qF "$want"; then
+            cat "$log"
+            fail "$how: failed without \"$want\""
+        fi
+        echo "$how: \"$want\""
+    }
+    refuses "$old_cmake" "find_package with cmake $old_version" "$src" \
+        "nnmem needs CMake $min or newer; this is $old_version" "$@" -DCMAKE_PREFIX_PATH="$p"
+    refuses "$old_cmake" "add_subdirectory with cmake $old_version" "$src" \
+        "CMake $min or higher is required. You are running version $old_version" "$@" \
+        -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
+    # The C tests need more than the library; asking for them says how much.
+    refuses "$tools/cmake-$min/bin/cmake" "NNMEM_BUILD_TESTS=ON with cmake $got_version" "$nnmem_src" \
+        "nnmem's C tests (NNMEM_BUILD_TESTS) need CMake 3.22 or newer; this is $got_version" "$@" \
+        -DNNMEM_BUILD_TESTS=ON
     ;;
 add_subdirectory)
     work=$1 src=$2 nnmem_src=$3 soname=$4
