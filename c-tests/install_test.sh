@@ -2,15 +2,27 @@
 # nnmem as a downstream user meets it: installed, vendored, or via pkg-config. Registered with ctest
 # by c-tests/CMakeLists.txt; each mode is one test.
 #
-#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR
+#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR MAX_SO_BYTES
 #       cmake --install BUILD_DIR into a staging prefix, then move it to
 #       WORK_DIR/prefix (so everything below also proves the package is
-#       relocatable) and check the file layout.
+#       relocatable) and check the file layout; the libraries carry no
+#       debug info, libnnmem.so is at most MAX_SO_BYTES, and the `debug`
+#       component adds the debug file that the .so's debuglink names.
 #   install_test.sh find_package WORK_DIR CONSUMER_SRC VERSION LIBDIR [cmake args...]
 #       configure, build and run c-tests/consumer with find_package(nnmem),
 #       static and shared, BUILD_SHARED_LIBS off and on.
+#   install_test.sh old_cmake    WORK_DIR CONSUMER_SRC NNMEM_SRC VERSION LIBDIR TOOLS_DIR MIN_CMAKE [cmake args...]
+#       with the oldest supported CMake (the newest MIN_CMAKE.x release):
+#       find_package, static and shared, nnmem built and installed on its
+#       own, and built by add_subdirectory and by FetchContent; the release
+#       series before it must stop at a
+#       clear message for both find_package and add_subdirectory. Both
+#       come from PyPI (pip in a venv under TOOLS_DIR, kept for the next run).
 #   install_test.sh add_subdirectory WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
 #       the same consumer with add_subdirectory(NNMEM_SRC): same target names.
+#   install_test.sh fetchcontent WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
+#       the same consumer with FetchContent_MakeAvailable(nnmem), its source
+#       given by FETCHCONTENT_SOURCE_DIR_NNMEM=NNMEM_SRC (no download).
 #   install_test.sh pkg_config   WORK_DIR CONSUMER_SRC VERSION LIBDIR CC
 #       build c-tests/consumer/main.c with `pkg-config --cflags --libs nnmem`
 #       (shared) and `pkg-config --static` (static), and run both.
@@ -56,15 +68,60 @@ build_consumer() {
     fi
 }
 
+# debug_sections FILE: the .debug_* sections of FILE (of every member of an archive), space-separated.
+debug_sections() { readelf -S --wide "$1" | { grep -o '\.debug_[a-z_.]*' || true; } | sort -u | tr '\n' ' '; }
+
+# pip_cmake DIR SPEC: a venv at DIR with `pip install cmake==SPEC`, unless DIR already has one.
+pip_cmake() {
+    local dir=$1 spec=$2
+    # The stamp is written last, so an interrupted run's half-made venv is redone.
+    [ -f "$dir/installed" ] && return
+    rm -rf "$dir"
+    python3 -m venv "$dir"
+    "$dir/bin/pip" install --disable-pip-version-check --quiet "cmake==$spec"
+    echo "cmake==$spec" >"$dir/installed"
+}
+
 mode=$1
 shift
 case $mode in
 install)
-    build=$1 work=$2 libdir=$3
+    build=$1 work=$2 libdir=$3 max_so=$4
     rm -rf "$work"
     mkdir -p "$work"
     cmake --install "$build" --prefix "$work/staging"
-    mv "$work/staging" "$work/prefix"
+    s=$work/staging
+    so=$(readlink -f "$s/$libdir/libnnmem.so")
+    for f in "$so" "$s/$libdir/libnnmem.a"; do
+        dbg=$(debug_sections "$f")
+        [ -z "$dbg" ] || fail "installed $(basename "$f") carries debug info: $dbg"
+    done
+    so_bytes=$(stat -c %s "$so")
+    [ "$so_bytes" -le "$max_so" ] || fail "installed $(basename "$so") is $so_bytes B, more than $max_so B"
+    echo "installed $(basename "$so"): $so_bytes B (at most $max_so B), libnnmem.a: $(stat -c %s "$s/$libdir/libnnmem.a") B; no .debug_* sections"
+    # Only the debug component installs the debug file; the .so's debuglink
+    # names it and carries its CRC-32, which is what gdb checks.
+    link_name=$(basename "$so").debug
+    [ ! -e "$s/$libdir/.debug/$link_name" ] || fail "the default install has $libdir/.debug/$link_name"
+    cmake --install "$build" --prefix "$s" --component debug
+    dbg_file=$s/$libdir/.debug/$link_name
+    [ -f "$dbg_file" ] || fail "not installed by --component debug: $libdir/.debug/$link_name"
+    grep -qw '\.debug_info' <<<"$(debug_sections "$dbg_file")" || fail "$dbg_file has no .debug_info"
+    objcopy --dump-section .gnu_debuglink="$work/debuglink" "$so" "$work/so-copy" \
+        || fail "$(basename "$so") has no .gnu_debuglink"
+    python3 - "$work/debuglink" "$dbg_file" <<'EOF'
+import struct, sys, zlib
+link = open(sys.argv[1], "rb").read()
+name = link[: link.index(b"\0")].decode()
+(crc,) = struct.unpack("<I", link[-4:])
+want_name = sys.argv[2].rsplit("/", 1)[1]
+want_crc = zlib.crc32(open(sys.argv[2], "rb").read())
+if (name, crc) != (want_name, want_crc):
+    sys.exit(f"FAIL: debuglink names {name} (CRC {crc:#010x}); the debug file is {want_name} (CRC {want_crc:#010x})")
+print(f"debuglink: {name}, CRC {crc:#010x} matches")
+EOF
+    rm -f "$work/debuglink" "$work/so-copy"
+    mv "$s" "$work/prefix"
     p=$work/prefix
     for f in include/nnmem.h "$libdir/libnnmem.a" "$libdir/cmake/nnmem/nnmemConfig.cmake" \
              "$libdir/cmake/nnmem/nnmemConfigVersion.cmake" "$libdir/pkgconfig/nnmem.pc"; do
@@ -104,6 +161,70 @@ find_package)
             -DCMAKE_PREFIX_PATH="$p" -DNNMEM_CONSUMER_EXPECT_VERSION="$version"
     done
     ;;
+old_cmake)
+    work=$1 src=$2 nnmem_src=$3 version=$4 libdir=$5 tools=$6 min=$7
+    shift 7
+    p=$work/prefix
+    soname=$(soname_of "$p/$libdir/libnnmem.so")
+    [[ $min =~ ^([0-9]+)\.([0-9]+)$ ]] || fail "MIN_CMAKE '$min' is not X.Y"
+    too_old=${BASH_REMATCH[1]}.$((BASH_REMATCH[2] - 1))
+    pip_cmake "$tools/cmake-$min" "$min.*"
+    pip_cmake "$tools/cmake-$too_old" "$too_old.*"
+
+    got=$(PATH=$tools/cmake-$min/bin:$PATH cmake --version | head -n 1)
+    [[ $got == "cmake version $min."* ]] || fail "$tools/cmake-$min has $got"
+    got_version=${got#cmake version }
+    echo "--- find_package with $got"
+    for shared in OFF ON; do
+        PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-$shared" "$src" "$soname" "$shared" \
+            "$@" -DCMAKE_PREFIX_PATH="$p" -DNNMEM_CONSUMER_EXPECT_VERSION="$version"
+    done
+    echo "--- nnmem configured, built and installed with $got"
+    b=$work/old-cmake-nnmem
+    rm -rf "$b" "$work/old-cmake-prefix"
+    PATH=$tools/cmake-$min/bin:$PATH cmake -S "$nnmem_src" -B "$b" "$@"
+    PATH=$tools/cmake-$min/bin:$PATH cmake --build "$b"
+    PATH=$tools/cmake-$min/bin:$PATH cmake --install "$b" --prefix "$work/old-cmake-prefix"
+    for f in include/nnmem.h "$libdir/libnnmem.a" "$libdir/libnnmem.so" "$libdir/$soname" \
+             "$libdir/cmake/nnmem/nnmemConfig.cmake" "$libdir/pkgconfig/nnmem.pc"; do
+        [ -e "$work/old-cmake-prefix/$f" ] || fail "cmake $min did not install $f"
+    done
+    echo "--- add_subdirectory and FetchContent with $got"
+    PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-subdirectory" "$src" "$soname" OFF "$@" \
+        -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
+    PATH=$tools/cmake-$min/bin:$PATH build_consumer "$work/old-cmake-fetchcontent" "$src" "$soname" ON "$@" \
+        -DNNMEM_CONSUMER_FETCHCONTENT=ON -DFETCHCONTENT_SOURCE_DIR_NNMEM="$nnmem_src"
+
+    old_cmake=$tools/cmake-$too_old/bin/cmake
+    old_version=$("$old_cmake" --version | sed -n 's/^cmake version //p')
+    [[ $old_version == "$too_old."* ]] || fail "$old_cmake is $old_version"
+    # refuses CMAKE HOW SOURCE_DIR WANT [cmake args...]: CMAKE fails to configure SOURCE_DIR, saying WANT.
+    refuses() {
+        local cmake=$1 how=$2 dir=$3 want=$4 b=$work/refused-$2 log=$work/refused-$2.log
+        shift 4
+        echo "--- $how must refuse"
+        rm -rf "$b"
+        if "$cmake" -S "$dir" -B "$b" "$@" >"$log" 2>&1; then
+            cat "$log"
+            fail "$how: configured"
+        fi
+        # CMake wraps long messages; compare with the lines joined.
+        if ! tr -s ' \n' ' ' <"$log" | grep -qF "$want"; then
+            cat "$log"
+            fail "$how: failed without \"$want\""
+        fi
+        echo "$how: \"$want\""
+    }
+    refuses "$old_cmake" "find_package with cmake $old_version" "$src" \
+        "nnmem needs CMake $min or newer; this is $old_version" "$@" -DCMAKE_PREFIX_PATH="$p"
+    refuses "$old_cmake" "add_subdirectory with cmake $old_version" "$src" \
+        "CMake $min or higher is required. You are running version $old_version" "$@" \
+        -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
+    # The C tests need more than the library; asking for them says how much.
+    refuses "$tools/cmake-$min/bin/cmake" "NNMEM_BUILD_TESTS=ON with cmake $got_version" "$nnmem_src" \
+        "nnmem's C tests (NNMEM_BUILD_TESTS) need CMake 3.22 or newer; this is $got_version" "$@" \
+        -DNNMEM_BUILD_TESTS=ON
+    ;;
 add_subdirectory)
     work=$1 src=$2 nnmem_src=$3 soname=$4
     shift 4
@@ -111,6 +232,12 @@ add_subdirectory)
         build_consumer "$work/subdirectory-$shared" "$src" "$soname" "$shared" "$@" \
             -DNNMEM_CONSUMER_SOURCE_DIR="$nnmem_src"
     done
+    ;;
+fetchcontent)
+    work=$1 src=$2 nnmem_src=$3 soname=$4
+    shift 4
+    build_consumer "$work/fetchcontent" "$src" "$soname" ON "$@" \
+        -DNNMEM_CONSUMER_FETCHCONTENT=ON -DFETCHCONTENT_SOURCE_DIR_NNMEM="$nnmem_src"
     ;;
 pkg_config)
     work=$1 src=$2 version=$3 libdir=$4 cc=$5
@@ -130,6 +257,17 @@ pkg_config)
     "$cc" "${flags[@]}" "$src/main.c" "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_shared"
     "$b/consumer_shared"
     check_linkage "$b/consumer_shared" shared "$soname"
+
+    # The README's one-liner as written there, and its LD_LIBRARY_PATH
+    # alternative; without either the loader must not find libnnmem.so
+    # (so the test shows that it is the rpath or LD_LIBRARY_PATH that works).
+    (cd "$b" && CC=$cc sh -c '"$CC" "$0" $(pkg-config --cflags --libs nnmem) -Wl,-rpath,$(pkg-config --variable=libdir nnmem) -o app_rpath' "$src/main.c")
+    env -u LD_LIBRARY_PATH "$b/app_rpath" >/dev/null || fail "the README's rpath one-liner built a program that does not run"
+    (cd "$b" && CC=$cc sh -c '"$CC" "$0" $(pkg-config --cflags --libs nnmem) -o app_plain' "$src/main.c")
+    ! env -u LD_LIBRARY_PATH "$b/app_plain" >/dev/null 2>&1 || fail "app_plain found libnnmem.so without rpath or LD_LIBRARY_PATH"
+    LD_LIBRARY_PATH=$(pkg-config --variable=libdir nnmem) "$b/app_plain" >/dev/null \
+        || fail "app_plain does not run with LD_LIBRARY_PATH=\$(pkg-config --variable=libdir nnmem)"
+    echo "rpath one-liner and LD_LIBRARY_PATH: both run"
 
     compat=$(pkg-config --variable=compatincludedir nnmem)
     [ -f "$compat/utils/list.h" ] || fail "pkg-config compatincludedir $compat has no utils/list.h"

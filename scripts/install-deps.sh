@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs and a fresh Debian/Ubuntu machine lacks:
 # a C/C++ toolchain, cmake, clang + libclang-dev (bindgen layout test),
-# valgrind and pkg-config. Installs only what is missing (apt-get, with sudo
+# valgrind, pkg-config, and python3 with venv (the oldest-CMake install test
+# pip-installs old CMake releases from PyPI). Installs only what is missing (apt-get, with sudo
 # when not root); does nothing when everything is present.
 set -euo pipefail
 
@@ -9,12 +10,14 @@ have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok
 
 need=()
 command -v cc >/dev/null && command -v c++ >/dev/null && command -v make >/dev/null \
-    && command -v readelf >/dev/null || need+=(build-essential)
+    && command -v readelf >/dev/null && command -v objcopy >/dev/null || need+=(build-essential)
 command -v cmake >/dev/null || need+=(cmake)
 command -v clang >/dev/null || need+=(clang)
 command -v valgrind >/dev/null || need+=(valgrind)
 command -v pkg-config >/dev/null || need+=(pkg-config)
 have_pkg libclang-dev || need+=(libclang-dev)
+# Debian's python3 lacks venv's ensurepip until python3-venv is installed.
+python3 -c 'import ensurepip, venv' 2>/dev/null || need+=(python3-venv)
 
 if [ ${#need[@]} -gt 0 ]; then
     sudo=()
