@@ -99,17 +99,6 @@ pub(crate) unsafe fn read_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a 
     text.to_str().map_err(|_| Error::invalid(format!("{what} is not valid UTF-8")))
 }
 
-/// Writes `value` to the out-parameter `out` (already checked non-NULL).
-///
-/// # Safety
-/// `out` must be valid for writes of `T` (alignment included).
-#[inline]
-pub(crate) unsafe fn write_out<T>(out: *mut T, value: T) {
-    // SAFETY: the caller promises `out` is valid for the write. `write`
-    // does not drop what was there (C memory, possibly uninitialised).
-    unsafe { out.write(value) }
-}
-
 /// A checked out-parameter: written at most once, by [`Out::write`], after
 /// the export's work succeeded (so failures leave it untouched).
 pub(crate) struct Out<'a, T>(&'a mut MaybeUninit<T>);

@@ -5,7 +5,6 @@ use std::cell::RefCell;
 use std::ffi::{c_char, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-pub(crate) use super::args::{non_null, read_str, write_out};
 use crate::status::{Error, Result, Status};
 
 thread_local! {
