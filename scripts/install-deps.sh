@@ -32,3 +32,14 @@ if ! command -v cargo >/dev/null; then
     echo "install-deps: cargo not found; install a Rust toolchain (rustup) first" >&2
     exit 1
 fi
+# The lint gates of test-all.sh need clippy and rustfmt; rustup's minimal
+# profile leaves them out.
+if ! cargo clippy --version >/dev/null 2>&1 || ! cargo fmt --version >/dev/null 2>&1; then
+    if command -v rustup >/dev/null; then
+        echo "install-deps: adding the clippy and rustfmt components"
+        rustup component add clippy rustfmt
+    else
+        echo "install-deps: cargo clippy and cargo fmt are needed (no rustup to add them)" >&2
+        exit 1
+    fi
+fi

@@ -19,6 +19,11 @@
 #   4. header check and lean library      include/nnmem.h matches the Rust
 #                                          sources (tests/header.rs), and the
 #                                          library's graph is nnmem and libc
+#   5. lint gates                          cargo fmt --check (rustfmt.toml) and
+#                                          cargo clippy --all-targets with
+#                                          -D warnings (src/ffi also denies
+#                                          unsafe_op_in_unsafe_fn and
+#                                          undocumented unsafe blocks)
 #
 # Rust is compiled once: both CMake builds point their cargo at the same
 # CARGO_TARGET_DIR as step 1 (default: target/). CMake build trees go to
@@ -99,6 +104,22 @@ if [ "$lib_deps" = "libc nnmem " ]; then
 else
     echo "the library's graph holds: $lib_deps(expected: libc nnmem)"
     summary+=("library dependencies: FAILED ($lib_deps)")
+    failed=1
+fi
+
+# --- 5. lint gates ---------------------------------------------------------------
+banner "cargo fmt --check"
+if cargo fmt --all --check; then
+    summary+=("cargo fmt --check: clean")
+else
+    summary+=("cargo fmt --check: FAILED (run cargo fmt --all)")
+    failed=1
+fi
+banner "cargo clippy --all-targets -- -D warnings"
+if cargo clippy --release --locked --workspace --all-targets -- -D warnings; then
+    summary+=("cargo clippy: clean")
+else
+    summary+=("cargo clippy: FAILED")
     failed=1
 fi
 
