@@ -761,7 +761,7 @@ pub unsafe extern "C" fn nnm_net_attach_cache(
             net.state.core.check_new(Kind::Cache, name)?;
             let stack = CacheStack::new(&String::from_utf8_lossy(name));
             let entry = net.add(Kind::Cache, name, Bytes::default(), |name| CacheEntry {
-                public: nnm_cache { name: name.as_ptr(), ..Default::default() },
+                public: nnm_cache::default(),
                 stack,
                 name,
             })?;

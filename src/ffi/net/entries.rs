@@ -12,7 +12,7 @@
 
 use std::ffi::{c_char, c_void, CString};
 use std::mem::offset_of;
-use std::ptr::{addr_of_mut, NonNull};
+use std::ptr::{self, addr_of_mut, NonNull};
 
 use super::buffers::{borrowed_pair, owned_tensor, Adopted, Held, HostBuffer};
 use super::{list_head, nnm_cache, nnm_free_fn, nnm_layer_data, nnm_net, nnm_param, nnm_tensor};
@@ -24,6 +24,7 @@ use crate::status::{Error, Result, Status};
 /// names.
 pub(super) trait TensorPublic: Copy {
     fn new(name: *const c_char, data: nnm_tensor, diff: nnm_tensor) -> Self;
+    fn set_name(&mut self, name: *const c_char);
 }
 
 // One constructor, and `Default` from it, for both.
@@ -32,6 +33,10 @@ macro_rules! tensor_public {
         impl TensorPublic for $t {
             fn new(name: *const c_char, data: nnm_tensor, diff: nnm_tensor) -> Self {
                 $t { node: list_head::default(), name, data, diff }
+            }
+
+            fn set_name(&mut self, name: *const c_char) {
+                self.name = name;
             }
         }
 
@@ -100,27 +105,50 @@ const _: () = assert!(offset_of!(CacheEntry, public) == 0 && offset_of!(nnm_cach
 pub(super) trait Entry: HandleType {
     /// The net's entries of `kind`, all of this type.
     fn list(state: &mut NetState, kind: Kind) -> &mut Entries<Self>;
+    /// Points the C-visible `name` at the entry's own name. Called once the
+    /// entry is boxed: a pointer taken from the `CString` before it moved
+    /// into the entry would not be derived from the entry's field (Stacked
+    /// Borrows, which Miri checks, invalidates it at the move).
+    fn publish_name(&mut self);
+}
+
+impl<P: TensorPublic> TensorEntry<P> {
+    fn publish_tensor_name(&mut self) {
+        self.public.set_name(self.name.as_ptr());
+    }
 }
 
 impl Entry for ParamEntry {
     fn list(state: &mut NetState, _: Kind) -> &mut Entries<Self> {
         &mut state.params
     }
-}
 
-impl Entry for LayerEntry {
-    fn list(state: &mut NetState, kind: Kind) -> &mut Entries<Self> {
-        if kind == Kind::Output {
-            &mut state.outputs
-        } else {
-            &mut state.inputs
-        }
+    fn publish_name(&mut self) {
+        self.publish_tensor_name();
     }
 }
 
 impl Entry for CacheEntry {
     fn list(state: &mut NetState, _: Kind) -> &mut Entries<Self> {
         &mut state.caches
+    }
+
+    fn publish_name(&mut self) {
+        self.public.name = self.name.as_ptr();
+    }
+}
+
+impl Entry for LayerEntry {
+    fn publish_name(&mut self) {
+        self.publish_tensor_name();
+    }
+
+    fn list(state: &mut NetState, kind: Kind) -> &mut Entries<Self> {
+        if kind == Kind::Output {
+            &mut state.outputs
+        } else {
+            &mut state.inputs
+        }
     }
 }
 
@@ -326,6 +354,8 @@ impl NetMut<'_> {
     ) -> Result<*mut E> {
         E::list(self.state, kind).0.try_reserve(1).map_err(|_| no_memory_for(kind))?;
         let entry = Handle::boxed(make(CString::new(name).expect("a name read from a C string has no NUL")));
+        // SAFETY: boxed just above, known to nothing else yet.
+        unsafe { (*entry).publish_name() };
         let address = NonNull::new(entry.cast::<c_void>()).expect("a Box is never NULL");
         if let Err(e) = self.state.core.add(kind, name, bytes, address) {
             // SAFETY: boxed just above and known to nothing else.
@@ -364,7 +394,7 @@ impl NetMut<'_> {
         // The entry gets its buffers only once it is in the net: a failed
         // attach must not free an adopted buffer.
         let added = self.add(kind, name, bytes, |name| TensorEntry {
-            public: P::new(name.as_ptr(), data, diff),
+            public: P::new(ptr::null(), data, diff),
             net,
             buffers: [data.data, diff.data],
             owned: [None, None],

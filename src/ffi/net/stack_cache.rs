@@ -87,9 +87,20 @@ impl Default for nnm_stack_cache {
 /// heap is still live (C may write an old copy of the struct back over it),
 /// so nnmem keeps its own record; only caches past their inline slots use
 /// it.
-static LIVE_SPILLS: Mutex<Option<HashMap<usize, (usize, usize)>>> = Mutex::new(None);
+static LIVE_SPILLS: Mutex<Option<HashMap<usize, (Spill, usize)>>> = Mutex::new(None);
 
-pub(super) fn live_spills<R>(f: impl FnOnce(&mut HashMap<usize, (usize, usize)>) -> R) -> R {
+/// A cache's heap, kept as a pointer rather than an address, so that
+/// `nnm_stack_cache_init` frees it without making a pointer from an integer
+/// (which strict provenance, and Miri's check of it, forbid).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct Spill(*mut nnm_tensor);
+
+// SAFETY: the record only compares the pointer while its lock is held; the
+// heap itself is used by the one thread that uses the cache at a time, as
+// nnm_stack_cache's thread-safety rules require.
+unsafe impl Send for Spill {}
+
+pub(super) fn live_spills<R>(f: impl FnOnce(&mut HashMap<usize, (Spill, usize)>) -> R) -> R {
     let mut guard = LIVE_SPILLS.lock().unwrap_or_else(|p| p.into_inner());
     let result = f(guard.get_or_insert_with(HashMap::new));
     // Nothing of nnmem's stays allocated once no cache holds heap.
@@ -115,7 +126,7 @@ fn spill_of(c: &nnm_stack_cache) -> Result<ManuallyDrop<Vec<nnm_tensor>>> {
             c.count
         )));
     }
-    if live_spills(|live| live.get(&(cache as usize)).copied()) != Some((c.spill as usize, c.spill_capacity)) {
+    if live_spills(|live| live.get(&(cache as usize)).copied()) != Some((Spill(c.spill), c.spill_capacity)) {
         return Err(Error::wrong_state(format!(
             "stack cache says it holds {spilled} tensors on the heap, but that heap is no longer its own (an old copy \
              of the struct was written back over it): initialise it again"
@@ -164,7 +175,7 @@ unsafe fn with_stack_cache<R>(
     let had_heap = !c.spill.is_null();
     let mut spill = if had_heap { spill_of(c)? } else { ManuallyDrop::new(Vec::new()) };
     let result = SpillStack::new(&mut c.tensors, &mut c.count, &mut spill).and_then(|mut stack| f(&mut stack));
-    let now = (spill.as_mut_ptr() as usize, spill.capacity());
+    let now = (Spill(spill.as_mut_ptr()), spill.capacity());
     if spill.capacity() == 0 {
         // Stored only when they change: the inline-only calls leave the
         // private fields alone.
@@ -174,7 +185,7 @@ unsafe fn with_stack_cache<R>(
             c.spill_owner = ptr::null();
             live_spills(|live| live.remove(&(cache as usize)));
         }
-    } else if !had_heap || now != (c.spill as usize, c.spill_capacity) {
+    } else if !had_heap || now != (Spill(c.spill), c.spill_capacity) {
         c.spill = spill.as_mut_ptr();
         c.spill_capacity = spill.capacity();
         c.spill_owner = cache;
@@ -203,7 +214,7 @@ pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> St
             // SAFETY: nnmem's record says this is the live allocation of
             // `capacity` tensors that a Vec<nnm_tensor> made for the cache
             // at this address; with length 0 only the allocation is freed.
-            drop(unsafe { Vec::from_raw_parts(spill as *mut nnm_tensor, 0, capacity) });
+            drop(unsafe { Vec::from_raw_parts(spill.0, 0, capacity) });
         }
         out.write(nnm_stack_cache::default());
         Ok(())

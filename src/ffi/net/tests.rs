@@ -150,10 +150,10 @@ fn bad_names_and_arguments_fail_with_messages() {
     // SAFETY: every pointer passed is NULL, a C string, `dims`, or a live net or entry.
     unsafe {
         let attach = |name: *const c_char, dtype: u32, dims: *const u32, ndims: u32| {
-            let mut out = 0x1 as *mut nnm_param;
+            let mut out = ptr::NonNull::<nnm_param>::dangling().as_ptr();
             let s = nnm_net_attach_param(net.0, name, dtype, dims, ndims, &mut out);
             if s != Status::Ok {
-                assert_eq!(out, 0x1 as *mut nnm_param, "out written on failure");
+                assert_eq!(out, ptr::NonNull::<nnm_param>::dangling().as_ptr(), "out written on failure");
             }
             (s, last_error())
         };
@@ -223,7 +223,13 @@ fn borrowed_params_are_never_freed() {
             assert_eq!((*p).data.data, data.as_mut_ptr().cast());
             let mut frozen = ptr::null_mut();
             // A device address: never read, never freed.
-            let s = attach("frozen", MemKind::Device as u32, 0x1000 as *mut c_void, ptr::null_mut(), &mut frozen);
+            let s = attach(
+                "frozen",
+                MemKind::Device as u32,
+                ptr::null_mut::<u8>().wrapping_add(0x1000).cast::<c_void>(),
+                ptr::null_mut(),
+                &mut frozen,
+            );
             assert_eq!(s, Status::Ok);
             assert_eq!(((*frozen).data.mem_kind, (*frozen).diff.mem_kind), (1, 2));
             assert!((*frozen).diff.data.is_null());
@@ -523,9 +529,13 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
         }
         assert!(k.spill.is_null(), "no heap for the inline tensors");
         // Pushing a descriptor that lives in the cache itself, past the inline slots.
-        let inline0: *const nnm_tensor = &k.tensors[0];
+        // Both pointers come from one raw pointer to `k`, as a C caller's
+        // would: a `&mut k` taken after `&k.tensors[0]` would invalidate the
+        // latter under Rust's aliasing rules (Miri checks them).
+        let kp: *mut nnm_stack_cache = &mut k;
+        let inline0: *const nnm_tensor = ptr::addr_of!((*kp).tensors[0]);
         for _ in 0..20 {
-            assert_eq!(nnm_stack_cache_push(&mut k, inline0), Status::Ok);
+            assert_eq!(nnm_stack_cache_push(kp, inline0), Status::Ok);
         }
         assert_eq!(nnm_stack_cache_count(&mut k, &mut n), Status::Ok);
         assert_eq!((n, k.count), (28, 28));
