@@ -28,6 +28,7 @@ pub mod json;
 pub mod names;
 pub mod net;
 pub mod plan;
+pub mod pool;
 pub mod status;
 
 pub use status::{Error, Result, Status};

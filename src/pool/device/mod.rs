@@ -1,0 +1,130 @@
+//! Device allocators: where a pool's memory comes from.
+//!
+//! A [`DeviceAllocator`] hands out and takes back raw device memory (host
+//! RAM, CUDA memory, an NPU's SRAM through a C vtable). nnmem never reads
+//! or writes device memory itself, except host-accessible memory that an
+//! owned arena or a net buffer uses; so the core handles device memory as
+//! [`DevicePtr`] addresses it does not dereference.
+
+pub mod host;
+
+use std::fmt;
+use std::ptr::NonNull;
+
+use crate::status::Result;
+
+/// An address in some device's memory, as a [`DeviceAllocator`] returned
+/// it (or an offset inside such a block). The pool core only compares,
+/// offsets and hands back these addresses; it never dereferences them.
+/// The pointer keeps its provenance, so host memory handed to Rust tests or
+/// to the C layer stays usable under strict provenance.
+#[derive(Copy, Clone, PartialEq, Eq, Hash)]
+pub struct DevicePtr(NonNull<u8>);
+
+// SAFETY: a DevicePtr is an address token: nothing in the core reads or
+// writes through it, so moving or sharing it between threads cannot race.
+// Whoever dereferences the pointer (the C caller, the C layer) takes on the
+// usual obligations for the memory behind it.
+unsafe impl Send for DevicePtr {}
+// SAFETY: as for Send.
+unsafe impl Sync for DevicePtr {}
+
+impl DevicePtr {
+    /// Wraps a non-NULL pointer an allocator returned; NULL gives `None`.
+    #[inline]
+    pub fn new(ptr: *mut u8) -> Option<Self> {
+        NonNull::new(ptr).map(DevicePtr)
+    }
+
+    /// The pointer, with its provenance.
+    #[inline]
+    pub fn as_ptr(self) -> *mut u8 {
+        self.0.as_ptr()
+    }
+
+    /// The numeric address (for lookups and ordering).
+    #[inline]
+    pub fn addr(self) -> usize {
+        self.0.as_ptr() as usize
+    }
+
+    /// The address `offset` bytes further on, inside the same device block
+    /// (the caller keeps it inside: a pool only offsets within a block it
+    /// got from the device). Wrapping arithmetic, no dereference.
+    #[inline]
+    pub fn byte_add(self, offset: u64) -> Self {
+        let p = self.0.as_ptr().wrapping_add(offset as usize);
+        DevicePtr(NonNull::new(p).expect("an offset inside a device block is never NULL"))
+    }
+
+    /// `self - base` in bytes, when `self` lies at or after `base`.
+    #[inline]
+    pub fn offset_from(self, base: DevicePtr) -> Option<u64> {
+        self.addr().checked_sub(base.addr()).map(|d| d as u64)
+    }
+}
+
+impl fmt::Debug for DevicePtr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{:#x}", self.addr())
+    }
+}
+
+/// A device stream (CUDA `cudaStream_t`, or any queue handle of the
+/// device), as an opaque value: 0 is the default stream. Blocks remember
+/// the stream they were freed on (see `Pool::streams_synchronized`).
+#[derive(Copy, Clone, PartialEq, Eq, Hash, Debug, Default, PartialOrd, Ord)]
+pub struct Stream(pub usize);
+
+impl Stream {
+    /// The device's default stream.
+    pub const DEFAULT: Stream = Stream(0);
+}
+
+/// Free and total bytes of a device, as its allocator reports them.
+#[derive(Copy, Clone, PartialEq, Eq, Debug)]
+pub struct MemInfo {
+    /// Bytes the device can still hand out.
+    pub free: u64,
+    /// All the device's memory.
+    pub total: u64,
+}
+
+/// Where a pool's (or an owned arena's, or a net's) memory comes from.
+///
+/// Implementations must be thread-safe: pools call them from any thread,
+/// without holding a lock of their own across the call.
+pub trait DeviceAllocator: Send + Sync {
+    /// A short name for messages and reports ("host", "cuda:0", the C
+    /// vtable's name).
+    fn name(&self) -> &str;
+
+    /// Allocates `size` bytes (`size > 0`) aligned to `alignment` (a power
+    /// of two) for use on `stream`. Fails with `Status::OutOfMemory` when the
+    /// device has no room, naming the size.
+    fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr>;
+
+    /// Returns memory `alloc` handed out, with the same size and stream.
+    /// Never called twice for one pointer.
+    fn free(&self, ptr: DevicePtr, size: u64, stream: Stream);
+
+    /// Free and total device memory, when the device can tell.
+    fn mem_info(&self) -> Option<MemInfo> {
+        None
+    }
+
+    /// Whether the host CPU can read and write this memory directly (host
+    /// RAM, CUDA managed or pinned memory). Owned arenas and net buffers
+    /// need it; device-only memory cannot back them.
+    fn host_accessible(&self) -> bool;
+}
+
+/// A shared device allocator: pools, arenas and nets hold one each.
+pub type SharedAllocator = std::sync::Arc<dyn DeviceAllocator>;
+
+/// The process-wide host allocator (aligned system allocation), the default
+/// device of every pool, owned arena and net.
+pub fn host() -> SharedAllocator {
+    static HOST: std::sync::OnceLock<SharedAllocator> = std::sync::OnceLock::new();
+    HOST.get_or_init(|| std::sync::Arc::new(host::HostAllocator)).clone()
+}
