@@ -426,6 +426,13 @@ typedef enum nnm_ownership {
 } nnm_ownership;
 
 /**
+ * A device stream (CUDA `cudaStream_t`, or any queue handle of the
+ * device), as an opaque value: 0 is the default stream. Blocks remember
+ * the stream they were freed on (see `Pool::streams_synchronized`).
+ */
+typedef struct Stream Stream;
+
+/**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
@@ -452,6 +459,15 @@ typedef struct nnm_arena nnm_arena;
  * the token they act on).
  */
 typedef struct nnm_cancel_token nnm_cancel_token;
+
+/**
+ * A device allocator: host memory, the CUDA runtime, or a C vtable.
+ * Thread-safe: a handle may be used from any thread and given to any
+ * number of pools, arenas and nets at once; each of them keeps the
+ * allocator alive as long as it needs it, so the handle may be freed
+ * before them.
+ */
+typedef struct nnm_device_allocator nnm_device_allocator;
 
 /**
  * A static memory planner: collects buffers, plans them once, answers
@@ -977,6 +993,8 @@ typedef struct nnm_validation {
   int64_t fixed_overlap_step;
 } nnm_validation;
 
+
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1394,6 +1412,29 @@ enum nnm_status nnm_cancel_token_reset(const struct nnm_cancel_token *token);
  */
 enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *token,
                                               uint8_t *out_cancelled);
+
+/**
+ * Creates a handle to the host allocator (aligned system allocation, the
+ * default of every pool, owned arena and net). Free it with
+ * `nnm_device_allocator_free`.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_allocator` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_allocator_host(struct nnm_device_allocator **out_allocator);
+
+/**
+ * Frees a handle. Pools, arenas and nets made with it keep the allocator
+ * until they are freed. NULL is a no-op; a double free is detected and
+ * reported through `nnm_last_error()`.
+ *
+ * # Safety
+ * `allocator` may be any pointer value: only a live handle is freed.
+ * No other thread may be using the handle.
+ */
+void nnm_device_allocator_free(struct nnm_device_allocator *allocator);
 
 /**
  * The text of the last failure on the calling thread: what was wrong,

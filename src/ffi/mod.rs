@@ -16,6 +16,7 @@
 pub mod arena;
 pub(crate) mod args;
 pub mod cancel;
+pub mod device;
 pub mod error;
 pub mod handle;
 pub mod net;
