@@ -335,7 +335,8 @@ typedef enum nnm_arena_category {
  */
 typedef enum nnm_report_format {
   /**
-   * Lines like TFLite Micro's `RecordingMicroAllocator::PrintAllocations`.
+   * Lines of text (for the arena, like TFLite Micro's
+   * `RecordingMicroAllocator::PrintAllocations`).
    */
   NNM_REPORT_FORMAT_TEXT = 0,
   /**
