@@ -41,13 +41,15 @@ use crate::status::Result;
 
 use record::Recording;
 
-/// Options of the replay strategy (p-core's `pool::ReplayOptions` replaces
-/// this definition when the pool lands).
+/// Options of the `replay` strategy's planning (a pool's
+/// `PoolOptions::replay`).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ReplayOptions {
-    /// The planner's algorithm.
+    /// The planner's algorithm (default `Auto`).
     pub algorithm: Algorithm,
-    /// The planner's work budget (see `crate::plan::SearchLimits`).
+    /// The planner's work budget, in work units (default
+    /// [`crate::plan::DEFAULT_WORK_LIMIT`]): counted, so the plan is the
+    /// same on every machine.
     pub work_limit: u64,
 }
 

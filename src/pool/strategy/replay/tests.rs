@@ -1,87 +1,17 @@
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::*;
 use crate::plan::csv;
 use crate::pool::device::host::HostAllocator;
-use crate::pool::device::{DeviceAllocator, MemInfo, SharedAllocator};
-
-/// Host memory, with its calls counted.
-#[derive(Default)]
-struct Counting {
-    allocs: AtomicU64,
-    frees: AtomicU64,
-}
-
-impl DeviceAllocator for Counting {
-    fn name(&self) -> &str {
-        "counting"
-    }
-
-    fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
-        let ptr = HostAllocator.alloc(size, alignment, stream)?;
-        self.allocs.fetch_add(1, Ordering::Relaxed);
-        Ok(ptr)
-    }
-
-    fn free(&self, ptr: DevicePtr, size: u64, stream: Stream) {
-        self.frees.fetch_add(1, Ordering::Relaxed);
-        HostAllocator.free(ptr, size, stream)
-    }
-
-    fn mem_info(&self) -> Option<MemInfo> {
-        None
-    }
-
-    fn host_accessible(&self) -> bool {
-        true
-    }
-}
-
-/// A fallback that takes every request to the device (keeps the tests
-/// independent of the caching strategy).
-#[derive(Default)]
-struct Direct {
-    live: HashMap<DevicePtr, (u64, Stream)>,
-}
-
-impl Strategy for Direct {
-    fn name(&self) -> &str {
-        "direct"
-    }
-
-    fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
-        let ptr = device.alloc(request.size, request.alignment, request.stream)?;
-        self.live.insert(ptr, (request.size, request.stream));
-        Ok(Served { ptr, bytes: request.size, from_plan: false })
-    }
-
-    fn free(&mut self, ptr: DevicePtr, device: &Device) -> std::result::Result<Freed, NotLive> {
-        let (size, stream) = self.live.remove(&ptr).ok_or(NotLive)?;
-        device.free(ptr, size, stream);
-        Ok(Freed { requested: size, bytes: size })
-    }
-
-    fn release_cached(&mut self, _device: &Device) -> u64 {
-        0
-    }
-
-    fn cache_figures(&self) -> CacheFigures {
-        CacheFigures::default()
-    }
-
-    fn release_all(&mut self, device: &Device) {
-        for (ptr, (size, stream)) in self.live.drain() {
-            device.free(ptr, size, stream);
-        }
-    }
-}
+use crate::pool::device::DeviceAllocator;
+use crate::pool::strategy::no_pool::NoPool;
+use crate::pool::testing::CountingAllocator;
 
 /// A replay pool's strategy and device, checking every block it hands out:
 /// aligned as asked, overlapping no block still out.
 struct Harness {
-    counting: Arc<Counting>,
+    counting: Arc<CountingAllocator>,
     device: Device,
     replay: Replay,
     /// Blocks out: address, bytes.
@@ -93,13 +23,12 @@ struct Harness {
 
 impl Harness {
     fn new(work_limit: u64) -> Self {
-        let counting = Arc::new(Counting::default());
-        let allocator: SharedAllocator = counting.clone();
+        let counting = CountingAllocator::new();
         let options = ReplayOptions { work_limit, ..ReplayOptions::default() };
         Harness {
+            device: Device::new(counting.shared(), None),
             counting,
-            device: Device::new(allocator, None),
-            replay: Replay::new(&options, Box::new(Direct::default())),
+            replay: Replay::new(&options, Box::new(NoPool::new())),
             out: Vec::new(),
             ids: HashMap::new(),
             served_from_plan: 0,
@@ -135,7 +64,7 @@ impl Harness {
     }
 
     fn device_allocs(&self) -> u64 {
-        self.counting.allocs.load(Ordering::Relaxed)
+        self.counting.allocs()
     }
 
     fn figures(&self) -> PlanFigures {
@@ -148,7 +77,8 @@ impl Harness {
             self.replay.free(ptr, &self.device).unwrap();
         }
         self.replay.release_all(&self.device);
-        assert_eq!(self.counting.allocs.load(Ordering::Relaxed), self.counting.frees.load(Ordering::Relaxed));
+        assert_eq!(self.counting.allocs(), self.counting.frees());
+        assert_eq!(self.counting.live_blocks(), 0);
         assert_eq!(self.device.counters().reserved_bytes, 0);
     }
 }
@@ -470,10 +400,9 @@ fn an_iteration_with_nothing_to_plan_is_recorded_again() {
 
 #[test]
 fn the_device_refusing_the_block_restarts_the_recording() {
-    let counting = Arc::new(Counting::default());
-    let allocator: SharedAllocator = counting.clone();
-    let device = Device::new(allocator, Some(12_000));
-    let mut replay = Replay::new(&ReplayOptions::default(), Box::new(Direct::default()));
+    let counting = CountingAllocator::new();
+    let device = Device::new(counting.shared(), Some(12_000));
+    let mut replay = Replay::new(&ReplayOptions::default(), Box::new(NoPool::new()));
     let request = Request { size: 10_000, alignment: 256, stream: Stream::DEFAULT };
     let a = replay.alloc(request, &device).unwrap().ptr;
     replay.free(a, &device).unwrap();
@@ -490,5 +419,5 @@ fn the_device_refusing_the_block_restarts_the_recording() {
     assert!(served.from_plan);
     replay.free(served.ptr, &device).unwrap();
     replay.release_all(&device);
-    assert_eq!(counting.allocs.load(Ordering::Relaxed), counting.frees.load(Ordering::Relaxed));
+    assert_eq!(counting.allocs(), counting.frees());
 }
