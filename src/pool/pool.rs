@@ -20,7 +20,6 @@ use super::strategy::no_pool::NoPool;
 use super::strategy::page_unit::{PageUnit, DEFAULT_PAGE_SIZE};
 use super::strategy::{Request, Served, Strategy, StrategyKind};
 use crate::names::CEnum;
-use crate::plan::{Algorithm, DEFAULT_WORK_LIMIT};
 use crate::report_format::ReportFormat;
 use crate::status::{Error, Result, Status};
 
@@ -52,20 +51,9 @@ impl Default for CachingOptions {
     }
 }
 
-/// Options of the `replay` strategy's planning.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ReplayOptions {
-    /// The planner's algorithm (default `Auto`).
-    pub algorithm: Algorithm,
-    /// The planner's work budget (default the planner's).
-    pub work_limit: u64,
-}
-
-impl Default for ReplayOptions {
-    fn default() -> Self {
-        ReplayOptions { algorithm: Algorithm::Auto, work_limit: DEFAULT_WORK_LIMIT }
-    }
-}
+// Defined with the strategy (below both in the module tree); the pool's
+// options hold it.
+pub use super::strategy::replay::ReplayOptions;
 
 /// Options of a pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
