@@ -334,7 +334,10 @@ impl Pool {
 
     #[inline]
     fn check_request(&self, size: u64, alignment: u64, stream: Stream) -> Result<Request> {
-        if size == 0 || !alignment.is_power_of_two() || size.checked_next_multiple_of(alignment).is_none() {
+        // `alignment` is a power of two once that test passed: rounding up
+        // overflows exactly when adding `alignment - 1` does (no division
+        // on the hot path).
+        if size == 0 || !alignment.is_power_of_two() || size.checked_add(alignment - 1).is_none() {
             return Err(bad_request(size, alignment));
         }
         if self.retired.load(Ordering::Relaxed) {
