@@ -171,7 +171,7 @@ impl PageUnit {
     }
 
     #[cold]
-    fn from_device(&mut self, class: u32, bytes: u64, request: Request, device: &Device) -> Result<u32> {
+    fn take_from_device(&mut self, class: u32, bytes: u64, request: Request, device: &Device) -> Result<u32> {
         let ptr = device.alloc(bytes, request.alignment, request.stream)?;
         let chunk = Chunk { ptr, device_stream: request.stream, class, requested: 0, stream: request.stream };
         Ok(match self.vacant.pop() {
@@ -207,7 +207,7 @@ impl Strategy for PageUnit {
         let class = self.class(bytes);
         let index = match self.take_cached(class, request.alignment.trailing_zeros(), request.stream) {
             Some(i) => i,
-            None => self.from_device(class, bytes, request, device)?,
+            None => self.take_from_device(class, bytes, request, device)?,
         };
         let chunk = &mut self.slab[index as usize];
         chunk.requested = request.size;
