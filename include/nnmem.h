@@ -119,6 +119,13 @@ struct list_head {
 #define NNM_ARENA_MAX_CATEGORY_NAME 64
 
 /**
+ * Flag of `nnm_device_allocator_vtable`: the CPU can read and write the
+ * memory directly (host RAM, pinned or managed memory). Only such an
+ * allocator can back owned arenas and net buffers.
+ */
+#define NNM_DEVICE_HOST_ACCESSIBLE 1
+
+/**
  * Most dimensions of a tensor.
  */
 #define NNM_MAX_DIMS 8
@@ -151,6 +158,13 @@ struct list_head {
  * purpose). An overlap involving a buffer not marked fixed still does.
  */
 #define NNM_VALIDATE_TRUST_FIXED 1
+
+/**
+ * How much larger than an oversize request (one over `max_split`) an
+ * oversize free block may be and still serve it whole: PyTorch's
+ * `kLargeBuffer`, 20 MiB.
+ */
+#define OVERSIZE_SLACK (20 << 20)
 
 /**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
@@ -335,7 +349,8 @@ typedef enum nnm_arena_category {
  */
 typedef enum nnm_report_format {
   /**
-   * Lines like TFLite Micro's `RecordingMicroAllocator::PrintAllocations`.
+   * Lines of text (for the arena, like TFLite Micro's
+   * `RecordingMicroAllocator::PrintAllocations`).
    */
   NNM_REPORT_FORMAT_TEXT = 0,
   /**
@@ -588,6 +603,74 @@ typedef struct nnm_arena_sizes {
  * call. `user` is the pointer given with the callback.
  */
 typedef void (*nnm_write_fn)(void *user, const char *text, size_t len);
+
+/**
+ * Allocates `size` bytes (> 0) aligned to `alignment` (a power of two) for
+ * use on `stream` (NULL: the device's default stream); returns NULL when
+ * the device has no room. May be called from any thread, concurrently.
+ */
+typedef void *(*nnm_device_alloc_fn)(void *ctx, size_t size, size_t alignment, void *stream);
+
+/**
+ * Returns memory the `alloc` function handed out, with the size and stream
+ * it was allocated with; called once per pointer. May be called from any
+ * thread, concurrently.
+ */
+typedef void (*nnm_device_free_fn)(void *ctx, void *ptr, size_t size, void *stream);
+
+/**
+ * Writes the device's free and total bytes and returns 0, or returns
+ * non-zero (writing nothing) when the device cannot tell.
+ */
+typedef int (*nnm_device_mem_info_fn)(void *ctx, uint64_t *free_bytes, uint64_t *total_bytes);
+
+/**
+ * Called once with the context when nothing uses the allocator any more
+ * (its handle and every pool, arena and net made with it are gone, and all
+ * their memory has been returned): the place to free `ctx`.
+ */
+typedef void (*nnm_device_release_fn)(void *ctx);
+
+/**
+ * A device allocator written in C, for `nnm_device_allocator_new`, which
+ * copies it (and the name): the struct may be reused or freed afterwards.
+ *
+ * Thread safety: `alloc`, `free` and `mem_info` may be called from any
+ * thread, concurrently (pools are thread-safe and call them without a
+ * lock of their own), and `release` from whichever thread drops the last
+ * use; the functions must allow that. Fill in every field.
+ */
+typedef struct nnm_device_allocator_vtable {
+  /**
+   * A short name for messages and reports (UTF-8, NUL-terminated,
+   * required); copied.
+   */
+  const char *name;
+  /**
+   * Passed as the first argument to every function; nnmem never reads it.
+   */
+  void *ctx;
+  /**
+   * Required.
+   */
+  nnm_device_alloc_fn alloc;
+  /**
+   * Required.
+   */
+  nnm_device_free_fn free;
+  /**
+   * Optional (NULL: the device cannot tell its free and total memory).
+   */
+  nnm_device_mem_info_fn mem_info;
+  /**
+   * Optional (NULL: nothing to do when the allocator is no longer used).
+   */
+  nnm_device_release_fn release;
+  /**
+   * NNM_DEVICE_HOST_ACCESSIBLE or 0.
+   */
+  uint32_t flags;
+} nnm_device_allocator_vtable;
 
 /**
  * A net: the anchors of its four lists, walked with nnmem/list.h, e.g.
@@ -1426,15 +1509,119 @@ enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *tok
 enum nnm_status nnm_device_allocator_host(struct nnm_device_allocator **out_allocator);
 
 /**
+ * Creates a handle to CUDA device `device_id` (named "cuda:ID"), through
+ * the CUDA runtime loaded at run time (libcudart.so, libcudart.so.12 or
+ * libcudart.so.11.0; loaded once, never unloaded). Memory is device-only
+ * (not host-accessible: it cannot back arenas or nets). On the default
+ * stream (NULL) it comes from `cudaMalloc`/`cudaFree`; on another stream
+ * from `cudaMallocAsync`/`cudaFreeAsync` when the runtime has them (CUDA
+ * 11.2+), else from `cudaMalloc`/`cudaFree` too. `mem_info` is
+ * `cudaMemGetInfo`. Free the handle with `nnm_device_allocator_free`.
+ *
+ * Errors: NULL_ARGUMENT; NOT_FOUND when no CUDA runtime loads (the message
+ * names the libraries tried), or it sees no GPU, or no device `device_id`.
+ *
+ * # Safety
+ * `out_allocator` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_allocator_cuda(uint32_t device_id,
+                                          struct nnm_device_allocator **out_allocator);
+
+/**
  * Frees a handle. Pools, arenas and nets made with it keep the allocator
- * until they are freed. NULL is a no-op; a double free is detected and
- * reported through `nnm_last_error()`.
+ * until they are freed. Memory `nnm_device_allocator_alloc` handed out
+ * through this handle and not yet deallocated goes back to the allocator
+ * now. NULL is a no-op; a double free is detected and reported through
+ * `nnm_last_error()`.
  *
  * # Safety
  * `allocator` may be any pointer value: only a live handle is freed.
  * No other thread may be using the handle.
  */
 void nnm_device_allocator_free(struct nnm_device_allocator *allocator);
+
+/**
+ * Creates a handle to a device allocator written in C: `vtable` is copied
+ * (its name too), so it may be reused or freed after the call. The
+ * vtable's `release` (if any) is called once nothing uses the allocator any
+ * more: this handle and every pool, arena and net made with it are freed
+ * and all their memory returned. When this call fails, `release` is not
+ * called: the context stays the caller's.
+ *
+ * Errors: NULL_ARGUMENT (`vtable`, its `name`, `out_allocator`);
+ * INVALID_ARGUMENT (`alloc` or `free` NULL, unknown flags, a name that is
+ * not UTF-8).
+ *
+ * # Safety
+ * `vtable` must be NULL or point to an initialised vtable whose `name` is
+ * NULL or a NUL-terminated string and whose functions behave as
+ * `nnm_device_allocator_vtable` says, for as long as the allocator is used;
+ * `out_allocator` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_allocator_new(const struct nnm_device_allocator_vtable *vtable,
+                                         struct nnm_device_allocator **out_allocator);
+
+/**
+ * The allocator's name ("host", "cuda:0", a vtable's name): valid as long
+ * as the handle; NULL (with the reason in `nnm_last_error()`) when
+ * `allocator` is NULL or not a live handle.
+ *
+ * # Safety
+ * `allocator` must be NULL, a freed handle, or a live one.
+ */
+const char *nnm_device_allocator_name(const struct nnm_device_allocator *allocator);
+
+/**
+ * Writes the device's free and total bytes, as the device reports them.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle); NOT_FOUND
+ * when the device cannot tell (a vtable without `mem_info`, or whose
+ * `mem_info` failed): nothing is written then.
+ *
+ * # Safety
+ * `allocator` must be NULL, a freed handle, or a live one; `out_free` and
+ * `out_total` NULL or valid for writing one value each.
+ */
+enum nnm_status nnm_device_allocator_mem_info(const struct nnm_device_allocator *allocator,
+                                              uint64_t *out_free,
+                                              uint64_t *out_total);
+
+/**
+ * Allocates `size` bytes (> 0) aligned to `alignment` (a power of two)
+ * straight from the device, for use on `stream` (NULL: the default
+ * stream), without a pool; give it back with
+ * `nnm_device_allocator_dealloc` on the same handle (or free the handle).
+ * Thread-safe.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
+ * of two, not a live handle); OUT_OF_MEMORY naming the allocator and the
+ * size when the device has no room.
+ *
+ * # Safety
+ * `allocator` must be NULL, a freed handle, or a live one not being freed
+ * meanwhile; `out_ptr` NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_allocator_alloc(const struct nnm_device_allocator *allocator,
+                                           size_t size,
+                                           size_t alignment,
+                                           void *stream,
+                                           void **out_ptr);
+
+/**
+ * Gives back memory `nnm_device_allocator_alloc` handed out through this
+ * handle (with the size and stream it was allocated with). NULL is a
+ * no-op. Thread-safe.
+ *
+ * Errors: NULL_ARGUMENT (`allocator`); INVALID_ARGUMENT (not a live
+ * handle; `ptr` not handed out by this handle, or already given back:
+ * nothing is freed then).
+ *
+ * # Safety
+ * `allocator` must be NULL, a freed handle, or a live one not being freed
+ * meanwhile. `ptr` is only looked up, never dereferenced.
+ */
+enum nnm_status nnm_device_allocator_dealloc(const struct nnm_device_allocator *allocator,
+                                             void *ptr);
 
 /**
  * The text of the last failure on the calling thread: what was wrong,

@@ -6,7 +6,11 @@
 //! owned arena or a net buffer uses; so the core handles device memory as
 //! [`DevicePtr`] addresses it does not dereference.
 
+pub mod block;
+pub mod cuda;
 pub mod host;
+
+pub use block::DeviceBlock;
 
 use std::fmt;
 use std::ptr::NonNull;

@@ -1,0 +1,297 @@
+//! C API of device allocators (`nnm_device_allocator_*`): the handle every
+//! pool, owned arena and net draws its memory from, made from the host
+//! allocator, the CUDA runtime or a C vtable ([`vtable`]).
+
+mod vtable;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::ffi::{c_char, c_void, CString};
+use std::sync::{Arc, Mutex};
+
+use super::args::{out_param, slice_in};
+use super::error::{guard, guard_ptr, guard_void};
+use super::handle::{free_handle, into_handle, value_ref, HandleType};
+use crate::pool::device::{self, DeviceBlock, SharedAllocator, Stream};
+use crate::status::{Error, Status};
+
+pub use self::vtable::{
+    nnm_device_alloc_fn, nnm_device_allocator_vtable, nnm_device_free_fn, nnm_device_mem_info_fn,
+    nnm_device_release_fn, NNM_DEVICE_HOST_ACCESSIBLE,
+};
+
+/// A device allocator: host memory, the CUDA runtime, or a C vtable.
+/// Thread-safe: a handle may be used from any thread and given to any
+/// number of pools, arenas and nets at once; each of them keeps the
+/// allocator alive as long as it needs it, so the handle may be freed
+/// before them.
+pub struct nnm_device_allocator {
+    pub(crate) inner: SharedAllocator,
+    /// The allocator's name, NUL-terminated, for `nnm_device_allocator_name`.
+    name: CString,
+    /// Memory handed out by `nnm_device_allocator_alloc`, by address; what
+    /// is still here when the handle is freed goes back to the allocator.
+    direct: Mutex<HashMap<usize, DeviceBlock>>,
+}
+
+impl nnm_device_allocator {
+    /// A handle over `inner`.
+    pub(crate) fn new(inner: SharedAllocator) -> Self {
+        let name = CString::new(inner.name().replace('\0', "\\0")).expect("NULs were replaced");
+        nnm_device_allocator { inner, name, direct: Mutex::default() }
+    }
+
+    fn direct(&self) -> std::sync::MutexGuard<'_, HashMap<usize, DeviceBlock>> {
+        // A panic while the map was locked left it consistent (inserts and
+        // removes are single calls), so a poisoned lock is still usable.
+        self.direct.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+// SAFETY: no other handle type is named "nnm_device_allocator".
+unsafe impl HandleType for nnm_device_allocator {
+    const NAME: &'static str = "nnm_device_allocator";
+}
+
+/// The allocator behind a handle (NULL, liveness and type checked), shared.
+#[allow(dead_code)] // TEMPORARY: used by the arena and net seam in the next commit.
+///
+/// # Safety
+/// `allocator` must be NULL, a freed allocator handle, or a live one.
+pub(crate) unsafe fn shared_allocator(
+    allocator: *const nnm_device_allocator,
+    what: &str,
+) -> crate::Result<SharedAllocator> {
+    // SAFETY: the caller's promise is `value_ref`'s; the handle is only read.
+    Ok(unsafe { value_ref(allocator, what) }?.inner.clone())
+}
+
+/// The allocator behind an optional handle: NULL means the host allocator.
+#[allow(dead_code)] // TEMPORARY: used by the arena and net seam in the next commit.
+///
+/// # Safety
+/// As [`shared_allocator`].
+pub(crate) unsafe fn allocator_or_host(
+    allocator: *const nnm_device_allocator,
+    what: &str,
+) -> crate::Result<SharedAllocator> {
+    if allocator.is_null() {
+        Ok(device::host())
+    } else {
+        // SAFETY: as the caller promised.
+        unsafe { shared_allocator(allocator, what) }
+    }
+}
+
+/// Creates a handle to the host allocator (aligned system allocation, the
+/// default of every pool, owned arena and net). Free it with
+/// `nnm_device_allocator_free`.
+///
+/// Errors: NULL_ARGUMENT.
+///
+/// # Safety
+/// `out_allocator` must be NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_host(out_allocator: *mut *mut nnm_device_allocator) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `out_allocator` is NULL or writable.
+        let out = unsafe { out_param(out_allocator, "out_allocator") }?;
+        out.write(into_handle(nnm_device_allocator::new(device::host())));
+        Ok(())
+    })
+}
+
+/// Creates a handle to CUDA device `device_id` (named "cuda:ID"), through
+/// the CUDA runtime loaded at run time (libcudart.so, libcudart.so.12 or
+/// libcudart.so.11.0; loaded once, never unloaded). Memory is device-only
+/// (not host-accessible: it cannot back arenas or nets). On the default
+/// stream (NULL) it comes from `cudaMalloc`/`cudaFree`; on another stream
+/// from `cudaMallocAsync`/`cudaFreeAsync` when the runtime has them (CUDA
+/// 11.2+), else from `cudaMalloc`/`cudaFree` too. `mem_info` is
+/// `cudaMemGetInfo`. Free the handle with `nnm_device_allocator_free`.
+///
+/// Errors: NULL_ARGUMENT; NOT_FOUND when no CUDA runtime loads (the message
+/// names the libraries tried), or it sees no GPU, or no device `device_id`.
+///
+/// # Safety
+/// `out_allocator` must be NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_cuda(
+    device_id: u32,
+    out_allocator: *mut *mut nnm_device_allocator,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `out_allocator` is NULL or writable.
+        let out = unsafe { out_param(out_allocator, "out_allocator") }?;
+        let cuda = device::cuda::CudaAllocator::new(device_id)?;
+        out.write(into_handle(nnm_device_allocator::new(Arc::new(cuda))));
+        Ok(())
+    })
+}
+
+/// Frees a handle. Pools, arenas and nets made with it keep the allocator
+/// until they are freed. Memory `nnm_device_allocator_alloc` handed out
+/// through this handle and not yet deallocated goes back to the allocator
+/// now. NULL is a no-op; a double free is detected and reported through
+/// `nnm_last_error()`.
+///
+/// # Safety
+/// `allocator` may be any pointer value: only a live handle is freed.
+/// No other thread may be using the handle.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_free(allocator: *mut nnm_device_allocator) {
+    // SAFETY: `free_handle` frees only what the registry holds as a live
+    // allocator handle; the caller promises nobody else is using it.
+    guard_void(|| unsafe { free_handle(allocator) })
+}
+
+/// Creates a handle to a device allocator written in C: `vtable` is copied
+/// (its name too), so it may be reused or freed after the call. The
+/// vtable's `release` (if any) is called once nothing uses the allocator any
+/// more: this handle and every pool, arena and net made with it are freed
+/// and all their memory returned. When this call fails, `release` is not
+/// called: the context stays the caller's.
+///
+/// Errors: NULL_ARGUMENT (`vtable`, its `name`, `out_allocator`);
+/// INVALID_ARGUMENT (`alloc` or `free` NULL, unknown flags, a name that is
+/// not UTF-8).
+///
+/// # Safety
+/// `vtable` must be NULL or point to an initialised vtable whose `name` is
+/// NULL or a NUL-terminated string and whose functions behave as
+/// `nnm_device_allocator_vtable` says, for as long as the allocator is used;
+/// `out_allocator` must be NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_new(
+    vtable: *const nnm_device_allocator_vtable,
+    out_allocator: *mut *mut nnm_device_allocator,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises both pointers are NULL or valid.
+        let (vtable, out) = unsafe { (&slice_in(vtable, 1, "vtable")?[0], out_param(out_allocator, "out_allocator")?) };
+        // SAFETY: the caller's promises about the name and the functions.
+        let allocator = unsafe { vtable::VtableAllocator::new(vtable) }?;
+        out.write(into_handle(nnm_device_allocator::new(Arc::new(allocator))));
+        Ok(())
+    })
+}
+
+/// The allocator's name ("host", "cuda:0", a vtable's name): valid as long
+/// as the handle; NULL (with the reason in `nnm_last_error()`) when
+/// `allocator` is NULL or not a live handle.
+///
+/// # Safety
+/// `allocator` must be NULL, a freed handle, or a live one.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_name(allocator: *const nnm_device_allocator) -> *const c_char {
+    guard_ptr(|| {
+        // SAFETY: the caller's promise is `value_ref`'s.
+        Ok(unsafe { value_ref(allocator, "allocator") }?.name.as_ptr().cast_mut())
+    })
+}
+
+/// Writes the device's free and total bytes, as the device reports them.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle); NOT_FOUND
+/// when the device cannot tell (a vtable without `mem_info`, or whose
+/// `mem_info` failed): nothing is written then.
+///
+/// # Safety
+/// `allocator` must be NULL, a freed handle, or a live one; `out_free` and
+/// `out_total` NULL or valid for writing one value each.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_mem_info(
+    allocator: *const nnm_device_allocator,
+    out_free: *mut u64,
+    out_total: *mut u64,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises the pointers are NULL or valid.
+        let (a, free, total) = unsafe {
+            (value_ref(allocator, "allocator")?, out_param(out_free, "out_free")?, out_param(out_total, "out_total")?)
+        };
+        let info = a.inner.mem_info().ok_or_else(|| {
+            Error::new(
+                Status::NotFound,
+                format!("device allocator \"{}\" cannot tell its free and total memory", a.inner.name()),
+            )
+        })?;
+        free.write(info.free);
+        total.write(info.total);
+        Ok(())
+    })
+}
+
+/// Allocates `size` bytes (> 0) aligned to `alignment` (a power of two)
+/// straight from the device, for use on `stream` (NULL: the default
+/// stream), without a pool; give it back with
+/// `nnm_device_allocator_dealloc` on the same handle (or free the handle).
+/// Thread-safe.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
+/// of two, not a live handle); OUT_OF_MEMORY naming the allocator and the
+/// size when the device has no room.
+///
+/// # Safety
+/// `allocator` must be NULL, a freed handle, or a live one not being freed
+/// meanwhile; `out_ptr` NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_alloc(
+    allocator: *const nnm_device_allocator,
+    size: usize,
+    alignment: usize,
+    stream: *mut c_void,
+    out_ptr: *mut *mut c_void,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises the pointers are NULL or valid.
+        let (a, out) = unsafe { (value_ref(allocator, "allocator")?, out_param(out_ptr, "out_ptr")?) };
+        let mut direct = a.direct();
+        direct.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record the allocation"))?;
+        let block = DeviceBlock::on_stream(a.inner.clone(), size as u64, alignment as u64, Stream(stream as usize))?;
+        let ptr = block.ptr().as_ptr();
+        direct.insert(block.ptr().addr(), block);
+        out.write(ptr.cast());
+        Ok(())
+    })
+}
+
+/// Gives back memory `nnm_device_allocator_alloc` handed out through this
+/// handle (with the size and stream it was allocated with). NULL is a
+/// no-op. Thread-safe.
+///
+/// Errors: NULL_ARGUMENT (`allocator`); INVALID_ARGUMENT (not a live
+/// handle; `ptr` not handed out by this handle, or already given back:
+/// nothing is freed then).
+///
+/// # Safety
+/// `allocator` must be NULL, a freed handle, or a live one not being freed
+/// meanwhile. `ptr` is only looked up, never dereferenced.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_dealloc(
+    allocator: *const nnm_device_allocator,
+    ptr: *mut c_void,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller's promise is `value_ref`'s.
+        let a = unsafe { value_ref(allocator, "allocator") }?;
+        if ptr.is_null() {
+            return Ok(());
+        }
+        let block = a.direct().remove(&(ptr as usize));
+        match block {
+            // Dropped outside the lock: the device call may be slow.
+            Some(block) => drop(block),
+            None => {
+                return Err(Error::invalid(format!(
+                    "{ptr:p} is not memory that nnm_device_allocator_alloc handed out through this \"{}\" \
+                     handle (already given back, or from elsewhere); nothing freed",
+                    a.inner.name()
+                )))
+            }
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,160 @@
+//! One block of device memory owned by Rust: allocated from an allocator,
+//! returned to the same allocator (with its size and stream) when dropped.
+//! Owned arenas, net buffers and cache tensors hold their memory this way,
+//! so that all of it comes from the allocator a runtime plugged in.
+
+use std::fmt;
+
+use super::{DevicePtr, SharedAllocator, Stream};
+use crate::status::{Error, Result};
+
+/// A block of device memory that goes back to its allocator when dropped.
+/// Holding the allocator keeps it alive as long as the block.
+pub struct DeviceBlock {
+    allocator: SharedAllocator,
+    ptr: DevicePtr,
+    size: u64,
+    stream: Stream,
+}
+
+impl DeviceBlock {
+    /// `size` bytes (> 0) aligned to `alignment` (a power of two) from
+    /// `allocator`, on the default stream.
+    pub fn new(allocator: SharedAllocator, size: u64, alignment: u64) -> Result<DeviceBlock> {
+        Self::on_stream(allocator, size, alignment, Stream::DEFAULT)
+    }
+
+    /// As [`DeviceBlock::new`], for use on `stream` (and freed on it).
+    pub fn on_stream(allocator: SharedAllocator, size: u64, alignment: u64, stream: Stream) -> Result<DeviceBlock> {
+        if size == 0 || !alignment.is_power_of_two() {
+            return Err(Error::invalid(format!(
+                "{}: size {size} B with alignment {alignment} B (size > 0 and a power-of-two alignment needed)",
+                allocator.name()
+            )));
+        }
+        let ptr = allocator.alloc(size, alignment, stream)?;
+        Ok(DeviceBlock { allocator, ptr, size, stream })
+    }
+
+    /// The block's address (with the allocator's provenance).
+    #[inline]
+    pub fn ptr(&self) -> DevicePtr {
+        self.ptr
+    }
+
+    /// Its size in bytes, as requested.
+    #[inline]
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The stream it was allocated for.
+    #[inline]
+    pub fn stream(&self) -> Stream {
+        self.stream
+    }
+
+    /// The allocator it returns to.
+    #[inline]
+    pub fn allocator(&self) -> &SharedAllocator {
+        &self.allocator
+    }
+}
+
+impl Drop for DeviceBlock {
+    fn drop(&mut self) {
+        self.allocator.free(self.ptr, self.size, self.stream);
+    }
+}
+
+impl fmt::Debug for DeviceBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DeviceBlock({} B at {:?} from {})", self.size, self.ptr, self.allocator.name())
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use std::collections::HashMap;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+    use crate::pool::device::{host, DeviceAllocator};
+    use crate::status::Status;
+
+    /// A host-backed allocator that counts calls and bytes, checks every
+    /// free against what it handed out, and refuses sizes above `max`.
+    pub(crate) struct Counting {
+        pub(crate) allocs: AtomicU64,
+        pub(crate) frees: AtomicU64,
+        pub(crate) max: u64,
+        live: Mutex<HashMap<usize, (u64, Stream)>>,
+    }
+
+    impl Counting {
+        pub(crate) fn new(max: u64) -> Arc<Counting> {
+            Arc::new(Counting { allocs: AtomicU64::new(0), frees: AtomicU64::new(0), max, live: Mutex::default() })
+        }
+
+        pub(crate) fn live_bytes(&self) -> u64 {
+            self.live.lock().unwrap().values().map(|&(size, _)| size).sum()
+        }
+    }
+
+    impl DeviceAllocator for Counting {
+        fn name(&self) -> &str {
+            "counting"
+        }
+        fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+            if size > self.max {
+                return Err(Error::new(Status::OutOfMemory, format!("counting: {size} B refused")));
+            }
+            let p = host().alloc(size, alignment, stream)?;
+            self.allocs.fetch_add(1, Ordering::Relaxed);
+            self.live.lock().unwrap().insert(p.addr(), (size, stream));
+            Ok(p)
+        }
+        fn free(&self, ptr: DevicePtr, size: u64, stream: Stream) {
+            let was = self.live.lock().unwrap().remove(&ptr.addr());
+            assert_eq!(was, Some((size, stream)), "freed {ptr:?} with the size and stream it was allocated with");
+            self.frees.fetch_add(1, Ordering::Relaxed);
+            host().free(ptr, size, stream);
+        }
+        fn host_accessible(&self) -> bool {
+            true
+        }
+    }
+
+    #[test]
+    fn a_block_goes_back_to_its_allocator_when_dropped() {
+        let counting = Counting::new(1 << 20);
+        let shared: SharedAllocator = counting.clone();
+        let a = DeviceBlock::new(shared.clone(), 100, 64).unwrap();
+        let b = DeviceBlock::on_stream(shared.clone(), 4096, 4096, Stream(7)).unwrap();
+        assert_eq!((a.size(), a.stream(), b.size(), b.stream()), (100, Stream::DEFAULT, 4096, Stream(7)));
+        assert_eq!((a.ptr().addr() % 64, b.ptr().addr() % 4096), (0, 0));
+        assert_eq!(a.allocator().name(), "counting");
+        assert_eq!((counting.allocs.load(Ordering::Relaxed), counting.live_bytes()), (2, 4196));
+        drop(a);
+        assert_eq!((counting.frees.load(Ordering::Relaxed), counting.live_bytes()), (1, 4096));
+        drop(shared);
+        // The block keeps the allocator alive: it is still usable here.
+        drop(b);
+        assert_eq!((counting.allocs.load(Ordering::Relaxed), counting.frees.load(Ordering::Relaxed)), (2, 2));
+        assert_eq!(counting.live_bytes(), 0);
+    }
+
+    #[test]
+    fn bad_requests_never_reach_the_allocator() {
+        let counting = Counting::new(1000);
+        for (size, alignment) in [(0u64, 8u64), (8, 0), (8, 24)] {
+            let e = DeviceBlock::new(counting.clone(), size, alignment).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert!(e.message().starts_with("counting: size"), "{}", e.message());
+        }
+        let e = DeviceBlock::new(counting.clone(), 1001, 8).unwrap_err();
+        assert_eq!((e.status(), e.message()), (Status::OutOfMemory, "counting: 1001 B refused"));
+        assert_eq!(counting.allocs.load(Ordering::Relaxed), 0);
+    }
+}
