@@ -17,9 +17,10 @@ use super::budget::{take_limit_refusal, Device};
 use super::device::{DevicePtr, SharedAllocator, Stream};
 use super::lock::{SpinGuard, SpinLock};
 use super::stats::{self, Snapshot, Stats};
+use super::strategy::caching::Caching;
 use super::strategy::no_pool::NoPool;
 use super::strategy::page_unit::{PageUnit, DEFAULT_PAGE_SIZE};
-use super::strategy::{caching, replay};
+use super::strategy::replay::Replay;
 use super::strategy::{Request, Served, Strategy, StrategyKind};
 use crate::names::CEnum;
 use crate::report_format::ReportFormat;
@@ -156,16 +157,13 @@ fn builtin_factory(kind: StrategyKind) -> Result<StrategyFactory> {
         StrategyKind::PageUnit => {
             Ok(Arc::new(|o: &PoolOptions| Box::new(PageUnit::new(o.page_size)) as Box<dyn Strategy>))
         }
-        StrategyKind::Caching => Ok(Arc::new(|o: &PoolOptions| Box::new(caching(o)) as Box<dyn Strategy>)),
+        StrategyKind::Caching => {
+            Ok(Arc::new(|o: &PoolOptions| Box::new(Caching::new(&o.caching)) as Box<dyn Strategy>))
+        }
         StrategyKind::Replay => Ok(Arc::new(|o: &PoolOptions| {
-            Box::new(replay::Replay::new(&o.replay, Box::new(caching(o)))) as Box<dyn Strategy>
+            Box::new(Replay::new(&o.replay, Box::new(Caching::new(&o.caching)))) as Box<dyn Strategy>
         })),
     }
-}
-
-/// A `caching` strategy of `options` (also `replay`'s fallback).
-fn caching(options: &PoolOptions) -> caching::Caching {
-    caching::Caching::new(&options.caching)
 }
 
 /// A shard's own figures, updated under its lock.
