@@ -504,3 +504,11 @@ fn every_built_in_strategy_serves_through_the_pool() {
         assert_eq!(dev.live_blocks(), 0, "{kind:?}: a dropped pool returns everything");
     }
 }
+
+#[test]
+fn pools_and_the_registry_are_send_and_sync() {
+    fn send_sync<T: Send + Sync>() {}
+    send_sync::<Pool>();
+    send_sync::<Registry>();
+    send_sync::<Arc<Pool>>();
+}
