@@ -485,8 +485,7 @@ fn every_built_in_strategy_serves_through_the_pool() {
         assert_eq!(pool.strategy_name(), kind.name());
         assert_eq!(Pool::by_name(dev.shared(), kind.name(), &one_shard()).unwrap().strategy_name(), kind.name());
         for _ in 0..3 {
-            let blocks: Vec<_> =
-                [100u64, 5000, 300_000].iter().map(|&n| (pool.alloc(n, 256, S0).unwrap(), n)).collect();
+            let blocks: Vec<_> = [100u64, 5000, 30_000].iter().map(|&n| (pool.alloc(n, 256, S0).unwrap(), n)).collect();
             for &(p, n) in &blocks {
                 assert_eq!(p.addr() % 256, 0);
                 fill(p, n, n as u8);
