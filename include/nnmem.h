@@ -433,13 +433,6 @@ typedef enum nnm_ownership {
 } nnm_ownership;
 
 /**
- * A device stream (CUDA `cudaStream_t`, or any queue handle of the
- * device), as an opaque value: 0 is the default stream. Blocks remember
- * the stream they were freed on (see `Pool::streams_synchronized`).
- */
-typedef struct Stream Stream;
-
-/**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
