@@ -341,3 +341,36 @@ fn a_nets_buffers_and_cache_tensors_come_from_its_allocator_and_go_back() {
         nnm_net_free(net);
     }
 }
+
+#[test]
+fn one_handle_serves_several_threads_at_once() {
+    let counts = Counts { fail_above: 1 << 20, ..Default::default() };
+    let a = make(&vtable(&counts, NNM_DEVICE_HOST_ACCESSIBLE));
+    /// The handle, shared: every call on it is thread-safe.
+    struct Shared(*mut nnm_device_allocator);
+    // SAFETY: the handle's calls may come from any thread (its contract).
+    unsafe impl Sync for Shared {}
+    let shared = Shared(a);
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let shared = &shared;
+            s.spawn(move || {
+                for i in 0..50usize {
+                    let (size, mut p) = (16 + i * 8, ptr::null_mut());
+                    // SAFETY: a live handle, freed only after the scope; `p`
+                    // is `size` writable bytes until given back.
+                    unsafe {
+                        assert_eq!(nnm_device_allocator_alloc(shared.0, size, 16, ptr::null_mut(), &mut p), Status::Ok);
+                        ptr::write_bytes(p.cast::<u8>(), t, size);
+                        assert!(std::slice::from_raw_parts(p.cast::<u8>(), size).iter().all(|&b| b == t));
+                        assert_eq!(nnm_device_allocator_dealloc(shared.0, p), Status::Ok);
+                    }
+                }
+            });
+        }
+    });
+    assert_eq!((counts.allocs.load(Ordering::Relaxed), balance(&counts)), (200, (0, 0)));
+    // SAFETY: live, and no thread uses it any more.
+    unsafe { nnm_device_allocator_free(a) };
+    assert_eq!(counts.released.load(Ordering::Relaxed), 1);
+}
