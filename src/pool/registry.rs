@@ -8,17 +8,18 @@
 //! back its blocks through [`Registry::free`], and is destroyed (every
 //! device block returned) when its last block comes back.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use super::device::cuda::CudaAllocator;
 use super::device::{self, DevicePtr, SharedAllocator, Stream};
 use super::pool::{strategy_factory, Pool, PoolOptions, StrategyFactory};
 use crate::status::{Error, Result, Status};
 
 /// Kinds of device.
 #[repr(C)]
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DeviceType {
     /// Host memory; its default allocator is the host allocator.
     Host = 0,
@@ -35,7 +36,7 @@ crate::names::c_enum! {
 }
 
 /// A device: its type and its number among devices of that type.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DeviceKey {
     /// The device type.
     pub kind: DeviceType,
@@ -67,8 +68,8 @@ struct Installed {
 
 #[derive(Default)]
 struct State {
-    allocators: HashMap<DeviceKey, SharedAllocator>,
-    pools: HashMap<DeviceKey, Installed>,
+    allocators: BTreeMap<DeviceKey, SharedAllocator>,
+    pools: BTreeMap<DeviceKey, Installed>,
     /// Retired pools with blocks still out, by device.
     retired: Vec<(DeviceKey, Arc<Pool>)>,
 }
@@ -80,12 +81,7 @@ impl State {
         }
         match key.kind {
             DeviceType::Host => Ok(device::host()),
-            // SWITCH at the p-seam merge: the CUDA loader's allocator,
-            // `Ok(Arc::new(crate::pool::device::cuda::CudaAllocator::new(key.id)?))`.
-            DeviceType::Cuda => Err(Error::new(
-                Status::NotFound,
-                format!("{key}: register an allocator for it or install the CUDA runtime"),
-            )),
+            DeviceType::Cuda => Ok(Arc::new(CudaAllocator::new(key.id)?)),
             DeviceType::Custom => {
                 Err(Error::new(Status::NotFound, format!("{key}: register an allocator for it first")))
             }
