@@ -342,7 +342,8 @@ typedef enum nnm_arena_category {
  */
 typedef enum nnm_report_format {
   /**
-   * Lines like TFLite Micro's `RecordingMicroAllocator::PrintAllocations`.
+   * Lines of text (for the arena, like TFLite Micro's
+   * `RecordingMicroAllocator::PrintAllocations`).
    */
   NNM_REPORT_FORMAT_TEXT = 0,
   /**
@@ -1499,6 +1500,25 @@ enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *tok
  * `out_allocator` must be NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_device_allocator_host(struct nnm_device_allocator **out_allocator);
+
+/**
+ * Creates a handle to CUDA device `device_id` (named "cuda:ID"), through
+ * the CUDA runtime loaded at run time (libcudart.so, libcudart.so.12 or
+ * libcudart.so.11.0; loaded once, never unloaded). Memory is device-only
+ * (not host-accessible: it cannot back arenas or nets). On the default
+ * stream (NULL) it comes from `cudaMalloc`/`cudaFree`; on another stream
+ * from `cudaMallocAsync`/`cudaFreeAsync` when the runtime has them (CUDA
+ * 11.2+), else from `cudaMalloc`/`cudaFree` too. `mem_info` is
+ * `cudaMemGetInfo`. Free the handle with `nnm_device_allocator_free`.
+ *
+ * Errors: NULL_ARGUMENT; NOT_FOUND when no CUDA runtime loads (the message
+ * names the libraries tried), or it sees no GPU, or no device `device_id`.
+ *
+ * # Safety
+ * `out_allocator` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_allocator_cuda(uint32_t device_id,
+                                          struct nnm_device_allocator **out_allocator);
 
 /**
  * Frees a handle. Pools, arenas and nets made with it keep the allocator

@@ -29,6 +29,7 @@ pub mod names;
 pub mod net;
 pub mod plan;
 pub mod pool;
+pub mod report_format;
 pub mod status;
 
 pub use status::{Error, Result, Status};

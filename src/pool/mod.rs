@@ -8,11 +8,30 @@
 //! - [`strategy`]: the [`Strategy`](strategy::Strategy) trait and the
 //!   built-in strategies.
 //! - [`budget`]: a pool's device side (limit, reserved bytes, device calls).
+//! - [`pool`](mod@pool): the [`Pool`] object (thread-safe, sharded), its
+//!   options, and user strategies registered by name.
+//! - [`stats`]: statistics, snapshots and their reports.
+//! - [`registry`]: the process-wide pool of each device, with RAF's verbs.
 
 pub mod budget;
 pub mod device;
+pub(crate) mod fast_hash;
+#[allow(clippy::module_inception)] // the brief's path: src/pool/pool.rs
+pub mod pool;
+pub mod registry;
+pub mod stats;
 pub mod strategy;
+#[cfg(test)]
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests;
 
 pub use budget::{Device, DeviceCounters};
 pub use device::{DeviceAllocator, DevicePtr, MemInfo, SharedAllocator, Stream};
+pub use pool::{
+    register_strategy, strategy_factory, unregister_strategy, CachingOptions, Pool, PoolOptions, ReplayOptions,
+    StrategyFactory,
+};
+pub use registry::{registry, DeviceKey, DeviceType, Registry};
+pub use stats::{Snapshot, Stats};
 pub use strategy::{Request, Served, Strategy, StrategyKind};

@@ -103,6 +103,34 @@ pub unsafe extern "C" fn nnm_device_allocator_host(out_allocator: *mut *mut nnm_
     })
 }
 
+/// Creates a handle to CUDA device `device_id` (named "cuda:ID"), through
+/// the CUDA runtime loaded at run time (libcudart.so, libcudart.so.12 or
+/// libcudart.so.11.0; loaded once, never unloaded). Memory is device-only
+/// (not host-accessible: it cannot back arenas or nets). On the default
+/// stream (NULL) it comes from `cudaMalloc`/`cudaFree`; on another stream
+/// from `cudaMallocAsync`/`cudaFreeAsync` when the runtime has them (CUDA
+/// 11.2+), else from `cudaMalloc`/`cudaFree` too. `mem_info` is
+/// `cudaMemGetInfo`. Free the handle with `nnm_device_allocator_free`.
+///
+/// Errors: NULL_ARGUMENT; NOT_FOUND when no CUDA runtime loads (the message
+/// names the libraries tried), or it sees no GPU, or no device `device_id`.
+///
+/// # Safety
+/// `out_allocator` must be NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_device_allocator_cuda(
+    device_id: u32,
+    out_allocator: *mut *mut nnm_device_allocator,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `out_allocator` is NULL or writable.
+        let out = unsafe { out_param(out_allocator, "out_allocator") }?;
+        let cuda = device::cuda::CudaAllocator::new(device_id)?;
+        out.write(into_handle(nnm_device_allocator::new(Arc::new(cuda))));
+        Ok(())
+    })
+}
+
 /// Frees a handle. Pools, arenas and nets made with it keep the allocator
 /// until they are freed. Memory `nnm_device_allocator_alloc` handed out
 /// through this handle and not yet deallocated goes back to the allocator

@@ -221,3 +221,27 @@ fn the_host_handle_has_a_name_and_no_mem_info() {
     }
     assert!(last_error().contains("not a live nnm_device_allocator"), "{}", last_error());
 }
+
+#[test]
+fn cuda_is_a_handle_or_not_found() {
+    let mut a = ptr::null_mut();
+    // SAFETY: a writable out-parameter; a handle made is freed once.
+    let status = unsafe { nnm_device_allocator_cuda(0, &mut a) };
+    match crate::pool::device::cuda::load_runtime() {
+        Err(_) => {
+            assert_eq!(status, Status::NotFound);
+            assert!(last_error().starts_with("libcudart.so not found (tried libcudart.so, "), "{}", last_error());
+            assert!(a.is_null());
+        }
+        Ok(_) if status == Status::Ok => {
+            // SAFETY: a live handle, freed once.
+            unsafe {
+                assert_eq!(CStr::from_ptr(nnm_device_allocator_name(a)), c"cuda:0");
+                nnm_device_allocator_free(a);
+            }
+        }
+        Ok(_) => assert_eq!(status, Status::NotFound, "{}", last_error()),
+    }
+    // SAFETY: NULL is refused.
+    assert_eq!(unsafe { nnm_device_allocator_cuda(0, ptr::null_mut()) }, Status::NullArgument);
+}

@@ -7,6 +7,7 @@
 //! [`DevicePtr`] addresses it does not dereference.
 
 pub mod block;
+pub mod cuda;
 pub mod host;
 
 pub use block::DeviceBlock;

@@ -3,6 +3,9 @@
 //! holds one instance per shard and calls it under that shard's lock, so a
 //! strategy is plain single-threaded code.
 
+pub mod no_pool;
+pub mod page_unit;
+
 use crate::pool::budget::Device;
 use crate::pool::device::{DevicePtr, Stream};
 use crate::status::Result;

@@ -1,0 +1,619 @@
+//! The pool object: a strategy (one instance per shard), a device with a
+//! hard byte limit, statistics and an optional trace.
+//!
+//! Every pool is thread-safe: all methods take `&self`. A pool with a
+//! shardable strategy has several shards, each with its own lock, strategy
+//! instance and counters; a thread allocates from the shard its
+//! thread-local index picks, and frees through its own shard first (the
+//! common case: the block came from it), then through the others. Only a
+//! device call takes the device's lock, shared by the shards.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
+
+use super::budget::{take_limit_refusal, Device};
+use super::device::{DevicePtr, SharedAllocator, Stream};
+use super::stats::{self, Snapshot, Stats};
+use super::strategy::no_pool::NoPool;
+use super::strategy::page_unit::{PageUnit, DEFAULT_PAGE_SIZE};
+use super::strategy::{Request, Served, Strategy, StrategyKind};
+use crate::names::CEnum;
+use crate::plan::{Algorithm, DEFAULT_WORK_LIMIT};
+use crate::report_format::ReportFormat;
+use crate::status::{Error, Result, Status};
+
+/// Options of the `caching` strategy (also the fallback of `replay`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CachingOptions {
+    /// Free blocks larger than this are never split (default: no bound).
+    pub max_split: u64,
+    /// Requests of at most this many bytes go to small segments
+    /// (default 1 MiB).
+    pub small_size: u64,
+    /// The device block size of small segments (default 2 MiB).
+    pub small_segment: u64,
+    /// Large requests' device blocks are rounded up to this (default 2 MiB).
+    pub large_round: u64,
+    /// The rounding unit of every block (default 512 B).
+    pub min_block: u64,
+}
+
+impl Default for CachingOptions {
+    fn default() -> Self {
+        CachingOptions {
+            max_split: u64::MAX,
+            small_size: 1 << 20,
+            small_segment: 2 << 20,
+            large_round: 2 << 20,
+            min_block: 512,
+        }
+    }
+}
+
+/// Options of the `replay` strategy's planning.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct ReplayOptions {
+    /// The planner's algorithm (default `Auto`).
+    pub algorithm: Algorithm,
+    /// The planner's work budget (default the planner's).
+    pub work_limit: u64,
+}
+
+impl Default for ReplayOptions {
+    fn default() -> Self {
+        ReplayOptions { algorithm: Algorithm::Auto, work_limit: DEFAULT_WORK_LIMIT }
+    }
+}
+
+/// Options of a pool.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PoolOptions {
+    /// Hard limit on the bytes held from the device (`None`: no limit).
+    pub limit: Option<u64>,
+    /// The `page-unit` page, a power of two (default 4096).
+    pub page_size: u64,
+    /// Shards of a shardable strategy (0: automatic, see [`auto_shards`]).
+    pub shards: usize,
+    /// Options of `caching` (and of `replay`'s fallback).
+    pub caching: CachingOptions,
+    /// Options of `replay`.
+    pub replay: ReplayOptions,
+    /// Keep the tagged snapshots of [`Pool::snapshot`].
+    pub trace: bool,
+}
+
+impl Default for PoolOptions {
+    fn default() -> Self {
+        PoolOptions {
+            limit: None,
+            page_size: DEFAULT_PAGE_SIZE,
+            shards: 0,
+            caching: CachingOptions::default(),
+            replay: ReplayOptions::default(),
+            trace: false,
+        }
+    }
+}
+
+/// The most shards a pool has.
+pub(crate) const MAX_SHARDS: usize = 64;
+
+/// The automatic shard count: the next power of two at or above twice the
+/// CPUs, between 4 and 16. Twice the CPUs, because threads outnumber CPUs
+/// in runtimes (a thread pool per device, I/O threads): with round-robin
+/// thread indices, 8 threads over 4 shards on 2 CPUs share a shard with a
+/// thread running at the same time 1 time in 7. At most 16, because each
+/// shard caches its own idle blocks: more shards hold more idle memory.
+pub fn auto_shards() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    cpus.saturating_mul(2).next_power_of_two().clamp(4, 16)
+}
+
+impl PoolOptions {
+    fn check(&self) -> Result<()> {
+        if !self.page_size.is_power_of_two() {
+            return Err(Error::invalid(format!("page size {} B is not a power of two", self.page_size)));
+        }
+        if self.shards > MAX_SHARDS {
+            return Err(Error::invalid(format!("{} shards asked, at most {MAX_SHARDS}", self.shards)));
+        }
+        if self.limit == Some(0) {
+            return Err(Error::invalid("limit 0 B would refuse every allocation (None: no limit)"));
+        }
+        Ok(())
+    }
+}
+
+/// Makes a fresh strategy instance (one per shard). Built-ins come from
+/// [`StrategyKind`]; user strategies (C vtables) are registered by name
+/// with [`register_strategy`].
+pub type StrategyFactory = Arc<dyn Fn(&PoolOptions) -> Box<dyn Strategy> + Send + Sync>;
+
+fn user_strategies() -> &'static RwLock<HashMap<String, StrategyFactory>> {
+    static TABLE: OnceLock<RwLock<HashMap<String, StrategyFactory>>> = OnceLock::new();
+    TABLE.get_or_init(Default::default)
+}
+
+fn read_user_strategies() -> std::sync::RwLockReadGuard<'static, HashMap<String, StrategyFactory>> {
+    // The table is only inserted into or removed from whole: a panic
+    // cannot leave it half-changed.
+    user_strategies().read().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Registers a user strategy under `name`. AlreadyExists for a built-in
+/// name or one already registered.
+pub fn register_strategy(name: &str, factory: StrategyFactory) -> Result<()> {
+    if name.is_empty() {
+        return Err(Error::invalid("a strategy needs a non-empty name"));
+    }
+    if StrategyKind::from_name(name).is_ok() {
+        return Err(Error::new(Status::AlreadyExists, format!("'{name}' is a built-in pool strategy")));
+    }
+    let mut table = user_strategies().write().unwrap_or_else(|p| p.into_inner());
+    if table.contains_key(name) {
+        return Err(Error::new(Status::AlreadyExists, format!("pool strategy '{name}' is already registered")));
+    }
+    table.insert(name.to_string(), factory);
+    Ok(())
+}
+
+/// Removes a user strategy. Pools made with it keep it.
+pub fn unregister_strategy(name: &str) -> Result<()> {
+    let mut table = user_strategies().write().unwrap_or_else(|p| p.into_inner());
+    table
+        .remove(name)
+        .map(|_| ())
+        .ok_or_else(|| Error::new(Status::NotFound, format!("no user pool strategy '{name}' is registered")))
+}
+
+/// The factory of a built-in or registered strategy; the error lists the
+/// known names.
+pub fn strategy_factory(name: &str) -> Result<StrategyFactory> {
+    if let Ok(kind) = StrategyKind::from_name(name) {
+        return builtin_factory(kind);
+    }
+    let table = read_user_strategies();
+    if let Some(factory) = table.get(name) {
+        return Ok(factory.clone());
+    }
+    let mut user: Vec<&str> = table.keys().map(String::as_str).collect();
+    user.sort_unstable();
+    let user = if user.is_empty() { String::new() } else { format!("; registered: {}", user.join(", ")) };
+    Err(Error::new(
+        Status::NotFound,
+        format!("unknown pool strategy '{name}' (built in: {}{user})", StrategyKind::known_names()),
+    ))
+}
+
+fn builtin_factory(kind: StrategyKind) -> Result<StrategyFactory> {
+    match kind {
+        StrategyKind::NoPool => Ok(Arc::new(|_: &PoolOptions| Box::new(NoPool::new()) as Box<dyn Strategy>)),
+        StrategyKind::PageUnit => {
+            Ok(Arc::new(|o: &PoolOptions| Box::new(PageUnit::new(o.page_size)) as Box<dyn Strategy>))
+        }
+        // The `caching` and `replay` strategies are built on their own
+        // branches; their arms switch to their constructors when merged.
+        StrategyKind::Caching | StrategyKind::Replay => Err(Error::new(
+            Status::NotFound,
+            format!("pool strategy '{}' is not built into this library yet", kind.name()),
+        )),
+    }
+}
+
+/// A shard's own figures, updated under its lock.
+#[derive(Copy, Clone, Default)]
+struct Counters {
+    requested_bytes: u64,
+    requested_peak: u64,
+    allocated_bytes: u64,
+    allocated_peak: u64,
+    active_blocks: u64,
+    active_peak: u64,
+    allocs: u64,
+    frees: u64,
+    oom_retries: u64,
+    limit_refusals: u64,
+    served_from_plan: u64,
+}
+
+impl Counters {
+    #[inline]
+    fn served(&mut self, requested: u64, served: &Served) {
+        self.requested_bytes += requested;
+        self.requested_peak = self.requested_peak.max(self.requested_bytes);
+        self.allocated_bytes += served.bytes;
+        self.allocated_peak = self.allocated_peak.max(self.allocated_bytes);
+        self.active_blocks += 1;
+        self.active_peak = self.active_peak.max(self.active_blocks);
+        self.allocs += 1;
+        self.served_from_plan += u64::from(served.from_plan);
+    }
+
+    #[inline]
+    fn freed(&mut self, requested: u64, bytes: u64) {
+        self.requested_bytes -= requested;
+        self.allocated_bytes -= bytes;
+        self.active_blocks -= 1;
+        self.frees += 1;
+    }
+}
+
+struct ShardState {
+    strategy: Box<dyn Strategy>,
+    counters: Counters,
+}
+
+/// One shard, on cache lines of its own so that shards used by different
+/// CPUs do not share one.
+#[repr(align(128))]
+struct Shard(Mutex<ShardState>);
+
+impl Shard {
+    #[inline]
+    fn lock(&self) -> MutexGuard<'_, ShardState> {
+        // A panic inside a strategy (a bug) leaves its caches as they were
+        // between two complete operations of the safe core at worst; the
+        // counters are integers. Later calls keep working.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+static NEXT_THREAD_INDEX: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    static THREAD_INDEX: Cell<usize> = const { Cell::new(usize::MAX) };
+}
+
+/// This thread's index, assigned round-robin on first use: threads started
+/// one after the other land on different shards.
+#[inline]
+fn thread_index() -> usize {
+    THREAD_INDEX.with(|i| {
+        let v = i.get();
+        if v != usize::MAX {
+            return v;
+        }
+        // Masked: the sentinel `usize::MAX` is never an index.
+        let v = NEXT_THREAD_INDEX.fetch_add(1, Ordering::Relaxed) & (usize::MAX >> 1);
+        i.set(v);
+        v
+    })
+}
+
+/// A memory pool over a device allocator. Thread-safe: every method takes
+/// `&self` and may be called from any thread.
+pub struct Pool {
+    shards: Box<[Shard]>,
+    /// `shards.len() - 1` when that is a power of two, else 0 (use `%`).
+    shard_mask: usize,
+    device: Device,
+    strategy_name: String,
+    options: PoolOptions,
+    retired: AtomicBool,
+    trace: Mutex<Vec<Snapshot>>,
+}
+
+impl Pool {
+    /// A pool of a built-in strategy.
+    pub fn new(allocator: SharedAllocator, kind: StrategyKind, options: &PoolOptions) -> Result<Pool> {
+        Pool::with_factory(allocator, builtin_factory(kind)?, options)
+    }
+
+    /// A pool of a built-in or registered strategy, by name.
+    pub fn by_name(allocator: SharedAllocator, strategy: &str, options: &PoolOptions) -> Result<Pool> {
+        Pool::with_factory(allocator, strategy_factory(strategy)?, options)
+    }
+
+    /// A pool whose shards' strategies `factory` makes.
+    pub fn with_factory(allocator: SharedAllocator, factory: StrategyFactory, options: &PoolOptions) -> Result<Pool> {
+        options.check()?;
+        let first = factory(options);
+        let count = if !first.shardable() {
+            1
+        } else if options.shards == 0 {
+            auto_shards()
+        } else {
+            options.shards
+        };
+        let strategy_name = first.name().to_string();
+        let mut strategies = vec![first];
+        strategies.extend((1..count).map(|_| factory(options)));
+        let shards: Box<[Shard]> = strategies
+            .into_iter()
+            .map(|strategy| Shard(Mutex::new(ShardState { strategy, counters: Counters::default() })))
+            .collect();
+        let shard_mask = if count.is_power_of_two() { count - 1 } else { 0 };
+        Ok(Pool {
+            shards,
+            shard_mask,
+            device: Device::new(allocator, options.limit),
+            strategy_name,
+            options: *options,
+            retired: AtomicBool::new(false),
+            trace: Mutex::new(Vec::new()),
+        })
+    }
+
+    #[inline]
+    fn home_shard(&self) -> usize {
+        let n = self.shards.len();
+        if n == 1 {
+            0
+        } else if self.shard_mask != 0 {
+            thread_index() & self.shard_mask
+        } else {
+            thread_index() % n
+        }
+    }
+
+    /// Allocates `size` bytes aligned to `alignment` for use on `stream`.
+    ///
+    /// Errors: InvalidArgument for size 0 or an alignment that is not a
+    /// power of two; Overflow when the size rounded up to the alignment
+    /// overflows; OutOfMemory when the device or the limit refuses even
+    /// after the pool released its idle memory and retried once (the
+    /// message says "requested X B, in use Y B, cached Z B, limit L B");
+    /// WrongState once the pool is retired.
+    #[inline]
+    pub fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        let request = self.check_request(size, alignment, stream)?;
+        let home = self.home_shard();
+        match self.alloc_on(home, request) {
+            Ok(ptr) => Ok(ptr),
+            Err(e) if e.status() == Status::OutOfMemory => self.alloc_after_oom(home, request),
+            Err(e) => Err(e),
+        }
+    }
+
+    #[inline]
+    fn check_request(&self, size: u64, alignment: u64, stream: Stream) -> Result<Request> {
+        if size == 0 || !alignment.is_power_of_two() || size.checked_next_multiple_of(alignment).is_none() {
+            return Err(bad_request(size, alignment));
+        }
+        if self.retired.load(Ordering::Relaxed) {
+            return Err(Error::wrong_state(format!(
+                "this {} pool was retired (switched or removed): it only takes back its blocks",
+                self.strategy_name
+            )));
+        }
+        Ok(Request { size, alignment, stream })
+    }
+
+    #[inline]
+    fn alloc_on(&self, shard: usize, request: Request) -> Result<DevicePtr> {
+        let mut s = self.shards[shard].lock();
+        let served = s.strategy.alloc(request, &self.device)?;
+        s.counters.served(request.size, &served);
+        Ok(served.ptr)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn alloc_after_oom(&self, home: usize, request: Request) -> Result<DevicePtr> {
+        self.release_cached();
+        take_limit_refusal();
+        let result = self.alloc_on(home, request);
+        let limited = result.is_err() && take_limit_refusal();
+        {
+            let mut s = self.shards[home].lock();
+            s.counters.oom_retries += 1;
+            s.counters.limit_refusals += u64::from(limited);
+        }
+        let err = match result {
+            Ok(ptr) => return Ok(ptr),
+            Err(e) if e.status() != Status::OutOfMemory => return Err(e),
+            Err(e) => e,
+        };
+        let stats = self.stats();
+        let figures = format!(
+            "requested {} B, in use {} B, cached {} B",
+            request.size, stats.allocated_bytes, stats.cached_bytes
+        );
+        Err(Error::new(
+            Status::OutOfMemory,
+            match self.device.limit() {
+                Some(limit) if limited => format!("{figures}, limit {limit} B"),
+                _ => format!("{figures}; {}", err.message()),
+            },
+        ))
+    }
+
+    /// Takes back a block this pool handed out.
+    ///
+    /// Errors: InvalidArgument for a pointer it did not hand out or one
+    /// already freed (nothing changes).
+    #[inline]
+    pub fn free(&self, ptr: DevicePtr) -> Result<()> {
+        let home = self.home_shard();
+        if self.free_on(home, ptr) {
+            return Ok(());
+        }
+        self.free_elsewhere(home, ptr)
+    }
+
+    #[inline]
+    fn free_on(&self, shard: usize, ptr: DevicePtr) -> bool {
+        let mut s = self.shards[shard].lock();
+        match s.strategy.free(ptr, &self.device) {
+            Ok(freed) => {
+                s.counters.freed(freed.requested, freed.bytes);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn free_elsewhere(&self, home: usize, ptr: DevicePtr) -> Result<()> {
+        if (0..self.shards.len()).filter(|&i| i != home).any(|i| self.free_on(i, ptr)) {
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "free of {ptr:?}: not a block this {} pool handed out, or freed already (nothing changed)",
+            self.strategy_name
+        )))
+    }
+
+    /// Returns the idle memory of every shard to the device; the bytes
+    /// returned.
+    pub fn release_cached(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().strategy.release_cached(&self.device)).sum()
+    }
+
+    /// The caller says every stream is synchronised: idle blocks freed on
+    /// one stream may now serve requests on any other.
+    pub fn streams_synchronized(&self) {
+        for s in self.shards.iter() {
+            s.lock().strategy.streams_synchronized();
+        }
+    }
+
+    /// Marks the end of an iteration (the `replay` strategy records and
+    /// plans the first one).
+    pub fn end_iteration(&self) -> Result<()> {
+        for s in self.shards.iter() {
+            s.lock().strategy.end_iteration(&self.device)?;
+        }
+        Ok(())
+    }
+
+    /// The pool's statistics now (see [`Stats`] for what sharding does to
+    /// the peaks).
+    pub fn stats(&self) -> Stats {
+        let mut st = Stats::default();
+        for s in self.shards.iter() {
+            let s = s.lock();
+            let c = s.counters;
+            st.requested_bytes += c.requested_bytes;
+            st.requested_peak += c.requested_peak;
+            st.allocated_bytes += c.allocated_bytes;
+            st.allocated_peak += c.allocated_peak;
+            st.active_blocks += c.active_blocks;
+            st.active_peak += c.active_peak;
+            st.allocs += c.allocs;
+            st.frees += c.frees;
+            st.oom_retries += c.oom_retries;
+            st.limit_refusals += c.limit_refusals;
+            st.served_from_plan += c.served_from_plan;
+            let cache = s.strategy.cache_figures();
+            st.cached_blocks += cache.cached_blocks;
+            st.cached_bytes += cache.cached_bytes;
+            st.largest_free_block = st.largest_free_block.max(cache.largest_free_block);
+            if let Some(plan) = s.strategy.plan_figures() {
+                st.plan_departures += plan.departures;
+                st.plan_bytes += plan.plan_bytes;
+                st.plan_lower_bound += plan.lower_bound_bytes;
+            }
+        }
+        let d = self.device.counters();
+        st.reserved_bytes = d.reserved_bytes;
+        st.reserved_peak = d.reserved_peak;
+        st.device_allocs = d.device_allocs;
+        st.device_frees = d.device_frees;
+        st.limit = self.device.limit().unwrap_or(0);
+        st
+    }
+
+    /// Starts every peak again from the current values.
+    pub fn reset_peak(&self) {
+        for s in self.shards.iter() {
+            let c = &mut s.lock().counters;
+            c.requested_peak = c.requested_bytes;
+            c.allocated_peak = c.allocated_bytes;
+            c.active_peak = c.active_blocks;
+        }
+        self.device.reset_peak();
+    }
+
+    /// The statistics as text or JSON.
+    pub fn report(&self, format: ReportFormat) -> String {
+        stats::report(&self.strategy_name, self.device.allocator().name(), &self.stats(), format)
+    }
+
+    /// Appends the statistics now, tagged, to the trace (when the pool was
+    /// made with `trace` on; otherwise nothing happens).
+    pub fn snapshot(&self, tag: &str) {
+        if self.options.trace {
+            let snap = Snapshot { tag: tag.to_string(), stats: self.stats() };
+            self.trace.lock().unwrap_or_else(|p| p.into_inner()).push(snap);
+        }
+    }
+
+    /// The tagged snapshots so far, oldest first.
+    pub fn trace(&self) -> Vec<Snapshot> {
+        self.trace.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The trace as text or JSON.
+    pub fn trace_report(&self, format: ReportFormat) -> String {
+        stats::trace_report(&self.strategy_name, self.device.allocator().name(), &self.trace(), format)
+    }
+
+    /// Blocks handed out and not yet freed.
+    pub fn live_blocks(&self) -> u64 {
+        self.shards.iter().map(|s| s.lock().counters.active_blocks).sum()
+    }
+
+    /// The strategy's name.
+    pub fn strategy_name(&self) -> &str {
+        &self.strategy_name
+    }
+
+    /// The device allocator.
+    pub fn allocator(&self) -> &SharedAllocator {
+        self.device.allocator()
+    }
+
+    /// The options the pool was made with.
+    pub fn options(&self) -> &PoolOptions {
+        &self.options
+    }
+
+    /// How many shards it has (1 for a strategy that cannot be sharded).
+    pub fn shard_count(&self) -> usize {
+        self.shards.len()
+    }
+
+    /// Retires the pool: it serves no new allocation, still takes back its
+    /// blocks, and returns its idle memory to the device now.
+    pub fn retire(&self) {
+        self.retired.store(true, Ordering::Relaxed);
+        self.release_cached();
+    }
+
+    /// Whether [`Pool::retire`] was called.
+    pub fn is_retired(&self) -> bool {
+        self.retired.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for Pool {
+    /// Returns every device block when nothing is handed out. Blocks still
+    /// out stay with whoever holds them (their memory stays valid; the
+    /// device never sees them again): only idle memory is returned then.
+    fn drop(&mut self) {
+        let live = self.live_blocks();
+        for s in self.shards.iter() {
+            let mut s = s.lock();
+            if live == 0 {
+                s.strategy.release_all(&self.device);
+            } else {
+                s.strategy.release_cached(&self.device);
+            }
+        }
+    }
+}
+
+#[cold]
+fn bad_request(size: u64, alignment: u64) -> Error {
+    if size == 0 {
+        Error::invalid(format!("size 0 B (alignment {alignment} B): a pool block needs at least 1 B"))
+    } else if !alignment.is_power_of_two() {
+        Error::invalid(format!("alignment {alignment} B of a {size} B request is not a power of two"))
+    } else {
+        Error::overflow(format!("{size} B rounded up to alignment {alignment} B overflows 64 bits"))
+    }
+}

@@ -1,0 +1,217 @@
+//! The process-wide registry: one pool per device (device type and id),
+//! with RAF's verbs (init by name, get, remove, reset), and each device's
+//! allocator.
+//!
+//! Unlike RAF, switching or removing a pool loses nothing: the old pool
+//! retires. A retired pool is no longer handed out, serves no new
+//! allocation, returns its idle memory to the device at once, still takes
+//! back its blocks through [`Registry::free`], and is destroyed (every
+//! device block returned) when its last block comes back.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+
+use super::device::cuda::CudaAllocator;
+use super::device::{self, DevicePtr, SharedAllocator, Stream};
+use super::pool::{strategy_factory, Pool, PoolOptions, StrategyFactory};
+use crate::status::{Error, Result, Status};
+
+/// Kinds of device.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceType {
+    /// Host memory; its default allocator is the host allocator.
+    Host = 0,
+    /// A CUDA GPU; its default allocator loads the CUDA runtime.
+    Cuda = 1,
+    /// Any other device: register its allocator first.
+    Custom = 2,
+}
+
+crate::names::c_enum! {
+    DeviceType, "device type",
+    value_error(value) => format!("unknown device type {value} (0: host, 1: cuda, 2: custom)"),
+    { Host = "host", Cuda = "cuda", Custom = "custom" }
+}
+
+/// A device: its type and its number among devices of that type.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DeviceKey {
+    /// The device type.
+    pub kind: DeviceType,
+    /// The device number.
+    pub id: u32,
+}
+
+impl DeviceKey {
+    /// `kind` number `id`.
+    pub const fn new(kind: DeviceType, id: u32) -> Self {
+        DeviceKey { kind, id }
+    }
+}
+
+impl fmt::Display for DeviceKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.kind.name(), self.id)
+    }
+}
+
+/// The strategy of a pool `get` makes when a device has none (RAF's CPU
+/// default).
+pub const DEFAULT_STRATEGY: &str = "page-unit";
+
+struct Installed {
+    pool: Arc<Pool>,
+    factory: StrategyFactory,
+}
+
+#[derive(Default)]
+struct State {
+    allocators: HashMap<DeviceKey, SharedAllocator>,
+    pools: HashMap<DeviceKey, Installed>,
+    /// Retired pools with blocks still out, by device.
+    retired: Vec<(DeviceKey, Arc<Pool>)>,
+}
+
+impl State {
+    fn allocator(&self, key: DeviceKey) -> Result<SharedAllocator> {
+        if let Some(a) = self.allocators.get(&key) {
+            return Ok(a.clone());
+        }
+        match key.kind {
+            DeviceType::Host => Ok(device::host()),
+            DeviceType::Cuda => Ok(Arc::new(CudaAllocator::new(key.id)?)),
+            DeviceType::Custom => {
+                Err(Error::new(Status::NotFound, format!("{key}: register an allocator for it first")))
+            }
+        }
+    }
+
+    fn install(&mut self, key: DeviceKey, factory: StrategyFactory, options: &PoolOptions) -> Result<Arc<Pool>> {
+        let pool = Arc::new(Pool::with_factory(self.allocator(key)?, factory.clone(), options)?);
+        if let Some(old) = self.pools.insert(key, Installed { pool: pool.clone(), factory }) {
+            self.retire(key, old.pool);
+        }
+        Ok(pool)
+    }
+
+    fn retire(&mut self, key: DeviceKey, pool: Arc<Pool>) {
+        pool.retire();
+        if pool.live_blocks() > 0 {
+            self.retired.push((key, pool));
+        }
+    }
+}
+
+/// The process-wide registry of device pools. Thread-safe.
+pub struct Registry {
+    state: Mutex<State>,
+}
+
+/// The registry.
+pub fn registry() -> &'static Registry {
+    static REGISTRY: OnceLock<Registry> = OnceLock::new();
+    REGISTRY.get_or_init(|| Registry { state: Mutex::new(State::default()) })
+}
+
+impl Registry {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // Every change is one insert or remove: a panic cannot leave the
+        // tables half-changed.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sets the allocator of `key`'s device, replacing any earlier one;
+    /// pools made from then on use it (existing pools keep theirs).
+    pub fn register_allocator(&self, key: DeviceKey, allocator: SharedAllocator) -> Result<()> {
+        self.state().allocators.insert(key, allocator);
+        Ok(())
+    }
+
+    /// Installs a new pool of `strategy` for `key`'s device; the previous
+    /// pool, if any, retires.
+    pub fn init_pool(&self, key: DeviceKey, strategy: &str, options: &PoolOptions) -> Result<Arc<Pool>> {
+        let factory = strategy_factory(strategy)?;
+        self.state().install(key, factory, options)
+    }
+
+    /// The pool of `key`'s device; a `page-unit` pool with default options
+    /// is made when it has none.
+    pub fn get(&self, key: DeviceKey) -> Result<Arc<Pool>> {
+        let mut state = self.state();
+        if let Some(installed) = state.pools.get(&key) {
+            return Ok(installed.pool.clone());
+        }
+        let factory = strategy_factory(DEFAULT_STRATEGY)?;
+        state.install(key, factory, &PoolOptions::default())
+    }
+
+    /// Removes `key`'s pool; it retires. NotFound when it has none.
+    pub fn remove(&self, key: DeviceKey) -> Result<()> {
+        let mut state = self.state();
+        let old = state.pools.remove(&key).ok_or_else(|| no_pool(key))?;
+        state.retire(key, old.pool);
+        Ok(())
+    }
+
+    /// RAF's ResetPool: `key`'s pool retires and a fresh one of the same
+    /// strategy and options replaces it. NotFound when it has none.
+    pub fn reset(&self, key: DeviceKey) -> Result<()> {
+        let mut state = self.state();
+        let (factory, options) = match state.pools.get(&key) {
+            Some(installed) => (installed.factory.clone(), *installed.pool.options()),
+            None => return Err(no_pool(key)),
+        };
+        state.install(key, factory, &options).map(|_| ())
+    }
+
+    /// Allocates from `key`'s pool (made as [`Registry::get`] does when
+    /// none).
+    pub fn alloc(&self, key: DeviceKey, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        self.get(key)?.alloc(size, alignment, stream)
+    }
+
+    /// Frees a block of `key`'s current pool or of one of the retired
+    /// pools; a retired pool is destroyed when its last block comes back.
+    /// InvalidArgument when no pool handed it out (nothing changes).
+    pub fn free(&self, key: DeviceKey, ptr: DevicePtr) -> Result<()> {
+        let current = self.state().pools.get(&key).map(|installed| installed.pool.clone());
+        if let Some(pool) = &current {
+            if pool.free(ptr).is_ok() {
+                if pool.is_retired() {
+                    // Switched while this free ran: drop it if it is done.
+                    self.drop_finished();
+                }
+                return Ok(());
+            }
+        }
+        let mut state = self.state();
+        let pos = state.retired.iter().position(|(k, pool)| *k == key && pool.free(ptr).is_ok());
+        match pos {
+            Some(i) => {
+                if state.retired[i].1.live_blocks() == 0 {
+                    state.retired.swap_remove(i);
+                }
+                Ok(())
+            }
+            None => Err(Error::invalid(format!(
+                "free of {ptr:?} on {key}: no pool of this device, current or retired, handed it out \
+                 (or it was freed already; nothing changed)"
+            ))),
+        }
+    }
+
+    fn drop_finished(&self) {
+        self.state().retired.retain(|(_, pool)| pool.live_blocks() > 0);
+    }
+
+    /// Retired pools of `key`'s device still waiting for blocks.
+    pub fn retired_pools(&self, key: DeviceKey) -> usize {
+        self.state().retired.iter().filter(|(k, _)| *k == key).count()
+    }
+}
+
+fn no_pool(key: DeviceKey) -> Error {
+    Error::new(Status::NotFound, format!("{key} has no pool"))
+}
