@@ -29,11 +29,12 @@ int main(void) {
     const size_t sizes[4] = {1000, 64 * 1024, 1000, 3 << 20};
     int i, step;
 
-    /* The caching strategy (best fit, splitting and merging) over the host
-     * allocator (NULL), with a 64 MiB hard limit. */
+    /* RAF's page-unit strategy (sizes rounded up to 4 KiB pages, idle blocks
+     * of the same size reused) over the host allocator (NULL), with a 64 MiB
+     * hard limit. NNM_STRATEGY_CACHING splits and merges blocks instead. */
     if (nnm_pool_options_default(&options) != NNM_OK) return fail("nnm_pool_options_default");
     options.limit_bytes = 64u << 20;
-    if (nnm_pool_new(NULL, NNM_STRATEGY_CACHING, &options, &pool) != NNM_OK) return fail("nnm_pool_new");
+    if (nnm_pool_new(NULL, NNM_STRATEGY_PAGE_UNIT, &options, &pool) != NNM_OK) return fail("nnm_pool_new");
 
     /* Three "iterations" of the same allocations: after the first, the pool
      * serves them from its cache without calling the device. */
