@@ -402,6 +402,15 @@ static void test_threads(uint32_t strategy) {
 
 /* --- the registry: RAF's verbs, switches with allocations outstanding ---- */
 
+/* Hands the device back to the host allocator, so that the registry lets
+ * go of the counting one (whose counter lives on a test's stack). */
+static void unregister_counter(uint32_t type, uint32_t id) {
+    nnm_device_allocator *host = NULL;
+    CHECK_OK(nnm_device_allocator_host(&host));
+    CHECK_OK(nnm_device_register_allocator(type, id, host));
+    nnm_device_allocator_free(host);
+}
+
 static void test_registry(void) {
     const uint32_t custom = NNM_DEVICE_TYPE_CUSTOM, id = 7;
     counter c;
@@ -486,6 +495,14 @@ static void test_registry(void) {
     CHECK_OK(nnm_device_dealloc(NNM_DEVICE_TYPE_HOST, 3, p));
     nnm_pool_free(held);
     CHECK_OK(nnm_device_remove_pool(NNM_DEVICE_TYPE_HOST, 3));
+
+    /* A registered allocator replaces the previous one for new pools. */
+    unregister_counter(custom, id);
+    long calls = device_allocs(&c);
+    CHECK_OK(nnm_device_alloc(custom, id, 64, 0, NULL, &p));
+    CHECK(device_allocs(&c) == calls);
+    CHECK_OK(nnm_device_dealloc(custom, id, p));
+    CHECK_OK(nnm_device_remove_pool(custom, id));
 
     pthread_mutex_destroy(&c.lock);
 }
@@ -769,6 +786,7 @@ static void test_c_strategy(void) {
     CHECK(s.allocs == 0 && s.active_blocks == 0);
     nnm_pool_free(pool); /* the blocks it took from the device go back with it */
     CHECK_OK(nnm_pool_unregister_strategy("c-bad"));
+    unregister_counter(custom, id);
     nnm_device_allocator_free(dev);
     CHECK(balanced(&c));
     pthread_mutex_destroy(&c.lock);
