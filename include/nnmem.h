@@ -498,13 +498,6 @@ typedef enum nnm_device_type {
 } nnm_device_type;
 
 /**
- * A device stream (CUDA `cudaStream_t`, or any queue handle of the
- * device), as an opaque value: 0 is the default stream. Blocks remember
- * the stream they were freed on (see `Pool::streams_synchronized`).
- */
-typedef struct Stream Stream;
-
-/**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
@@ -1451,10 +1444,11 @@ enum nnm_status nnm_arena_new_split(void *persistent,
                                     struct nnm_arena **out_arena);
 
 /**
- * Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
- * to at least 4096, so a dry run's `required_bytes` holds for it whenever
- * its `largest_alignment_bytes` is 4096 or less) and frees with the arena.
- * Other arguments as `nnm_arena_new`.
+ * Creates an arena over `len` bytes that nnmem allocates from the host
+ * allocator (zeroed, aligned to at least 4096, so a dry run's
+ * `required_bytes` holds for it whenever its `largest_alignment_bytes` is
+ * 4096 or less) and frees with the arena. Other arguments as
+ * `nnm_arena_new`.
  *
  * Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
  *
@@ -1465,6 +1459,27 @@ enum nnm_status nnm_arena_new_owned(size_t len,
                                     size_t alignment,
                                     uint32_t flags,
                                     struct nnm_arena **out_arena);
+
+/**
+ * As `nnm_arena_new_owned`, with the memory from `allocator` (NULL: the
+ * host allocator), which must be host-accessible (NNM_DEVICE_HOST_ACCESSIBLE):
+ * one allocation of `len` bytes (or more alignment), zeroed by nnmem and
+ * given back to the allocator by `nnm_arena_free`. The arena keeps the
+ * allocator alive: its handle may be freed first.
+ *
+ * Errors: as `nnm_arena_new_owned`; INVALID_ARGUMENT when `allocator` is
+ * not a live handle or not host-accessible (naming it); OUT_OF_MEMORY
+ * when the allocator fails (its message, and what the memory was for).
+ *
+ * # Safety
+ * `allocator` must be NULL, a freed handle, or a live one;
+ * `out_arena` NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_arena_new_owned_on(const struct nnm_device_allocator *allocator,
+                                       size_t len,
+                                       size_t alignment,
+                                       uint32_t flags,
+                                       struct nnm_arena **out_arena);
 
 /**
  * Creates a dry-run arena: no memory. Every call is checked and accounted
@@ -1981,6 +1996,28 @@ const char *nnm_version(void);
 enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
 
 /**
+ * Makes `allocator` (NULL: the host allocator) the net's: the buffers
+ * nnmem allocates for it from now on (params, outputs, and cache tensors of
+ * `nnm_cache_push_new`) come from it; those allocated before stay where
+ * they are, and every buffer goes back to the allocator it came from. A
+ * cache may still reuse a buffer it popped, from whichever allocator. The
+ * allocator must be host-accessible (NNM_DEVICE_HOST_ACCESSIBLE): nnmem
+ * zeroes the buffers and C reads them. The net keeps the allocator alive:
+ * its handle may be freed first.
+ *
+ * Errors: NULL_ARGUMENT (`net`); INVALID_ARGUMENT (not a live net, not a
+ * live allocator handle, an allocator that is not host-accessible, naming
+ * it): the net keeps its allocator then.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile.
+ * `allocator` must be NULL, a freed handle, or a live one.
+ */
+enum nnm_status nnm_net_set_allocator(struct nnm_net *net,
+                                      const struct nnm_device_allocator *allocator);
+
+/**
  * Frees the net: every buffer nnmem allocated (params, outputs, cache
  * buffers) or adopted (through its `free_fn`), exactly once, and every
  * entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
@@ -2010,8 +2047,9 @@ enum nnm_status nnm_net_get_report(const struct nnm_net *net, struct nnm_net_rep
 /**
  * Attaches a learnable param named `name` with data and diff of
  * `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
- * `nnm_dtype`). nnmem allocates both, host memory, zeroed, 64-byte aligned,
- * owned: freed with the net. The entry goes to the back of `net->params`
+ * `nnm_dtype`). nnmem allocates both from the net's allocator (host
+ * memory unless `nnm_net_set_allocator` chose another), zeroed, 64-byte
+ * aligned, owned: freed with the net. The entry goes to the back of `net->params`
  * and to `*out_param` when that is not NULL.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (unknown dtype, bad dims, empty
@@ -2103,7 +2141,8 @@ struct nnm_param *nnm_net_param_get(const struct nnm_net *net, const char *name)
 /**
  * Attaches a layer output named `name`: data and diff of
  * `[max_batch, sample_dims[0..ndims]]` (`ndims` 0 to NNM_MAX_DIMS - 1)
- * elements of `dtype`, allocated by nnmem (host, zeroed, owned: freed with
+ * elements of `dtype`, allocated by nnmem from the net's allocator (host
+ * unless `nnm_net_set_allocator` chose another; zeroed, owned: freed with
  * the net). The entry goes to the back of `net->outputs` and to
  * `*out_output` when that is not NULL.
  *
@@ -2281,7 +2320,8 @@ enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor 
  * Pushes a tensor of `dims[0..ndims]` elements of `dtype` whose host
  * buffer the cache owns, and writes its descriptor to `out_tensor` (when
  * not NULL). The buffer is reused from one popped earlier when one is
- * large enough (contents then unspecified), else newly allocated (zeroed).
+ * large enough (contents then unspecified), else newly allocated (zeroed)
+ * from the net's allocator (see `nnm_net_set_allocator`).
  * It stays valid after it is popped, until the next `nnm_cache_push_new`
  * or `nnm_cache_clear` on this cache, and is freed by `nnm_cache_clear` or
  * with the net.
