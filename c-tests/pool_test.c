@@ -730,6 +730,26 @@ static int bad_dealloc(void *state, nnm_device_ctx *dev, void *ptr) {
 /* Keeps its device blocks: nnmem frees them when the pool goes. */
 static void bad_release(void *state, nnm_device_ctx *dev) { (void)state, (void)dev; }
 
+/* A strategy vtable with the callbacks every test strategy has. */
+static nnm_strategy_vtable strategy_vtable(const char *name, c_registry *reg,
+                                           void *(*create)(void *, const nnm_pool_options *),
+                                           int (*alloc)(void *, nnm_device_ctx *, size_t, size_t, void *, void **,
+                                                        size_t *),
+                                           int (*dealloc)(void *, nnm_device_ctx *, void *),
+                                           void (*release_cached)(void *, nnm_device_ctx *),
+                                           void (*release_all)(void *, nnm_device_ctx *)) {
+    nnm_strategy_vtable vt;
+    memset(&vt, 0, sizeof vt);
+    vt.name = name;
+    vt.ctx = reg;
+    vt.create = create;
+    vt.alloc = alloc;
+    vt.dealloc = dealloc;
+    vt.release_cached = release_cached;
+    vt.release_all = release_all;
+    return vt;
+}
+
 static void test_c_strategy(void) {
     const uint32_t custom = NNM_DEVICE_TYPE_CUSTOM, id = 9;
     c_registry reg;
@@ -739,15 +759,8 @@ static void test_c_strategy(void) {
     nnm_pool *pool = NULL;
     void *p = NULL, *q = NULL, *r = NULL;
     memset(&reg, 0, sizeof reg);
-    memset(&vt, 0, sizeof vt);
-    vt.name = "c-exact";
-    vt.ctx = &reg;
-    vt.create = c_create;
+    vt = strategy_vtable("c-exact", &reg, c_create, c_alloc, c_dealloc, c_release_cached, NULL);
     vt.destroy = c_destroy;
-    vt.alloc = c_alloc;
-    vt.dealloc = c_dealloc;
-    vt.release_cached = c_release_cached;
-    vt.release_all = NULL;
     CHECK_FAILS(nnm_pool_register_strategy(&vt), NNM_NULL_ARGUMENT); /* release_all is required */
     CHECK_ERROR_HAS("release_all");
     vt.release_all = c_release_all;
@@ -807,14 +820,7 @@ static void test_c_strategy(void) {
     CHECK(balanced(&c));
 
     /* A faulty strategy: each bad block is refused with a message. */
-    memset(&vt, 0, sizeof vt);
-    vt.name = "c-bad";
-    vt.ctx = &reg;
-    vt.create = bad_create;
-    vt.alloc = bad_alloc;
-    vt.dealloc = bad_dealloc;
-    vt.release_cached = bad_release_cached;
-    vt.release_all = bad_release;
+    vt = strategy_vtable("c-bad", &reg, bad_create, bad_alloc, bad_dealloc, bad_release_cached, bad_release);
     CHECK_OK(nnm_pool_register_strategy(&vt));
     nnm_pool_options o = default_options();
     REQUIRE_OK(nnm_pool_new_by_name(dev, "c-bad", &o, &pool));
