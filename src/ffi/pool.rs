@@ -7,6 +7,8 @@
 pub mod options;
 pub mod registry;
 pub mod strategy_vtable;
+#[cfg(test)]
+mod tests;
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
