@@ -32,11 +32,10 @@
 //! The steady-state path (a cached block of a size seen before) allocates
 //! nothing: free blocks sit in size-segregated bins with a bitmap of the
 //! non-empty ones ([`bins`]), block records in a slab ([`block`]), and the
-//! blocks handed out in an address table ([`table`]).
+//! blocks handed out in an address table (`crate::pool::live_table`).
 
 mod bins;
 mod block;
-mod table;
 #[cfg(test)]
 mod tests;
 
@@ -45,9 +44,9 @@ use crate::pool::device::{DevicePtr, Stream};
 use crate::pool::strategy::{CacheFigures, Freed, NotLive, Request, Served, Strategy};
 use crate::status::{Error, Result, Status};
 
+use crate::pool::live_table::LiveTable;
 use bins::Bins;
 use block::{Block, Slab, State, ANY, NIL};
-use table::LiveTable;
 
 /// How much larger than an oversize request (one over `max_split`) an
 /// oversize free block may be and still serve it whole: PyTorch's
