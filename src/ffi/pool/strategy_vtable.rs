@@ -250,7 +250,7 @@ impl Strategy for CStrategy {
         let size = usize::try_from(request.size).map_err(|_| too_large())?;
         let alignment = usize::try_from(request.alignment).map_err(|_| too_large())?;
         let (mut ptr, mut bytes) = (std::ptr::null_mut(), size);
-        let stream = request.stream.0 as *mut c_void;
+        let stream = request.stream.as_handle();
         let code = self.call(device, |state, ctx| {
             // SAFETY: the registration contract; `ctx`, `ptr` and `bytes`
             // live during the call.
