@@ -914,6 +914,14 @@ static void test_reports(void) {
     CHECK_FAILS(nnm_pool_report_write(pool, NNM_REPORT_FORMAT_TEXT, NULL, &l), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_pool_snapshot(pool, NULL), NNM_NULL_ARGUMENT);
     nnm_pool_free(pool);
+
+    /* Without `trace`, a snapshot is a no-op: the trace stays empty. */
+    o.trace = 0;
+    REQUIRE_OK(nnm_pool_new(NULL, NNM_STRATEGY_PAGE_UNIT, &o, &pool));
+    CHECK_OK(nnm_pool_snapshot(pool, "untraced"));
+    CHECK_OK(nnm_pool_trace_report(pool, NNM_REPORT_FORMAT_JSON, buf, sizeof buf, &written));
+    CHECK(!contains(buf, "untraced"));
+    nnm_pool_free(pool);
 }
 
 /* --- strategies by name, and every bad input --------------------------------- */
