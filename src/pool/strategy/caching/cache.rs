@@ -529,10 +529,11 @@ impl Cache {
             b.logged = true;
             self.deferred_log.push(i);
         }
-        if self.hot == NIL {
-            self.hot = i;
-        } else {
-            self.push_deferred(i);
+        // The previous hot block (if any) goes to its list: most recently
+        // freed first, as with the lists.
+        let previous = std::mem::replace(&mut self.hot, i);
+        if previous != NIL {
+            self.push_deferred(previous);
         }
         Ok(freed)
     }

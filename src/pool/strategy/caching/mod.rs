@@ -32,18 +32,20 @@
 //! - Deferred coalescing (glibc's fastbins, TCMalloc's per-size lists): a
 //!   freed block first waits, unmerged, on a list of its stream and its
 //!   request's size class. A request of that size class on that stream
-//!   takes such a block back when the block would be handed out whole
-//!   anyway (exactly its size, or a large block the split rule keeps
-//!   whole); any other request, `release_cached`, `streams_synchronized`
+//!   takes the most recently freed such block back when the block would
+//!   be handed out whole anyway (exactly its size, or a large block the
+//!   split rule keeps whole), a best fit by size; any other request, `release_cached`, `streams_synchronized`
 //!   and reading the cache figures first coalesce every waiting block as
 //!   above, so best fit, the figures and the memory given back are those
-//!   of a fully coalesced cache. A program repeating its requests thus
-//!   pays neither a split nor a merge.
+//!   of a fully coalesced cache (so reading the figures can change which
+//!   block a later request gets).
+//!   A program repeating its requests pays neither a split nor a merge.
 //!
 //! The steady-state path (a cached block of a size seen before) allocates
 //! nothing: free blocks sit in size-segregated bins with a bitmap of the
 //! non-empty ones ([`bins`]), block records in a slab ([`block`]), and the
-//! blocks handed out in an address table ([`table`]).
+//! blocks handed out (and the deferred ones) in an address table
+//! ([`table`]).
 
 mod bins;
 mod block;

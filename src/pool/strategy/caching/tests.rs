@@ -543,3 +543,41 @@ fn random_requests_never_overlap_and_all_memory_returns() {
         f.finish();
     }
 }
+
+#[test]
+fn a_freed_block_comes_back_to_its_size_without_a_merge() {
+    let mut f = Fixture::default();
+    let a = f.alloc(1000);
+    let b = f.alloc(1000);
+    let c = f.alloc(1000);
+    f.free(a);
+    f.free(b);
+    // The last freed first, then the one before: same addresses, no
+    // device call, no split.
+    let b2 = f.alloc(1000);
+    let a2 = f.alloc(600);
+    assert_eq!((b2.ptr, a2.ptr), (b.ptr, a.ptr));
+    assert_eq!(a2.bytes, 1024, "the 1024 B block serves a request rounded to 1024 B");
+    f.free(a2);
+    f.free(b2);
+    // Another size coalesces first: a and b merged, best fit at a.
+    let d = f.alloc(2048);
+    assert_eq!((d.ptr, d.bytes), (a.ptr, 2048));
+    // A large block kept whole by the split rule comes back whole too.
+    let big = f.alloc(MIB + MIB / 2);
+    f.free(big);
+    let big2 = f.alloc(MIB + MIB / 4);
+    assert_eq!((big2.ptr, big2.bytes), (big.ptr, 2 * MIB));
+    // ... but not to a request that would split it.
+    f.free(big2);
+    f.free(c);
+    assert_eq!(f.device_calls(), (2, 0));
+    let e = f.alloc(4 * MIB);
+    assert_eq!(f.device_calls(), (3, 0));
+    assert_eq!(f.figures().cached_blocks, 2, "the small segment's rest after d, and the free large segment");
+    f.free(d);
+    f.free(e);
+    assert_eq!(f.figures().cached_blocks, 3);
+    assert_eq!(f.caching.release_cached(&f.device), 8 * MIB);
+    f.finish();
+}
