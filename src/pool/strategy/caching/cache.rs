@@ -271,21 +271,7 @@ impl Cache {
             None => return Err(records_full(size)),
         };
         let base = device.alloc(bytes, alignment.max(s.min_block), stream)?;
-        let i = self.slab.add(Block {
-            ptr: base,
-            size: bytes,
-            requested: 0,
-            seg,
-            prev: NIL,
-            next: NIL,
-            link_prev: NIL,
-            link_next: NIL,
-            tag,
-            request_bin: 0,
-            state: State::Free,
-            small,
-            logged: false,
-        });
+        let i = self.slab.add(Block::piece(base, bytes, seg, small, tag, (NIL, NIL)));
         let segment = Segment { base, size: bytes, stream, small, first: i };
         if self.vacant_segments.pop().is_some() {
             self.segments[seg as usize] = Some(segment);
@@ -316,21 +302,7 @@ impl Cache {
     /// second piece, same tag) is returned.
     fn split_off(&mut self, i: u32, at: u64) -> u32 {
         let b = self.slab.blocks[i as usize];
-        let j = self.slab.add(Block {
-            ptr: b.ptr.byte_add(at),
-            size: b.size - at,
-            requested: 0,
-            seg: b.seg,
-            prev: i,
-            next: b.next,
-            link_prev: NIL,
-            link_next: NIL,
-            tag: b.tag,
-            request_bin: 0,
-            state: State::Free,
-            small: b.small,
-            logged: false,
-        });
+        let j = self.slab.add(Block::piece(b.ptr.byte_add(at), b.size - at, b.seg, b.small, b.tag, (i, b.next)));
         if b.next != NIL {
             self.slab.blocks[b.next as usize].prev = j;
         }
