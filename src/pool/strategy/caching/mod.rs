@@ -9,6 +9,24 @@
 //!   each), larger ones from large segments (the request rounded up to
 //!   `large_round`). Small and large free blocks are kept apart, so that
 //!   small requests do not fragment large blocks.
+//! - Growth (after TensorFlow's BFC growing regions): a large request no
+//!   free block serves gets a fresh segment of its rounded size, padded up
+//!   to `1/GROWTH_DIVISOR` of the large segments held but to at most
+//!   `GROWTH_MULTIPLE` times the request, so that several large blocks
+//!   share a segment and split and merge across it, while the unused
+//!   padding stays a small share of what is held. The large segments that
+//!   are wholly free and usable on the request's stream are given back to
+//!   the device first and their bytes added to the fresh segment (the
+//!   bytes held grow by the padded request only; free space scattered over
+//!   segments becomes one block). Should the padded segment be refused,
+//!   the request alone is tried. With a `max_split` (not the default), a
+//!   fresh segment is the request alone (a larger one could not be split).
+//! - `end_iteration` (the program is between iterations, typically with
+//!   little live): per stream, the large segments wholly free and bound to
+//!   it are merged the same way into one segment of their bytes, so that
+//!   the next iteration splits one block rather than fitting into the
+//!   first iteration's scattered pieces (not with a `max_split`). Without
+//!   calls to `end_iteration` only the growth rule applies.
 //! - Splitting (PyTorch's rule): a small block is split when at least
 //!   `min_block` bytes would remain; a large one when more than
 //!   `small_size` bytes would remain (a smaller remainder could only ever
@@ -68,6 +86,14 @@ use cache::Cache;
 /// `kLargeBuffer`, 20 MiB.
 pub const OVERSIZE_SLACK: u64 = 20 << 20;
 
+/// A fresh large segment is padded to at least this share (1/n) of the
+/// large segments held, so that later large requests share it...
+pub const GROWTH_DIVISOR: u64 = 16;
+
+/// ...but to at most this many times the request, so that a small request
+/// never pins a segment many times its size.
+pub const GROWTH_MULTIPLE: u64 = 2;
+
 /// The caching strategy's sizes (the same fields as the pool's
 /// `CachingOptions`, which replaces this one when the pool core lands).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -78,7 +104,8 @@ pub struct CachingOptions {
     pub small_size: u64,
     /// The device block size of small segments.
     pub small_segment: u64,
-    /// Large requests' device blocks are rounded up to a multiple of this.
+    /// Large requests' device blocks are rounded up to a multiple of this
+    /// (and padded by the growth rule of the module documentation).
     pub large_round: u64,
     /// The rounding unit of every block.
     pub min_block: u64,
@@ -136,6 +163,10 @@ impl Strategy for Caching {
 
     fn streams_synchronized(&mut self) {
         self.cache.get_mut().streams_synchronized()
+    }
+
+    fn end_iteration(&mut self, device: &Device) -> Result<()> {
+        self.cache.get_mut().end_iteration(device)
     }
 
     fn cache_figures(&self) -> CacheFigures {
