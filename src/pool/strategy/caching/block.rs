@@ -57,6 +57,29 @@ pub(super) struct Block {
     pub(super) logged: bool,
 }
 
+impl Block {
+    /// A free piece of `size` bytes at `ptr` of segment `seg`, of stream
+    /// tag `tag`, between `neighbours` (previous, next), in no list yet.
+    #[inline]
+    pub(super) fn piece(ptr: DevicePtr, size: u64, seg: u32, small: bool, tag: u32, neighbours: (u32, u32)) -> Block {
+        Block {
+            ptr,
+            size,
+            requested: 0,
+            seg,
+            prev: neighbours.0,
+            next: neighbours.1,
+            link_prev: NIL,
+            link_next: NIL,
+            tag,
+            request_bin: 0,
+            state: State::Free,
+            small,
+            logged: false,
+        }
+    }
+}
+
 /// The block records.
 pub(super) struct Slab {
     pub(super) blocks: Vec<Block>,

@@ -8,7 +8,7 @@ use crate::status::{Error, Result, Status};
 
 use super::bins::{bin_of, Bins, BINS};
 use super::block::{Block, Slab, State, ANY, NIL};
-use super::{CachingOptions, OVERSIZE_SLACK};
+use super::{CachingOptions, GROWTH_DIVISOR, GROWTH_MULTIPLE, OVERSIZE_SLACK};
 use crate::pool::live_table::LiveTable;
 
 /// The sizes in use: the options made consistent (see `Caching::new`).
@@ -157,6 +157,9 @@ pub(super) struct Cache {
     /// first).
     cached_blocks: u64,
     cached_bytes: u64,
+    /// Bytes of the large segments held (the growth padding is a share of
+    /// them).
+    large_reserved: u64,
 }
 
 impl Cache {
@@ -174,6 +177,7 @@ impl Cache {
             hot: NIL,
             cached_blocks: 0,
             cached_bytes: 0,
+            large_reserved: 0,
         }
     }
 
@@ -255,44 +259,105 @@ impl Cache {
         tag: u32,
     ) -> Result<u32> {
         let s = self.sizes;
-        let bytes = if small {
-            s.small_segment.max(size)
-        } else {
-            round_up(size, s.large_round).ok_or_else(|| {
-                Error::overflow(format!(
-                    "caching: {size} B rounded up to a multiple of {} B (the large segment unit) overflows",
-                    s.large_round
-                ))
-            })?
-        };
+        if small {
+            return self.new_segment(device, s.small_segment.max(size), alignment, stream, tag, true);
+        }
+        let rounded = round_up(size, s.large_round).ok_or_else(|| {
+            Error::overflow(format!(
+                "caching: {size} B rounded up to a multiple of {} B (the large segment unit) overflows",
+                s.large_round
+            ))
+        })?;
+        if s.max_split != u64::MAX {
+            // A padded or merged segment over max_split could never be
+            // split: with a max_split, a segment is the request alone.
+            return self.new_segment(device, rounded, alignment, stream, tag, false);
+        }
+        let padding = (self.large_reserved / GROWTH_DIVISOR).min(rounded.saturating_mul(GROWTH_MULTIPLE));
+        let padded = round_up(padding, s.large_round).unwrap_or(rounded).max(rounded);
+        let merged = self.release_free_large(device, tag);
+        match self.new_segment(device, padded.saturating_add(merged), alignment, stream, tag, false) {
+            Ok(i) => Ok(i),
+            Err(_) if padded.saturating_add(merged) > rounded => {
+                // The padded segment did not fit (under the limit or on the
+                // device): the request alone may. The refusal is not this
+                // request's.
+                crate::pool::budget::take_limit_refusal();
+                self.new_segment(device, rounded, alignment, stream, tag, false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Allocates a segment of `bytes` on `stream`; returns its one block,
+    /// free but not in the bins, of tag `tag`.
+    fn new_segment(
+        &mut self,
+        device: &Device,
+        bytes: u64,
+        alignment: u64,
+        stream: Stream,
+        tag: u32,
+        small: bool,
+    ) -> Result<u32> {
+        let s = self.sizes;
         let seg = match self.vacant_segments.last() {
             Some(&k) => k,
             None if self.segments.len() < NIL as usize => self.segments.len() as u32,
-            None => return Err(records_full(size)),
+            None => return Err(records_full(bytes)),
         };
         let base = device.alloc(bytes, alignment.max(s.min_block), stream)?;
-        let i = self.slab.add(Block {
-            ptr: base,
-            size: bytes,
-            requested: 0,
-            seg,
-            prev: NIL,
-            next: NIL,
-            link_prev: NIL,
-            link_next: NIL,
-            tag,
-            request_bin: 0,
-            state: State::Free,
-            small,
-            logged: false,
-        });
+        let i = self.slab.add(Block::piece(base, bytes, seg, small, tag, (NIL, NIL)));
         let segment = Segment { base, size: bytes, stream, small, first: i };
+        if !small {
+            self.large_reserved += bytes;
+        }
         if self.vacant_segments.pop().is_some() {
             self.segments[seg as usize] = Some(segment);
         } else {
             self.segments.push(Some(segment));
         }
         Ok(i)
+    }
+
+    /// Whether segment `seg` is large, wholly free and usable on `tag`
+    /// (`exact`: bound to `tag` itself, not usable on every stream).
+    fn wholly_free_large(&self, seg: &Segment, tag: u32, exact: bool) -> bool {
+        let first = &self.slab.blocks[seg.first as usize];
+        !seg.small
+            && first.state == State::Free
+            && first.size == seg.size
+            && (first.tag == tag || (!exact && first.tag == ANY))
+    }
+
+    /// Gives the large segments wholly free and usable on `tag` (`exact`:
+    /// bound to it) back to the device; returns their bytes.
+    fn release_free_large_on(&mut self, device: &Device, tag: u32, exact: bool) -> u64 {
+        let mut released = 0;
+        for k in 0..self.segments.len() {
+            match self.segments[k] {
+                Some(seg) if self.wholly_free_large(&seg, tag, exact) => released += self.release_segment(device, k),
+                _ => {}
+            }
+        }
+        released
+    }
+
+    fn release_free_large(&mut self, device: &Device, tag: u32) -> u64 {
+        self.release_free_large_on(device, tag, false)
+    }
+
+    /// Gives wholly free segment `k` back to the device; returns its bytes.
+    fn release_segment(&mut self, device: &Device, k: usize) -> u64 {
+        let Some(seg) = self.segments[k].take() else { return 0 };
+        self.unindex(seg.first, seg.small);
+        self.slab.remove(seg.first);
+        self.vacant_segments.push(k as u32);
+        device.free(seg.base, seg.size, seg.stream);
+        if !seg.small {
+            self.large_reserved -= seg.size;
+        }
+        seg.size
     }
 
     /// Cuts `size` bytes aligned to `alignment` out of free block `i` (out
@@ -316,21 +381,7 @@ impl Cache {
     /// second piece, same tag) is returned.
     fn split_off(&mut self, i: u32, at: u64) -> u32 {
         let b = self.slab.blocks[i as usize];
-        let j = self.slab.add(Block {
-            ptr: b.ptr.byte_add(at),
-            size: b.size - at,
-            requested: 0,
-            seg: b.seg,
-            prev: i,
-            next: b.next,
-            link_prev: NIL,
-            link_next: NIL,
-            tag: b.tag,
-            request_bin: 0,
-            state: State::Free,
-            small: b.small,
-            logged: false,
-        });
+        let j = self.slab.add(Block::piece(b.ptr.byte_add(at), b.size - at, b.seg, b.small, b.tag, (i, b.next)));
         if b.next != NIL {
             self.slab.blocks[b.next as usize].prev = j;
         }
@@ -529,10 +580,11 @@ impl Cache {
             b.logged = true;
             self.deferred_log.push(i);
         }
-        if self.hot == NIL {
-            self.hot = i;
-        } else {
-            self.push_deferred(i);
+        // The previous hot block (if any) goes to its list: most recently
+        // freed first, as with the lists.
+        let previous = std::mem::replace(&mut self.hot, i);
+        if previous != NIL {
+            self.push_deferred(previous);
         }
         Ok(freed)
     }
@@ -563,14 +615,34 @@ impl Cache {
             if first.state != State::Free || first.size != seg.size {
                 continue;
             }
-            self.unindex(seg.first, seg.small);
-            self.slab.remove(seg.first);
-            self.segments[k] = None;
-            self.vacant_segments.push(k as u32);
-            device.free(seg.base, seg.size, seg.stream);
-            released += seg.size;
+            released += self.release_segment(device, k);
         }
         released
+    }
+
+    /// Merges, per stream, the large segments wholly free and bound to it
+    /// into one segment of their bytes (released first, so the bytes held
+    /// never grow).
+    pub(super) fn end_iteration(&mut self, device: &Device) -> Result<()> {
+        self.coalesce_deferred();
+        if self.sizes.max_split != u64::MAX {
+            return Ok(());
+        }
+        for t in 1..self.tags.len() as u32 {
+            let Some(stream) = self.tags[t as usize].stream else { continue };
+            let segments = self.segments.iter().flatten();
+            if segments.filter(|seg| self.wholly_free_large(seg, t, true)).nth(1).is_none() {
+                continue;
+            }
+            let bytes = self.release_free_large_on(device, t, true);
+            match self.new_segment(device, bytes, 1, stream, t, false) {
+                Ok(i) => self.index(i, false),
+                // The device refused the bytes just given back: the cache is
+                // smaller, nothing is lost; the refusal is no caller's.
+                Err(_) => _ = crate::pool::budget::take_limit_refusal(),
+            }
+        }
+        Ok(())
     }
 
     pub(super) fn streams_synchronized(&mut self) {
@@ -623,6 +695,7 @@ impl Cache {
         self.hot = NIL;
         self.cached_blocks = 0;
         self.cached_bytes = 0;
+        self.large_reserved = 0;
     }
 
     /// Checks the structure: segments tile into blocks with consistent

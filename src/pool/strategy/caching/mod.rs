@@ -9,6 +9,24 @@
 //!   each), larger ones from large segments (the request rounded up to
 //!   `large_round`). Small and large free blocks are kept apart, so that
 //!   small requests do not fragment large blocks.
+//! - Growth (after TensorFlow's BFC growing regions): a large request no
+//!   free block serves gets a fresh segment of its rounded size, padded up
+//!   to `1/GROWTH_DIVISOR` of the large segments held but to at most
+//!   `GROWTH_MULTIPLE` times the request, so that several large blocks
+//!   share a segment and split and merge across it, while the unused
+//!   padding stays a small share of what is held. The large segments that
+//!   are wholly free and usable on the request's stream are given back to
+//!   the device first and their bytes added to the fresh segment (the
+//!   bytes held grow by the padded request only; free space scattered over
+//!   segments becomes one block). Should the padded segment be refused,
+//!   the request alone is tried. With a `max_split` (not the default), a
+//!   fresh segment is the request alone (a larger one could not be split).
+//! - `end_iteration` (the program is between iterations, typically with
+//!   little live): per stream, the large segments wholly free and bound to
+//!   it are merged the same way into one segment of their bytes, so that
+//!   the next iteration splits one block rather than fitting into the
+//!   first iteration's scattered pieces (not with a `max_split`). Without
+//!   calls to `end_iteration` only the growth rule applies.
 //! - Splitting (PyTorch's rule): a small block is split when at least
 //!   `min_block` bytes would remain; a large one when more than
 //!   `small_size` bytes would remain (a smaller remainder could only ever
@@ -32,18 +50,20 @@
 //! - Deferred coalescing (glibc's fastbins, TCMalloc's per-size lists): a
 //!   freed block first waits, unmerged, on a list of its stream and its
 //!   request's size class. A request of that size class on that stream
-//!   takes such a block back when the block would be handed out whole
-//!   anyway (exactly its size, or a large block the split rule keeps
-//!   whole); any other request, `release_cached`, `streams_synchronized`
+//!   takes the most recently freed such block back when the block would
+//!   be handed out whole anyway (exactly its size, or a large block the
+//!   split rule keeps whole), a best fit by size; any other request, `release_cached`, `streams_synchronized`
 //!   and reading the cache figures first coalesce every waiting block as
 //!   above, so best fit, the figures and the memory given back are those
-//!   of a fully coalesced cache. A program repeating its requests thus
-//!   pays neither a split nor a merge.
+//!   of a fully coalesced cache (so reading the figures can change which
+//!   block a later request gets).
+//!   A program repeating its requests pays neither a split nor a merge.
 //!
 //! The steady-state path (a cached block of a size seen before) allocates
 //! nothing: free blocks sit in size-segregated bins with a bitmap of the
 //! non-empty ones ([`bins`]), block records in a slab ([`block`]), and the
-//! blocks handed out in an address table (`crate::pool::live_table`).
+//! blocks handed out (and the deferred ones) in an address table
+//! (`crate::pool::live_table`).
 
 mod bins;
 mod block;
@@ -65,6 +85,14 @@ use cache::Cache;
 /// `kLargeBuffer`, 20 MiB.
 pub const OVERSIZE_SLACK: u64 = 20 << 20;
 
+/// A fresh large segment is padded to at least this share (1/n) of the
+/// large segments held, so that later large requests share it...
+pub const GROWTH_DIVISOR: u64 = 16;
+
+/// ...but to at most this many times the request, so that a small request
+/// never pins a segment many times its size.
+pub const GROWTH_MULTIPLE: u64 = 2;
+
 /// The caching strategy's sizes (the same fields as the pool's
 /// `CachingOptions`, which replaces this one when the pool core lands).
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -75,7 +103,8 @@ pub struct CachingOptions {
     pub small_size: u64,
     /// The device block size of small segments.
     pub small_segment: u64,
-    /// Large requests' device blocks are rounded up to a multiple of this.
+    /// Large requests' device blocks are rounded up to a multiple of this
+    /// (and padded by the growth rule of the module documentation).
     pub large_round: u64,
     /// The rounding unit of every block.
     pub min_block: u64,
@@ -133,6 +162,10 @@ impl Strategy for Caching {
 
     fn streams_synchronized(&mut self) {
         self.cache.get_mut().streams_synchronized()
+    }
+
+    fn end_iteration(&mut self, device: &Device) -> Result<()> {
+        self.cache.get_mut().end_iteration(device)
     }
 
     fn cache_figures(&self) -> CacheFigures {

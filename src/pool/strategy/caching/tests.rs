@@ -7,6 +7,7 @@ use crate::status::{Error, Status};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
+const GIB: u64 = 1 << 30;
 
 /// A device of address space only: it hands out addresses from a counter
 /// (nothing behind them; the strategy never dereferences), checks every
@@ -542,4 +543,109 @@ fn random_requests_never_overlap_and_all_memory_returns() {
         assert_eq!(f.figures(), CacheFigures::default());
         f.finish();
     }
+}
+
+#[test]
+fn a_freed_block_comes_back_to_its_size_without_a_merge() {
+    let mut f = Fixture::default();
+    let a = f.alloc(1000);
+    let b = f.alloc(1000);
+    let c = f.alloc(1000);
+    f.free(a);
+    f.free(b);
+    // The last freed first, then the one before: same addresses, no
+    // device call, no split.
+    let b2 = f.alloc(1000);
+    let a2 = f.alloc(600);
+    assert_eq!((b2.ptr, a2.ptr), (b.ptr, a.ptr));
+    assert_eq!(a2.bytes, 1024, "the 1024 B block serves a request rounded to 1024 B");
+    f.free(a2);
+    f.free(b2);
+    // Another size coalesces first: a and b merged, best fit at a.
+    let d = f.alloc(2048);
+    assert_eq!((d.ptr, d.bytes), (a.ptr, 2048));
+    // A large block kept whole by the split rule comes back whole too.
+    let big = f.alloc(MIB + MIB / 2);
+    f.free(big);
+    let big2 = f.alloc(MIB + MIB / 4);
+    assert_eq!((big2.ptr, big2.bytes), (big.ptr, 2 * MIB));
+    // ... but not to a request that would split it.
+    f.free(big2);
+    f.free(c);
+    assert_eq!(f.device_calls(), (2, 0));
+    let e = f.alloc(4 * MIB);
+    assert_eq!(f.device_calls(), (3, 1), "the wholly free 2 MiB segment merged into e's");
+    assert_eq!(f.figures().cached_blocks, 2, "the small segment's rest after d, and the 2 MiB after e");
+    f.free(d);
+    f.free(e);
+    assert_eq!(f.figures().cached_blocks, 2);
+    assert_eq!(f.caching.release_cached(&f.device), 8 * MIB);
+    f.finish();
+}
+
+#[test]
+fn a_fresh_large_segment_is_padded_for_later_requests_to_share() {
+    let mut f = Fixture::default();
+    let a = f.alloc(128 * MIB);
+    // 1/16 of 128 MiB held is 8 MiB, at most twice the 4 MiB request.
+    let b = f.alloc(3 * MIB);
+    assert_eq!(f.device.counters().reserved_bytes, 136 * MIB);
+    let c = f.alloc(3 * MIB);
+    assert_eq!(c.ptr.addr(), b.ptr.addr() + 3 * MIB as usize, "shares b's padded segment");
+    assert_eq!(f.device_calls(), (2, 0));
+    let big = f.alloc(GIB);
+    // 1/16 of what is held now exceeds twice the request: the cap.
+    let d = f.alloc(3 * MIB);
+    assert_eq!(f.device_calls(), (4, 0));
+    assert_eq!(f.device.counters().reserved_bytes, 136 * MIB + GIB + 8 * MIB);
+    for s in [a, b, c, big, d] {
+        f.free(s);
+    }
+    f.finish();
+}
+
+#[test]
+fn wholly_free_large_segments_merge_on_growth_and_at_the_end_of_an_iteration() {
+    let mut f = Fixture::default();
+    let a = f.alloc(4 * MIB);
+    let b = f.alloc(6 * MIB);
+    f.free(a);
+    f.free(b);
+    f.caching.end_iteration(&f.device).unwrap();
+    assert_eq!(f.device_calls(), (3, 2), "two segments given back, one of their bytes made");
+    assert_eq!(f.device.counters().reserved_bytes, 10 * MIB);
+    let figures = f.figures();
+    assert_eq!((figures.cached_blocks, figures.largest_free_block), (1, 10 * MIB));
+    let c = f.alloc(9 * MIB);
+    assert_eq!(f.device_calls(), (3, 2), "a and b's bytes serve a request neither could");
+    f.caching.end_iteration(&f.device).unwrap();
+    assert_eq!(f.device_calls(), (3, 2), "nothing to merge");
+    f.free(c);
+    // Growth: the wholly free 10 MiB join the fresh segment.
+    let d = f.alloc(12 * MIB);
+    assert_eq!(f.device_calls(), (4, 3));
+    assert_eq!(f.device.counters().reserved_bytes, 22 * MIB);
+    let e = f.alloc(9 * MIB);
+    assert_eq!(e.ptr.addr(), d.ptr.addr() + 12 * MIB as usize);
+    assert_eq!(f.device_calls(), (4, 3));
+    f.free(d);
+    f.free(e);
+    assert_eq!(f.caching.release_cached(&f.device), 22 * MIB, "whole segments only, and this one is");
+    f.finish();
+}
+
+#[test]
+fn a_refused_padded_segment_falls_back_to_the_request_alone() {
+    let fake = FakeDevice::new();
+    let shared: SharedAllocator = fake.clone();
+    let caching = Caching::new(&CachingOptions::default());
+    let mut f = Fixture { fake, device: Device::new(shared, Some(132 * MIB)), caching };
+    let a = f.alloc(128 * MIB);
+    let b = f.alloc(3 * MIB);
+    assert_eq!(b.bytes, 4 * MIB, "the 8 MiB padded segment is over the limit; 4 MiB fits");
+    assert_eq!(f.device.counters().reserved_bytes, 132 * MIB);
+    assert!(!crate::pool::budget::take_limit_refusal(), "the request was served: no refusal left behind");
+    f.free(a);
+    f.free(b);
+    f.finish();
 }
