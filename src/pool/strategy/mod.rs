@@ -3,6 +3,7 @@
 //! holds one instance per shard and calls it under that shard's lock, so a
 //! strategy is plain single-threaded code.
 
+pub mod caching;
 pub mod no_pool;
 pub mod page_unit;
 
