@@ -160,6 +160,13 @@ struct list_head {
 #define NNM_VALIDATE_TRUST_FIXED 1
 
 /**
+ * How much larger than an oversize request (one over `max_split`) an
+ * oversize free block may be and still serve it whole: PyTorch's
+ * `kLargeBuffer`, 20 MiB.
+ */
+#define OVERSIZE_SLACK (20 << 20)
+
+/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  */

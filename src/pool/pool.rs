@@ -18,54 +18,16 @@ use super::device::{DevicePtr, SharedAllocator, Stream};
 use super::stats::{self, Snapshot, Stats};
 use super::strategy::no_pool::NoPool;
 use super::strategy::page_unit::{PageUnit, DEFAULT_PAGE_SIZE};
+use super::strategy::{caching, replay};
 use super::strategy::{Request, Served, Strategy, StrategyKind};
 use crate::names::CEnum;
-use crate::plan::{Algorithm, DEFAULT_WORK_LIMIT};
 use crate::report_format::ReportFormat;
 use crate::status::{Error, Result, Status};
 
-/// Options of the `caching` strategy (also the fallback of `replay`).
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct CachingOptions {
-    /// Free blocks larger than this are never split (default: no bound).
-    pub max_split: u64,
-    /// Requests of at most this many bytes go to small segments
-    /// (default 1 MiB).
-    pub small_size: u64,
-    /// The device block size of small segments (default 2 MiB).
-    pub small_segment: u64,
-    /// Large requests' device blocks are rounded up to this (default 2 MiB).
-    pub large_round: u64,
-    /// The rounding unit of every block (default 512 B).
-    pub min_block: u64,
-}
-
-impl Default for CachingOptions {
-    fn default() -> Self {
-        CachingOptions {
-            max_split: u64::MAX,
-            small_size: 1 << 20,
-            small_segment: 2 << 20,
-            large_round: 2 << 20,
-            min_block: 512,
-        }
-    }
-}
-
-/// Options of the `replay` strategy's planning.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct ReplayOptions {
-    /// The planner's algorithm (default `Auto`).
-    pub algorithm: Algorithm,
-    /// The planner's work budget (default the planner's).
-    pub work_limit: u64,
-}
-
-impl Default for ReplayOptions {
-    fn default() -> Self {
-        ReplayOptions { algorithm: Algorithm::Auto, work_limit: DEFAULT_WORK_LIMIT }
-    }
-}
+// Defined with the strategies (below the pool in the module tree); the
+// pool's options hold them.
+pub use super::strategy::caching::CachingOptions;
+pub use super::strategy::replay::ReplayOptions;
 
 /// Options of a pool.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -193,13 +155,16 @@ fn builtin_factory(kind: StrategyKind) -> Result<StrategyFactory> {
         StrategyKind::PageUnit => {
             Ok(Arc::new(|o: &PoolOptions| Box::new(PageUnit::new(o.page_size)) as Box<dyn Strategy>))
         }
-        // The `caching` and `replay` strategies are built on their own
-        // branches; their arms switch to their constructors when merged.
-        StrategyKind::Caching | StrategyKind::Replay => Err(Error::new(
-            Status::NotFound,
-            format!("pool strategy '{}' is not built into this library yet", kind.name()),
-        )),
+        StrategyKind::Caching => Ok(Arc::new(|o: &PoolOptions| Box::new(caching(o)) as Box<dyn Strategy>)),
+        StrategyKind::Replay => Ok(Arc::new(|o: &PoolOptions| {
+            Box::new(replay::Replay::new(&o.replay, Box::new(caching(o)))) as Box<dyn Strategy>
+        })),
     }
+}
+
+/// A `caching` strategy of `options` (also `replay`'s fallback).
+fn caching(options: &PoolOptions) -> caching::Caching {
+    caching::Caching::new(&options.caching)
 }
 
 /// A shard's own figures, updated under its lock.

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
+use super::device::cuda::CudaAllocator;
 use super::device::{self, DevicePtr, SharedAllocator, Stream};
 use super::pool::{strategy_factory, Pool, PoolOptions, StrategyFactory};
 use crate::status::{Error, Result, Status};
@@ -80,12 +81,7 @@ impl State {
         }
         match key.kind {
             DeviceType::Host => Ok(device::host()),
-            // SWITCH at the p-seam merge: the CUDA loader's allocator,
-            // `Ok(Arc::new(crate::pool::device::cuda::CudaAllocator::new(key.id)?))`.
-            DeviceType::Cuda => Err(Error::new(
-                Status::NotFound,
-                format!("{key}: register an allocator for it or install the CUDA runtime"),
-            )),
+            DeviceType::Cuda => Ok(Arc::new(CudaAllocator::new(key.id)?)),
             DeviceType::Custom => {
                 Err(Error::new(Status::NotFound, format!("{key}: register an allocator for it first")))
             }

@@ -412,11 +412,8 @@ fn registry_verbs_get_reset_remove() {
     assert!(e.message().contains("custom:1402: register an allocator"), "{}", e.message());
     let e = reg.get(DeviceKey::new(DeviceType::Cuda, 7)).err().unwrap();
     assert_eq!(e.status(), Status::NotFound);
-    assert!(
-        e.message().contains("cuda:7: register an allocator for it or install the CUDA runtime"),
-        "{}",
-        e.message()
-    );
+    // No CUDA runtime here, or no 8th GPU: the loader's NotFound names the device.
+    assert!(e.message().contains("cuda:7"), "{}", e.message());
 
     let dev = CountingAllocator::new();
     reg.register_allocator(key, dev.shared()).unwrap();
@@ -472,4 +469,35 @@ fn a_dropped_pool_returns_its_device_memory() {
     fill(out, 10, 1);
     assert!(holds(out, 10, 1));
     device::host().free(out, 4096, S0);
+}
+
+#[test]
+fn every_built_in_strategy_serves_through_the_pool() {
+    for &kind in StrategyKind::ALL {
+        let dev = CountingAllocator::new();
+        let pool = Pool::new(dev.shared(), kind, &one_shard()).unwrap();
+        assert_eq!(pool.strategy_name(), kind.name());
+        assert_eq!(Pool::by_name(dev.shared(), kind.name(), &one_shard()).unwrap().strategy_name(), kind.name());
+        for _ in 0..3 {
+            let blocks: Vec<_> =
+                [100u64, 5000, 300_000].iter().map(|&n| (pool.alloc(n, 256, S0).unwrap(), n)).collect();
+            for &(p, n) in &blocks {
+                assert_eq!(p.addr() % 256, 0);
+                fill(p, n, n as u8);
+            }
+            for (p, n) in blocks {
+                assert!(holds(p, n, n as u8), "{kind:?}");
+                pool.free(p).unwrap();
+            }
+            pool.end_iteration().unwrap();
+        }
+        let st = pool.stats();
+        assert_eq!((st.allocs, st.frees, st.active_blocks, st.allocated_bytes), (9, 9, 0, 0), "{kind:?}");
+        assert_eq!(st.reserved_bytes, dev.live_bytes(), "{kind:?}");
+        if kind == StrategyKind::Replay {
+            assert!(st.served_from_plan > 0, "{st:?}");
+        }
+        drop(pool);
+        assert_eq!(dev.live_blocks(), 0, "{kind:?}: a dropped pool returns everything");
+    }
 }

@@ -6,6 +6,7 @@
 pub mod caching;
 pub mod no_pool;
 pub mod page_unit;
+pub mod replay;
 
 use crate::pool::budget::Device;
 use crate::pool::device::{DevicePtr, Stream};
