@@ -18,15 +18,16 @@ const EXACT_LOG2: u32 = 12;
 /// log2 of the number of bins each power of two from [`EXACT`] on is cut into.
 const SPLIT_LOG2: u32 = 6;
 /// Bins in all: the exact ones, then 64 per power of two up to 2^63 units.
-const BINS: usize = EXACT + ((64 - EXACT_LOG2 as usize) << SPLIT_LOG2);
+pub(super) const BINS: usize = EXACT + ((64 - EXACT_LOG2 as usize) << SPLIT_LOG2);
 /// Words of the bitmap of non-empty bins.
 const WORDS: usize = BINS.div_ceil(64);
 /// Words of the bitmap of non-zero bitmap words.
 const SUMMARY: usize = WORDS.div_ceil(64);
 
-/// The bin of a block of `units` units (`units >= 1`).
+/// The bin of a block of `units` units (`units >= 1`); below [`BINS`],
+/// which fits in a `u16`.
 #[inline]
-fn bin_of(units: u64) -> usize {
+pub(super) fn bin_of(units: u64) -> usize {
     if units < EXACT as u64 {
         units as usize
     } else {
@@ -208,6 +209,7 @@ mod tests {
             last = bin;
         }
         assert_eq!(bin_of(u64::MAX), BINS - 1);
+        assert!(BINS <= usize::from(u16::MAX));
         assert_eq!(bin_of(EXACT as u64), EXACT);
         assert_eq!(bin_of(EXACT as u64 + 63), EXACT);
         assert_eq!(bin_of(EXACT as u64 + 64), EXACT + 1);

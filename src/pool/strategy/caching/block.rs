@@ -18,7 +18,10 @@ pub(super) enum State {
     Vacant,
     /// A free block, in the bins of its tag.
     Free,
-    /// Handed out.
+    /// A free block waiting to be coalesced, in a deferred list (and still
+    /// in the address table).
+    Deferred,
+    /// Handed out (in the address table).
     Live,
 }
 
@@ -36,15 +39,22 @@ pub(super) struct Block {
     /// The neighbours in its segment, by address (`NIL` at the edges).
     pub(super) prev: u32,
     pub(super) next: u32,
-    /// The neighbours in its bin's list while free; `link_next` chains the
-    /// slab's free list while vacant.
+    /// The neighbours in its bin's list while free; `link_next` chains its
+    /// deferred list while deferred, and the slab's free list while vacant.
     pub(super) link_prev: u32,
     pub(super) link_next: u32,
     /// Its stream tag: while free, the streams it may serve (`ANY`, or the
     /// tag of the one stream); while handed out, the tag of the stream it
     /// was allocated on.
     pub(super) tag: u32,
+    /// While handed out or deferred: the bin of its request's rounded
+    /// size, where its deferred list is.
+    pub(super) request_bin: u16,
     pub(super) state: State,
+    /// Whether its segment is a small one.
+    pub(super) small: bool,
+    /// Whether it is in the log of deferred blocks.
+    pub(super) logged: bool,
 }
 
 /// The block records.

@@ -61,6 +61,23 @@ impl LiveTable {
         }
     }
 
+    /// The value of `addr`, if it is in the table.
+    #[inline]
+    pub(super) fn get(&self, addr: usize) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(addr);
+        loop {
+            let (key, value) = self.slots[i];
+            if key == addr {
+                return Some(value);
+            }
+            if key == EMPTY {
+                return None;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
     /// Takes `addr` out and returns its value; `None` (and no change) when
     /// it is not in the table.
     #[inline]

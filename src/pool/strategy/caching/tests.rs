@@ -2,7 +2,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 use super::*;
-use crate::pool::device::{DeviceAllocator, SharedAllocator};
+use crate::pool::device::{DeviceAllocator, SharedAllocator, Stream};
+use crate::status::{Error, Status};
 
 const KIB: u64 = 1 << 10;
 const MIB: u64 = 1 << 20;
@@ -112,6 +113,7 @@ impl Fixture {
     fn free(&mut self, served: Served) -> Freed {
         let freed = self.caching.free(served.ptr, &self.device).unwrap();
         assert_eq!(freed.bytes, served.bytes);
+        self.caching.cache.borrow().check();
         freed
     }
 
@@ -121,7 +123,9 @@ impl Fixture {
     }
 
     fn figures(&self) -> CacheFigures {
-        self.caching.cache_figures()
+        let figures = self.caching.cache_figures();
+        self.caching.cache.borrow().check();
+        figures
     }
 
     /// Everything back to the device, nothing left outstanding.
@@ -272,7 +276,7 @@ fn honours_alignments_up_to_and_past_min_block() {
     for alignment in [1u64, 8, 128, 512, 1024, 4096, 64 * KIB, 4 * MIB] {
         for size in [11u64, 19, 2019, 1_024_124] {
             // The pool rounds the size up to the alignment before asking.
-            let size = round_up(size, alignment).unwrap();
+            let size = cache::round_up(size, alignment).unwrap();
             out.push(f.alloc_on(size, alignment, 0));
         }
     }
@@ -408,12 +412,12 @@ fn freeing_what_is_not_live_changes_nothing() {
     let a = f.alloc(1000);
     let b = f.alloc(1000);
     f.free(a);
-    let before = (f.figures(), f.device_calls(), f.caching.live.len());
+    let before = (f.figures(), f.device_calls(), f.caching.cache.borrow().live.len());
     assert_eq!(f.caching.free(a.ptr, &f.device), Err(NotLive), "double free");
     assert_eq!(f.caching.free(b.ptr.byte_add(512), &f.device), Err(NotLive), "inside a block");
     let elsewhere = DevicePtr::new(std::ptr::null_mut::<u8>().wrapping_add(4096)).unwrap();
     assert_eq!(f.caching.free(elsewhere, &f.device), Err(NotLive));
-    assert_eq!((f.figures(), f.device_calls(), f.caching.live.len()), before);
+    assert_eq!((f.figures(), f.device_calls(), f.caching.cache.borrow().live.len()), before);
     f.free(b);
     f.finish();
 }
@@ -496,10 +500,10 @@ fn random_requests_never_overlap_and_all_memory_returns() {
                     _ => 1 + rng.below(24 * MIB),
                 };
                 let alignment = [1u64, 16, 256, 512, 2048, 8192][rng.below(6) as usize];
-                let size = round_up(size, alignment).unwrap();
+                let size = cache::round_up(size, alignment).unwrap();
                 let stream = rng.below(3) as usize;
                 let s = f.alloc_on(size, alignment, stream);
-                assert!(s.bytes >= round_up(size, f.caching.sizes.min_block).unwrap());
+                assert!(s.bytes >= cache::round_up(size, f.caching.cache.borrow().sizes.min_block).unwrap());
                 let (lo, hi) = (s.ptr.addr(), s.ptr.addr() + s.bytes as usize);
                 if let Some((&a, &(o, _, _))) = live.range(..hi).next_back() {
                     assert!(a + o.bytes as usize <= lo, "step {step}: {:#x}+{} overlaps {lo:#x}", a, o.bytes);
@@ -520,7 +524,13 @@ fn random_requests_never_overlap_and_all_memory_returns() {
             // Reserved memory is exactly what is out plus what is cached.
             let out: u64 = live.values().map(|v| v.0.bytes).sum();
             assert_eq!(f.device.counters().reserved_bytes, out + f.figures().cached_bytes, "step {step}");
-            assert_eq!(f.caching.live.len(), live.len());
+            if step % 64 == 0 {
+                f.caching.cache.borrow().check();
+            }
+            if step % 1000 == 0 {
+                f.caching.cache_figures();
+                f.caching.cache.borrow().check();
+            }
         }
         assert!(by_stream.len() == 3);
         for (_, (s, _, _)) in std::mem::take(&mut live) {
