@@ -421,3 +421,42 @@ fn the_device_refusing_the_block_restarts_the_recording() {
     replay.release_all(&device);
     assert_eq!(counting.allocs(), counting.frees());
 }
+
+#[test]
+fn a_replay_pool_counts_what_the_plan_served() {
+    use crate::pool::{Pool, PoolOptions, StrategyKind};
+    let counting = CountingAllocator::new();
+    let mut options = PoolOptions::default();
+    options.replay.work_limit = 1_000_000;
+    let pool = Pool::new(counting.shared(), StrategyKind::Replay, &options).unwrap();
+    assert_eq!(pool.strategy_name(), "replay");
+    let run = |pool: &Pool| {
+        let mut ptrs: HashMap<usize, DevicePtr> = HashMap::new();
+        for op in iteration() {
+            match op {
+                Alloc(id, size, alignment) => {
+                    ptrs.insert(id, pool.alloc(size, alignment, Stream::DEFAULT).unwrap());
+                }
+                Free(id) => pool.free(ptrs.remove(&id).unwrap()).unwrap(),
+            }
+        }
+    };
+    run(&pool);
+    pool.end_iteration().unwrap();
+    let after_planning = counting.allocs();
+    let planned = pool.stats();
+    // The caching fallback's idle segments went back for the block.
+    assert_eq!(planned.reserved_bytes, planned.plan_bytes);
+    for _ in 0..3 {
+        run(&pool);
+    }
+    let st = pool.stats();
+    assert_eq!(counting.allocs(), after_planning);
+    assert_eq!((st.served_from_plan, st.plan_departures), (3 * 7, 0));
+    assert_eq!(st.plan_lower_bound, 4096 + 2000 + 5000);
+    assert_eq!((st.cached_blocks, st.cached_bytes), (1, st.plan_bytes));
+    assert_eq!(pool.release_cached(), st.plan_bytes);
+    assert_eq!(pool.stats().reserved_bytes, 0);
+    drop(pool);
+    assert_eq!(counting.allocs(), counting.frees());
+}
