@@ -22,7 +22,8 @@
  *   nnm_net attach calls, nnm_net_get_report and every nnm_<thing>_free.
  *   The hot calls only check a type tag and are undefined on a freed
  *   handle: nnm_arena_alloc_persistent, nnm_arena_alloc_temp,
- *   nnm_arena_release_temp, nnm_net_*_get and nnm_cache_*. Not detectable:
+ *   nnm_arena_release_temp, nnm_net_*_get, nnm_cache_*, nnm_pool_alloc and
+ *   nnm_pool_dealloc. Not detectable:
  *   once the allocator hands a freed address to a new handle of the same
  *   type, a stale pointer to it is that handle.
  * - Buffers handed to C have their own free function; never use free().
@@ -43,6 +44,13 @@
  *   must not overlap); different nets may be used from different threads.
  *   nnm_net_*_get and nnm_net_get_report may run concurrently with each
  *   other.
+ * - nnm_pool: thread-safe. Every nnm_pool_* call on one pool may come from
+ *   any thread, concurrently with any other (each pool locks inside), except
+ *   nnm_pool_free of a handle, which no other call on that handle may
+ *   overlap. The registry (nnm_device_*) and nnm_pool_register_strategy /
+ *   nnm_pool_unregister_strategy are safe from any thread at any time.
+ * - nnm_strategy_vtable callbacks: called one at a time per pool (under its
+ *   lock), from any thread; nnm_device_ctx is valid only during the call.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
  *   nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
  *   are safe from any thread.
@@ -158,6 +166,12 @@ struct list_head {
  * purpose). An overlap involving a buffer not marked fixed still does.
  */
 #define NNM_VALIDATE_TRUST_FIXED 1
+
+/**
+ * The alignment a pool allocation gets when 0 is passed (CUDA's
+ * `cudaMalloc` guarantee, so code written for it keeps its assumption).
+ */
+#define NNM_POOL_DEFAULT_ALIGNMENT 256
 
 /**
  * How much larger than an oversize request (one over `max_split`) an
@@ -441,11 +455,47 @@ typedef enum nnm_ownership {
 } nnm_ownership;
 
 /**
- * A device stream (CUDA `cudaStream_t`, or any queue handle of the
- * device), as an opaque value: 0 is the default stream. Blocks remember
- * the stream they were freed on (see `Pool::streams_synchronized`).
+ * The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name.
  */
-typedef struct Stream Stream;
+typedef enum nnm_strategy {
+  /**
+   * Every request goes to the device; nothing is cached.
+   */
+  NNM_STRATEGY_NO_POOL = 0,
+  /**
+   * RAF's page-unit pool: sizes rounded up to the page, idle blocks of
+   * exactly that size reused, nothing split or merged.
+   */
+  NNM_STRATEGY_PAGE_UNIT = 1,
+  /**
+   * Best fit over size-segregated free blocks, with splitting and
+   * coalescing, small and large segments (PyTorch / BFC style).
+   */
+  NNM_STRATEGY_CACHING = 2,
+  /**
+   * Records one iteration, plans it with the planner, and serves the
+   * next iterations from one planned block; falls back to `caching`.
+   */
+  NNM_STRATEGY_REPLAY = 3,
+} nnm_strategy;
+
+/**
+ * Kinds of device.
+ */
+typedef enum nnm_device_type {
+  /**
+   * Host memory; its default allocator is the host allocator.
+   */
+  NNM_DEVICE_TYPE_HOST = 0,
+  /**
+   * A CUDA GPU; its default allocator loads the CUDA runtime.
+   */
+  NNM_DEVICE_TYPE_CUDA = 1,
+  /**
+   * Any other device: register its allocator first.
+   */
+  NNM_DEVICE_TYPE_CUSTOM = 2,
+} nnm_device_type;
 
 /**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
@@ -485,6 +535,12 @@ typedef struct nnm_cancel_token nnm_cancel_token;
 typedef struct nnm_device_allocator nnm_device_allocator;
 
 /**
+ * The device of a pool, as a C strategy's callback reaches it. Valid only
+ * during the callback it was passed to.
+ */
+typedef struct nnm_device_ctx nnm_device_ctx;
+
+/**
  * A static memory planner: collects buffers, plans them once, answers
  * queries. Not thread-safe: calls on one planner must not overlap; distinct
  * planners may be used from different threads. `const` queries may run
@@ -494,6 +550,24 @@ typedef struct nnm_device_allocator nnm_device_allocator;
  * planner took over its address (that is the planner it then acts on).
  */
 typedef struct nnm_planner nnm_planner;
+
+/**
+ * A memory pool: serves allocations from memory it holds from its device
+ * allocator, by one strategy (`nnm_strategy`, or a user strategy's name).
+ *
+ * Thread-safe: every `nnm_pool_*` call on one pool may come from any
+ * thread, concurrently with any other call on it (each pool locks inside),
+ * except `nnm_pool_free`, which no other call on the same handle may
+ * overlap. A handle shares the pool: `nnm_device_get_pool` hands out
+ * another handle to a registry pool; the pool lives until its last handle
+ * is freed and the registry lets go of it.
+ *
+ * Calls check that the handle is live before reading it (a freed handle
+ * gives INVALID_ARGUMENT), except the hot `nnm_pool_alloc` and
+ * `nnm_pool_dealloc`, which only check a type tag: on a freed handle they
+ * are undefined.
+ */
+typedef struct nnm_pool nnm_pool;
 
 /**
  * What recording counted for one category (`nnm_arena_get_category`).
@@ -1076,6 +1150,247 @@ typedef struct nnm_validation {
   int64_t fixed_overlap_step;
 } nnm_validation;
 
+/**
+ * How a pool is made (`nnm_pool_new`, `nnm_device_init_pool`). Start from
+ * `nnm_pool_options_default` and change the fields wanted: a field left at
+ * 0 is not a default (only `limit_bytes` and `shards` give 0 a meaning).
+ */
+typedef struct nnm_pool_options {
+  /**
+   * Hard limit on the bytes the pool holds from its device; past it an
+   * allocation fails with OUT_OF_MEMORY. 0: no limit (default).
+   */
+  uint64_t limit_bytes;
+  /**
+   * `page-unit`: every request is rounded up to a multiple of this (a
+   * power of two; default 4096).
+   */
+  uint64_t page_size;
+  /**
+   * `caching`: free blocks larger than this are never split (default
+   * UINT64_MAX: any block may be split).
+   */
+  uint64_t max_split;
+  /**
+   * `caching`: requests of at most this many bytes are served from small
+   * segments (default 1 MiB).
+   */
+  uint64_t small_size;
+  /**
+   * `caching`: the device block size of small segments (default 2 MiB).
+   */
+  uint64_t small_segment;
+  /**
+   * `caching`: large requests' device blocks are rounded up to a
+   * multiple of this (default 2 MiB).
+   */
+  uint64_t large_round;
+  /**
+   * `caching`: every block is rounded up to a multiple of this (a power
+   * of two; default 512).
+   */
+  uint64_t min_block;
+  /**
+   * `replay`: the planner's work limit (default the planner's,
+   * 130000000); the plan is the best found within it.
+   */
+  uint64_t replay_work_limit;
+  /**
+   * `replay`: the planner's algorithm, an `nnm_algorithm` (default AUTO).
+   */
+  uint32_t replay_algorithm;
+  /**
+   * Shards (independent caches, each with its own lock) of a shardable
+   * strategy (`page-unit`, `caching`); 0: automatic (default).
+   */
+  uint32_t shards;
+  /**
+   * Non-zero: keep the snapshots of `nnm_pool_snapshot` (default 0).
+   */
+  uint32_t trace;
+  /**
+   * Must be 0 (room for flags).
+   */
+  uint32_t reserved;
+} nnm_pool_options;
+
+/**
+ * A pool's statistics (`nnm_pool_stats`), integers in bytes (not float MB
+ * as RAF's). "Allocated" counts the blocks handed out as the strategy
+ * rounded them; "requested", the sizes asked for; "reserved", the bytes
+ * held from the device (handed out, cached, and a replay plan's block).
+ * Peaks are since creation or the last `nnm_pool_reset_peak`. With several
+ * shards, the requested, allocated and active peaks are the sum of the
+ * shards' peaks (an upper bound); reserved figures are always exact.
+ */
+typedef struct nnm_pool_stats {
+  /**
+   * Bytes asked for by the blocks handed out now.
+   */
+  uint64_t requested_bytes;
+  /**
+   * The most `requested_bytes` reached.
+   */
+  uint64_t requested_peak;
+  /**
+   * Bytes of the blocks handed out now (after rounding): RAF's "used".
+   */
+  uint64_t allocated_bytes;
+  /**
+   * The most `allocated_bytes` reached.
+   */
+  uint64_t allocated_peak;
+  /**
+   * Bytes held from the device now: RAF's "pool size", PyTorch's
+   * "reserved".
+   */
+  uint64_t reserved_bytes;
+  /**
+   * The most `reserved_bytes` reached.
+   */
+  uint64_t reserved_peak;
+  /**
+   * Blocks handed out now.
+   */
+  uint64_t active_blocks;
+  /**
+   * The most `active_blocks` reached.
+   */
+  uint64_t active_peak;
+  /**
+   * Idle blocks held for reuse.
+   */
+  uint64_t cached_blocks;
+  /**
+   * Their bytes.
+   */
+  uint64_t cached_bytes;
+  /**
+   * The largest idle block (0 when none).
+   */
+  uint64_t largest_free_block;
+  /**
+   * Successful allocations since creation.
+   */
+  uint64_t allocs;
+  /**
+   * Successful deallocations since creation.
+   */
+  uint64_t frees;
+  /**
+   * Device allocations since creation.
+   */
+  uint64_t device_allocs;
+  /**
+   * Device frees since creation.
+   */
+  uint64_t device_frees;
+  /**
+   * Times the pool released its idle memory and retried after the
+   * device or the limit refused.
+   */
+  uint64_t oom_retries;
+  /**
+   * Allocations refused with OUT_OF_MEMORY.
+   */
+  uint64_t limit_refusals;
+  /**
+   * Allocations a replay plan served.
+   */
+  uint64_t served_from_plan;
+  /**
+   * Iterations that departed from the recorded sequence (the rest of
+   * each was served by the caching fallback).
+   */
+  uint64_t plan_departures;
+  /**
+   * Bytes of the replay plan's block (its peak); 0 without a plan.
+   */
+  uint64_t plan_bytes;
+  /**
+   * The lower bound of the recorded iteration (no plan can be smaller).
+   */
+  uint64_t plan_lower_bound;
+  /**
+   * The pool's limit (0: none).
+   */
+  uint64_t limit;
+} nnm_pool_stats;
+
+/**
+ * A pool strategy written in C. nnmem copies the struct (and the name) at
+ * registration; `ctx` and the callbacks must stay valid until the name is
+ * unregistered and every pool made with it is gone.
+ *
+ * One pool calls its state's callbacks one at a time (under the pool's
+ * lock), from any thread; `create` may run concurrently for different
+ * pools. A callback must not call back into the same pool. Memory comes
+ * only from the `nnm_device_ctx` passed to the callbacks, which is valid
+ * only during the call: limits and device counts then apply, and nnmem
+ * checks every block the strategy hands out (NULL, alignment, size, inside
+ * a device block it holds, not overlapping a block still out).
+ */
+typedef struct nnm_strategy_vtable {
+  /**
+   * The name it is registered and chosen by (UTF-8, not a built-in's).
+   */
+  const char *name;
+  /**
+   * Passed to `create`.
+   */
+  void *ctx;
+  /**
+   * Optional. Makes the state of one pool (`options` are the pool's,
+   * valid during the call) and returns it; the other callbacks get it.
+   * Without it the state is NULL.
+   */
+  void *(*create)(void *ctx, const struct nnm_pool_options *options);
+  /**
+   * Optional. Frees a state, after `release_all`.
+   */
+  void (*destroy)(void *state);
+  /**
+   * Required. Serves `size` bytes aligned to `alignment` (a power of two)
+   * on `stream`: writes the address to `out_ptr` and the bytes the block
+   * occupies (at least `size`; preset to `size`) to `out_bytes`. Returns
+   * an `nnm_status`: NNM_OK, or NNM_OUT_OF_MEMORY when the device refused
+   * (the pool then calls `release_cached` and retries once).
+   */
+  int (*alloc)(void *state,
+               struct nnm_device_ctx *dev,
+               size_t size,
+               size_t alignment,
+               void *stream,
+               void **out_ptr,
+               size_t *out_bytes);
+  /**
+   * Required. Takes back a block `alloc` handed out (nnmem calls it only
+   * for blocks handed out and not yet taken back). Returns an
+   * `nnm_status`: NNM_OK, or NNM_NOT_FOUND for a pointer it does not know
+   * (the caller's free then fails, and nothing changes).
+   */
+  int (*dealloc)(void *state, struct nnm_device_ctx *dev, void *ptr);
+  /**
+   * Required. Returns idle device blocks with `nnm_device_ctx_free`
+   * (PyTorch's `empty_cache`); nnmem counts the bytes freed.
+   */
+  void (*release_cached)(void *state, struct nnm_device_ctx *dev);
+  /**
+   * Required. Returns every device block it holds; the pool is going.
+   * Blocks it leaves are freed by nnmem.
+   */
+  void (*release_all)(void *state, struct nnm_device_ctx *dev);
+  /**
+   * Optional. Every stream is synchronised: idle blocks freed on one
+   * stream may serve any other.
+   */
+  void (*streams_synchronized)(void *state);
+  /**
+   * Optional. The end of an iteration; returns an `nnm_status`.
+   */
+  int (*end_iteration)(void *state, struct nnm_device_ctx *dev);
+} nnm_strategy_vtable;
+
 
 
 #ifdef __cplusplus
@@ -1129,10 +1444,11 @@ enum nnm_status nnm_arena_new_split(void *persistent,
                                     struct nnm_arena **out_arena);
 
 /**
- * Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
- * to at least 4096, so a dry run's `required_bytes` holds for it whenever
- * its `largest_alignment_bytes` is 4096 or less) and frees with the arena.
- * Other arguments as `nnm_arena_new`.
+ * Creates an arena over `len` bytes that nnmem allocates from the host
+ * allocator (zeroed, aligned to at least 4096, so a dry run's
+ * `required_bytes` holds for it whenever its `largest_alignment_bytes` is
+ * 4096 or less) and frees with the arena. Other arguments as
+ * `nnm_arena_new`.
  *
  * Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
  *
@@ -1143,6 +1459,27 @@ enum nnm_status nnm_arena_new_owned(size_t len,
                                     size_t alignment,
                                     uint32_t flags,
                                     struct nnm_arena **out_arena);
+
+/**
+ * As `nnm_arena_new_owned`, with the memory from `allocator` (NULL: the
+ * host allocator), which must be host-accessible (NNM_DEVICE_HOST_ACCESSIBLE):
+ * one allocation of `len` bytes (or more alignment), zeroed by nnmem and
+ * given back to the allocator by `nnm_arena_free`. The arena keeps the
+ * allocator alive: its handle may be freed first.
+ *
+ * Errors: as `nnm_arena_new_owned`; INVALID_ARGUMENT when `allocator` is
+ * not a live handle or not host-accessible (naming it); OUT_OF_MEMORY
+ * when the allocator fails (its message, and what the memory was for).
+ *
+ * # Safety
+ * `allocator` must be NULL, a freed handle, or a live one;
+ * `out_arena` NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_arena_new_owned_on(const struct nnm_device_allocator *allocator,
+                                       size_t len,
+                                       size_t alignment,
+                                       uint32_t flags,
+                                       struct nnm_arena **out_arena);
 
 /**
  * Creates a dry-run arena: no memory. Every call is checked and accounted
@@ -1659,6 +1996,28 @@ const char *nnm_version(void);
 enum nnm_status nnm_net_new(uint32_t max_batch, struct nnm_net **out_net);
 
 /**
+ * Makes `allocator` (NULL: the host allocator) the net's: the buffers
+ * nnmem allocates for it from now on (params, outputs, and cache tensors of
+ * `nnm_cache_push_new`) come from it; those allocated before stay where
+ * they are, and every buffer goes back to the allocator it came from. A
+ * cache may still reuse a buffer it popped, from whichever allocator. The
+ * allocator must be host-accessible (NNM_DEVICE_HOST_ACCESSIBLE): nnmem
+ * zeroes the buffers and C reads them. The net keeps the allocator alive:
+ * its handle may be freed first.
+ *
+ * Errors: NULL_ARGUMENT (`net`); INVALID_ARGUMENT (not a live net, not a
+ * live allocator handle, an allocator that is not host-accessible, naming
+ * it): the net keeps its allocator then.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile.
+ * `allocator` must be NULL, a freed handle, or a live one.
+ */
+enum nnm_status nnm_net_set_allocator(struct nnm_net *net,
+                                      const struct nnm_device_allocator *allocator);
+
+/**
  * Frees the net: every buffer nnmem allocated (params, outputs, cache
  * buffers) or adopted (through its `free_fn`), exactly once, and every
  * entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
@@ -1688,8 +2047,9 @@ enum nnm_status nnm_net_get_report(const struct nnm_net *net, struct nnm_net_rep
 /**
  * Attaches a learnable param named `name` with data and diff of
  * `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
- * `nnm_dtype`). nnmem allocates both, host memory, zeroed, 64-byte aligned,
- * owned: freed with the net. The entry goes to the back of `net->params`
+ * `nnm_dtype`). nnmem allocates both from the net's allocator (host
+ * memory unless `nnm_net_set_allocator` chose another), zeroed, 64-byte
+ * aligned, owned: freed with the net. The entry goes to the back of `net->params`
  * and to `*out_param` when that is not NULL.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (unknown dtype, bad dims, empty
@@ -1781,7 +2141,8 @@ struct nnm_param *nnm_net_param_get(const struct nnm_net *net, const char *name)
 /**
  * Attaches a layer output named `name`: data and diff of
  * `[max_batch, sample_dims[0..ndims]]` (`ndims` 0 to NNM_MAX_DIMS - 1)
- * elements of `dtype`, allocated by nnmem (host, zeroed, owned: freed with
+ * elements of `dtype`, allocated by nnmem from the net's allocator (host
+ * unless `nnm_net_set_allocator` chose another; zeroed, owned: freed with
  * the net). The entry goes to the back of `net->outputs` and to
  * `*out_output` when that is not NULL.
  *
@@ -1959,7 +2320,8 @@ enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor 
  * Pushes a tensor of `dims[0..ndims]` elements of `dtype` whose host
  * buffer the cache owns, and writes its descriptor to `out_tensor` (when
  * not NULL). The buffer is reused from one popped earlier when one is
- * large enough (contents then unspecified), else newly allocated (zeroed).
+ * large enough (contents then unspecified), else newly allocated (zeroed)
+ * from the net's allocator (see `nnm_net_set_allocator`).
  * It stays valid after it is popped, until the next `nnm_cache_push_new`
  * or `nnm_cache_clear` on this cache, and is freed by `nnm_cache_clear` or
  * with the net.
@@ -2525,6 +2887,436 @@ enum nnm_status nnm_plan_validate_ex(const struct nnm_plan_buffer *buffers,
                                      const uint8_t *is_fixed,
                                      uint32_t flags,
                                      struct nnm_validation *out);
+
+/**
+ * Looks a built-in strategy up by name ("no-pool", "page-unit", "caching",
+ * "replay") and writes its `nnm_strategy` value. User strategies have no
+ * value: use them by name (`nnm_pool_new_by_name`, `nnm_device_init_pool`).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
+ * lists the built-in ones).
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string. `out_strategy` must be
+ * NULL or valid for writing one value.
+ */
+enum nnm_status nnm_strategy_from_name(const char *name, uint32_t *out_strategy);
+
+/**
+ * The name of an `nnm_strategy` value, or NULL for an unknown value.
+ * Static; never freed. Safe from any thread.
+ */
+const char *nnm_strategy_name(uint32_t strategy);
+
+/**
+ * Creates a pool over `allocator` (NULL: the host allocator) with the
+ * built-in `strategy` (an `nnm_strategy`) and `options` (NULL: the
+ * defaults of `nnm_pool_options_default`), and writes its handle. The pool
+ * keeps the allocator alive; the allocator handle may be freed first.
+ * Replaces RAF's `Memory::InitPool(device, name)` for a pool of one's own,
+ * or a `c10::cuda::CUDACachingAllocator` instance.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown strategy value, bad
+ * options: the message names the field).
+ *
+ * # Safety
+ * `allocator` must be NULL or an allocator handle; `options` NULL or valid
+ * for reading one `nnm_pool_options`; `out_pool` NULL or valid for writing
+ * one pointer.
+ */
+enum nnm_status nnm_pool_new(const struct nnm_device_allocator *allocator,
+                             uint32_t strategy,
+                             const struct nnm_pool_options *options,
+                             struct nnm_pool **out_pool);
+
+/**
+ * As `nnm_pool_new`, with the strategy by name: a built-in one or one
+ * registered with `nnm_pool_register_strategy`.
+ *
+ * Errors: as `nnm_pool_new`; NOT_FOUND for an unknown name (the message
+ * lists the known ones).
+ *
+ * # Safety
+ * As `nnm_pool_new`; `strategy` must be NULL or a NUL-terminated string.
+ */
+enum nnm_status nnm_pool_new_by_name(const struct nnm_device_allocator *allocator,
+                                     const char *strategy,
+                                     const struct nnm_pool_options *options,
+                                     struct nnm_pool **out_pool);
+
+/**
+ * Frees a pool handle. The pool itself goes when its last handle is freed
+ * and no registry holds it; memory still handed out then goes back to the
+ * device with the pool (pointers into it must not be used any more). NULL
+ * is a no-op; a double free is detected and reported through
+ * `nnm_last_error()`.
+ *
+ * # Safety
+ * `pool` may be any pointer value: only a live pool handle is freed. No
+ * other call may use this handle meanwhile (other handles to the same pool
+ * may).
+ */
+void nnm_pool_free(struct nnm_pool *pool);
+
+/**
+ * Allocates `size` bytes aligned to `alignment` (0: 256; a power of two)
+ * for use on `stream` (NULL: the default stream; any value the device
+ * knows, such as a `cudaStream_t`) and writes the address. Replaces RAF's
+ * `Memory::Alloc` / PyTorch's `raw_alloc_with_stream`. A block freed on
+ * another stream is reused only after `nnm_pool_streams_synchronized`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment not a power
+ * of two), OVERFLOW (size), OUT_OF_MEMORY (the pool's limit: "requested X
+ * B, in use Y B, cached Z B, limit L B"; or the device, after the pool
+ * released its idle memory and retried once). Nothing changes on error.
+ *
+ * # Safety
+ * `pool` must be NULL or a live pool handle (only its type tag is checked:
+ * a freed one is undefined). `out_ptr` must be NULL or valid for writing
+ * one pointer.
+ */
+enum nnm_status nnm_pool_alloc(struct nnm_pool *pool,
+                               size_t size,
+                               size_t alignment,
+                               void *stream,
+                               void **out_ptr);
+
+/**
+ * Gives back a block `nnm_pool_alloc` handed out; the pool keeps it for
+ * reuse (or returns it to the device, by its strategy). Replaces RAF's
+ * `Memory` destructor / PyTorch's `raw_delete`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a pointer this pool did not
+ * hand out, or one already given back; nothing changes).
+ *
+ * # Safety
+ * `pool` as for `nnm_pool_alloc`. `ptr` is only compared, never read.
+ */
+enum nnm_status nnm_pool_dealloc(struct nnm_pool *pool, void *ptr);
+
+/**
+ * Returns the pool's idle memory to the device (whole device blocks, never
+ * memory handed out) and writes the bytes returned to `out_bytes` (may be
+ * NULL). PyTorch's `empty_cache`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile;
+ * `out_bytes` NULL or valid for writing one value.
+ */
+enum nnm_status nnm_pool_release_cached(struct nnm_pool *pool, uint64_t *out_bytes);
+
+/**
+ * Says that every stream the pool's blocks were used on is synchronised:
+ * idle blocks freed on one stream may now serve requests on any other.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile.
+ */
+enum nnm_status nnm_pool_streams_synchronized(struct nnm_pool *pool);
+
+/**
+ * Marks the end of an iteration. The `replay` strategy records the first
+ * iteration's sequence and plans it here; from the next iteration on it
+ * serves the same sequence from the plan. Other strategies ignore it.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle), OUT_OF_MEMORY
+ * (the plan's block does not fit the limit or the device; the pool goes on
+ * serving without a plan).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile.
+ */
+enum nnm_status nnm_pool_end_iteration(struct nnm_pool *pool);
+
+/**
+ * Writes the pool's statistics (integers, in bytes; PyTorch's
+ * `memory_stats`, RAF's used and pool sizes).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile;
+ * `out_stats` NULL or valid for writing one `nnm_pool_stats`.
+ */
+enum nnm_status nnm_pool_get_stats(const struct nnm_pool *pool, struct nnm_pool_stats *out_stats);
+
+/**
+ * Starts every peak of the statistics again from the current figures
+ * (PyTorch's `reset_peak_memory_stats`).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile.
+ */
+enum nnm_status nnm_pool_reset_peak(struct nnm_pool *pool);
+
+/**
+ * Appends a snapshot of the statistics tagged `tag` to the pool's trace
+ * (RAF's memory profiler), when the pool was made with `trace` set; a
+ * no-op otherwise.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle, a tag that is
+ * not UTF-8).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile; `tag`
+ * NULL or a NUL-terminated string.
+ */
+enum nnm_status nnm_pool_snapshot(struct nnm_pool *pool, const char *tag);
+
+/**
+ * The name of the pool's strategy ("page-unit", a user strategy's name).
+ * Valid while the handle lives; NULL (with the last error set) for a NULL
+ * or freed handle.
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile.
+ */
+const char *nnm_pool_strategy_name(const struct nnm_pool *pool);
+
+/**
+ * Writes the pool's report (`format`: an `nnm_report_format`; the text
+ * and JSON hold every figure of `nnm_pool_stats`), NUL-terminated, into
+ * `buf` (`len` bytes) and the bytes written (NUL included) to
+ * `out_written`. With `buf` NULL and `len` 0 it writes only the size
+ * needed (PyTorch's `memory_summary`).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (format, a freed handle),
+ * BUFFER_TOO_SMALL (nothing is written; the message gives the size).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile. `buf`
+ * must be NULL or valid for writing `len` bytes; `out_written` NULL or
+ * valid for writing one value.
+ */
+enum nnm_status nnm_pool_report(const struct nnm_pool *pool,
+                                uint32_t format,
+                                char *buf,
+                                size_t len,
+                                size_t *out_written);
+
+/**
+ * Sends the pool's report to `write`, one line per call (see
+ * `nnm_write_fn`), with `user` passed through.
+ *
+ * Errors: NULL_ARGUMENT (pool or write), INVALID_ARGUMENT (format).
+ *
+ * # Safety
+ * `pool` must be NULL or a pool handle not being freed meanwhile; `write`
+ * NULL or a function that may be called with `user`.
+ */
+enum nnm_status nnm_pool_report_write(const struct nnm_pool *pool,
+                                      uint32_t format,
+                                      nnm_write_fn write,
+                                      void *user);
+
+/**
+ * Writes the trace (every snapshot of `nnm_pool_snapshot`, in order, with
+ * its tag and figures) as `nnm_pool_report` writes the report.
+ *
+ * Errors: as `nnm_pool_report`.
+ *
+ * # Safety
+ * As `nnm_pool_report`.
+ */
+enum nnm_status nnm_pool_trace_report(const struct nnm_pool *pool,
+                                      uint32_t format,
+                                      char *buf,
+                                      size_t len,
+                                      size_t *out_written);
+
+/**
+ * Sends the trace to `write`, as `nnm_pool_report_write` sends the report.
+ *
+ * Errors: as `nnm_pool_report_write`.
+ *
+ * # Safety
+ * As `nnm_pool_report_write`.
+ */
+enum nnm_status nnm_pool_trace_report_write(const struct nnm_pool *pool,
+                                            uint32_t format,
+                                            nnm_write_fn write,
+                                            void *user);
+
+/**
+ * Writes the default options: no limit, 4096 B pages, automatic shards,
+ * the caching and replay defaults, no trace.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_options` must be NULL or valid for writing one `nnm_pool_options`.
+ */
+enum nnm_status nnm_pool_options_default(struct nnm_pool_options *out_options);
+
+/**
+ * Makes `allocator` the allocator of device (`device_type`, `device_id`)
+ * for the pools made for it from now on (the current pool keeps its own).
+ * HOST and CUDA have built-in allocators (CUDA: loaded at run time); a
+ * CUSTOM device has none until one is registered.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown device type, a freed
+ * allocator).
+ *
+ * # Safety
+ * `allocator` must be NULL or an allocator handle (live or freed: checked).
+ */
+enum nnm_status nnm_device_register_allocator(uint32_t device_type,
+                                              uint32_t device_id,
+                                              const struct nnm_device_allocator *allocator);
+
+/**
+ * Installs a new pool for the device with the strategy named `strategy`
+ * (built-in or registered) and `options` (NULL: defaults): RAF's
+ * `InitPool(device, name)`. The previous pool retires: it serves no new
+ * allocations, gives its idle memory back to the device, and still takes
+ * back the blocks it handed out (`nnm_device_dealloc` finds them); it goes
+ * when the last one comes back. Unlike RAF's switch, nothing leaks.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (device type, options), NOT_FOUND
+ * (unknown strategy, or a device with no allocator: CUDA absent, CUSTOM
+ * not registered). Nothing changes on error.
+ *
+ * # Safety
+ * `strategy` must be NULL or a NUL-terminated string; `options` NULL or
+ * valid for reading one `nnm_pool_options`.
+ */
+enum nnm_status nnm_device_init_pool(uint32_t device_type,
+                                     uint32_t device_id,
+                                     const char *strategy,
+                                     const struct nnm_pool_options *options);
+
+/**
+ * Writes a new handle to the device's current pool (made with the default
+ * strategy, `page-unit`, and default options when it has none): RAF's
+ * `GetPool`. Free the handle with `nnm_pool_free`; the pool stays in the
+ * registry.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (device type), NOT_FOUND (no
+ * allocator for the device).
+ *
+ * # Safety
+ * `out_pool` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_get_pool(uint32_t device_type,
+                                    uint32_t device_id,
+                                    struct nnm_pool **out_pool);
+
+/**
+ * Removes the device's pool (RAF's `RemovePool`): it retires as with
+ * `nnm_device_init_pool`; the next `nnm_device_get_pool` or
+ * `nnm_device_alloc` makes a default one. Handles to it stay usable.
+ *
+ * Errors: INVALID_ARGUMENT (device type), NOT_FOUND (no pool).
+ */
+enum nnm_status nnm_device_remove_pool(uint32_t device_type, uint32_t device_id);
+
+/**
+ * Replaces the device's pool by a fresh one with the same strategy and
+ * options (RAF's `ResetPool`); the old one retires as with
+ * `nnm_device_init_pool`.
+ *
+ * Errors: INVALID_ARGUMENT (device type), NOT_FOUND (no pool).
+ */
+enum nnm_status nnm_device_reset_pool(uint32_t device_type, uint32_t device_id);
+
+/**
+ * Allocates from the device's current pool (made as by
+ * `nnm_device_get_pool` when it has none): RAF's `Memory::Alloc(device,
+ * nbytes, alignment)`. Arguments and errors as `nnm_pool_alloc`, and
+ * NOT_FOUND (no allocator for the device).
+ *
+ * # Safety
+ * `out_ptr` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_alloc(uint32_t device_type,
+                                 uint32_t device_id,
+                                 size_t size,
+                                 size_t alignment,
+                                 void *stream,
+                                 void **out_ptr);
+
+/**
+ * Gives back a block `nnm_device_alloc` handed out, to the pool that
+ * handed it out: the current one, or a retired one (which goes once its
+ * last block is back).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (device type; a pointer no pool
+ * of the device handed out, or one already given back: nothing changes).
+ */
+enum nnm_status nnm_device_dealloc(uint32_t device_type, uint32_t device_id, void *ptr);
+
+/**
+ * Allocates `size` bytes aligned to `alignment` (a power of two) on
+ * `stream` from the pool's device, for a C strategy's callback: the pool's
+ * limit applies and the device call is counted. Writes the address.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, a context
+ * not of a running callback), OUT_OF_MEMORY (the limit or the device; the
+ * strategy should return NNM_OUT_OF_MEMORY, and the pool's message will be
+ * the device's).
+ *
+ * # Safety
+ * `dev` must be NULL or the context passed to the running callback;
+ * `out_ptr` NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
+                                     size_t size,
+                                     size_t alignment,
+                                     void *stream,
+                                     void **out_ptr);
+
+/**
+ * Returns a device block `nnm_device_ctx_alloc` gave this strategy, with
+ * its size, to the device.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a device block of this
+ * strategy, a different size), WRONG_STATE (memory handed out inside it is
+ * still out). Nothing changes on error.
+ *
+ * # Safety
+ * `dev` must be NULL or the context passed to the running callback. `ptr`
+ * is only compared.
+ */
+enum nnm_status nnm_device_ctx_free(struct nnm_device_ctx *dev,
+                                    void *ptr,
+                                    size_t size,
+                                    void *stream);
+
+/**
+ * Registers a C strategy under `vtable->name` (copied, with the struct):
+ * pools are then made with it by name (`nnm_pool_new_by_name`,
+ * `nnm_device_init_pool`), as RAF's registered pool strategies. A user
+ * strategy has one shard (its callbacks run under one lock per pool).
+ *
+ * Errors: NULL_ARGUMENT (vtable, name, a required callback: the message
+ * names it), INVALID_ARGUMENT (empty or not UTF-8 name), ALREADY_EXISTS (a
+ * built-in's or a registered name).
+ *
+ * # Safety
+ * `vtable` must be NULL or valid for reading one `nnm_strategy_vtable`
+ * whose `name` is NULL or NUL-terminated; its `ctx` and callbacks must meet
+ * `nnm_strategy_vtable`'s contract until the name is unregistered and every
+ * pool made with it is gone.
+ */
+enum nnm_status nnm_pool_register_strategy(const struct nnm_strategy_vtable *vtable);
+
+/**
+ * Unregisters a user strategy: no new pool can be made with it; pools made
+ * with it keep it.
+ *
+ * Errors: NULL_ARGUMENT, NOT_FOUND (the message lists the registered
+ * names), INVALID_ARGUMENT (a built-in's name).
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string.
+ */
+enum nnm_status nnm_pool_unregister_strategy(const char *name);
 
 #ifdef __cplusplus
 }  // extern "C"

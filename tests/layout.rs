@@ -28,8 +28,11 @@ use nnmem::ffi::net::{
 };
 use nnmem::ffi::net::{nnm_stack_cache, NNM_STACK_CACHE_INLINE, NNM_STACK_CACHE_TAG};
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP, NNM_VALIDATE_TRUST_FIXED};
+use nnmem::ffi::pool::options::{nnm_pool_options, nnm_pool_stats};
+use nnmem::ffi::pool::strategy_vtable::nnm_strategy_vtable;
 use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::plan::Algorithm;
+use nnmem::pool::{DeviceType, StrategyKind};
 use nnmem::status::Status;
 
 fn header() -> PathBuf {
@@ -191,6 +194,8 @@ fn c_view() -> &'static BTreeMap<String, u64> {
             "nnm_dtype",
             "nnm_mem_kind",
             "nnm_ownership",
+            "nnm_strategy",
+            "nnm_device_type",
         ] {
             if b.consts.values().any(|(ty, _)| ty == e) {
                 line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
@@ -359,6 +364,56 @@ fn rust_structs() -> Vec<RustStruct> {
             largest_alignment_bytes
         }),
         rust_struct!(nnm_arena_category_stats { requested_bytes, used_bytes, count }),
+        rust_struct!(nnm_pool_options {
+            limit_bytes,
+            page_size,
+            max_split,
+            small_size,
+            small_segment,
+            large_round,
+            min_block,
+            replay_work_limit,
+            replay_algorithm,
+            shards,
+            trace,
+            reserved
+        }),
+        rust_struct!(nnm_pool_stats {
+            requested_bytes,
+            requested_peak,
+            allocated_bytes,
+            allocated_peak,
+            reserved_bytes,
+            reserved_peak,
+            active_blocks,
+            active_peak,
+            cached_blocks,
+            cached_bytes,
+            largest_free_block,
+            allocs,
+            frees,
+            device_allocs,
+            device_frees,
+            oom_retries,
+            limit_refusals,
+            served_from_plan,
+            plan_departures,
+            plan_bytes,
+            plan_lower_bound,
+            limit
+        }),
+        rust_struct!(nnm_strategy_vtable {
+            name,
+            ctx,
+            create,
+            destroy,
+            alloc,
+            dealloc,
+            release_cached,
+            release_all,
+            streams_synchronized,
+            end_iteration
+        }),
         rust_struct!(list_head { next, prev }),
         rust_struct!(nnm_tensor { data, bytes, dims, ndims, dtype, elem_size, mem_kind, ownership }),
         rust_struct!(nnm_param { node, name, data, diff }),
@@ -575,4 +630,26 @@ fn net_enums_and_constants_match_in_c_and_rust() {
         ),
         "NNM_STACK_CACHE_INIT (left) and nnm_stack_cache_init (right)"
     );
+}
+
+#[test]
+fn pool_enums_match_in_c_and_rust() {
+    let b = bindgen();
+    let c = c_view();
+    let strategies: BTreeMap<String, i64> = StrategyKind::ALL
+        .iter()
+        .map(|&k| (format!("NNM_STRATEGY_{}", k.name().to_ascii_uppercase().replace('-', "_")), k as i64))
+        .collect();
+    assert_eq!(b.enum_values("nnm_strategy"), strategies, "enum nnm_strategy: C (left) and Rust (right)");
+    let devices: BTreeMap<String, i64> = DeviceType::ALL
+        .iter()
+        .map(|&d| (format!("NNM_DEVICE_TYPE_{}", d.name().to_ascii_uppercase()), d as i64))
+        .collect();
+    assert_eq!(b.enum_values("nnm_device_type"), devices, "enum nnm_device_type: C (left) and Rust (right)");
+    for (e, size, align) in [
+        ("nnm_strategy", size_of::<StrategyKind>(), align_of::<StrategyKind>()),
+        ("nnm_device_type", size_of::<DeviceType>(), align_of::<DeviceType>()),
+    ] {
+        assert_eq!((c[&format!("size {e}")] as usize, c[&format!("align {e}")] as usize), (size, align), "enum {e}");
+    }
 }

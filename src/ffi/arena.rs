@@ -8,13 +8,15 @@ mod memory;
 use std::ffi::{c_char, c_int, c_void, CString};
 use std::mem::MaybeUninit;
 
-use self::memory::{Backing, CallerMemory, OwnedBlock, PointerMap};
+use self::memory::{owned_block, Backing, CallerMemory, PointerMap};
 use super::args::{handle_query, handle_update, non_null, out_param, read_str, slice_out};
+use super::device::{allocator_or_host, nnm_device_allocator};
 use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle, tagged_mut, value_mut, value_ref, HandleType};
 use super::plan::{nnm_planner, planner_requested};
 use super::text::{copy_text, emit_lines, nnm_write_fn};
 use crate::arena::{check_alignment, report, Arena, ArenaOptions, ArenaSizes, CategoryStats, ReportFormat};
+use crate::pool::device::{self, DeviceBlock, SharedAllocator};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*`: keep per-category statistics from the start
@@ -49,9 +51,10 @@ pub struct nnm_arena {
     /// Address-to-pointer maps of the two sides.
     nonpersistent: PointerMap,
     persistent: PointerMap,
-    /// Memory nnmem allocated (`nnm_arena_new_owned`); only held, so that
-    /// it is freed with the arena (after it: fields drop in order).
-    _owned: Option<OwnedBlock>,
+    /// Memory nnmem allocated (`nnm_arena_new_owned*`); only held, so that
+    /// it goes back to its allocator with the arena (after it: fields drop
+    /// in order).
+    _owned: Option<DeviceBlock>,
 }
 
 /// Sizes of an arena's sections and the size it needs
@@ -269,9 +272,9 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
 
 /// The parts of an arena over memory nnmem allocates: the options first, as
 /// the block's alignment comes from them.
-fn owned(len: usize, alignment: usize, flags: u32) -> Result<(Backing, ArenaOptions)> {
+fn owned(allocator: &SharedAllocator, len: usize, alignment: usize, flags: u32) -> Result<(Backing, ArenaOptions)> {
     let options = options(alignment, flags)?;
-    Ok((Backing::owned(OwnedBlock::new(len, options.alignment)?)?, options))
+    Ok((Backing::owned(owned_block(allocator, len, options.alignment)?)?, options))
 }
 
 impl From<CategoryStats> for nnm_arena_category_stats {
@@ -343,10 +346,11 @@ pub unsafe extern "C" fn nnm_arena_new_split(
     }
 }
 
-/// Creates an arena over `len` bytes that nnmem allocates (zeroed, aligned
-/// to at least 4096, so a dry run's `required_bytes` holds for it whenever
-/// its `largest_alignment_bytes` is 4096 or less) and frees with the arena.
-/// Other arguments as `nnm_arena_new`.
+/// Creates an arena over `len` bytes that nnmem allocates from the host
+/// allocator (zeroed, aligned to at least 4096, so a dry run's
+/// `required_bytes` holds for it whenever its `largest_alignment_bytes` is
+/// 4096 or less) and frees with the arena. Other arguments as
+/// `nnm_arena_new`.
 ///
 /// Errors: as `nnm_arena_new`, INVALID_ARGUMENT for `len` 0, OUT_OF_MEMORY.
 ///
@@ -360,7 +364,33 @@ pub unsafe extern "C" fn nnm_arena_new_owned(
     out_arena: *mut *mut nnm_arena,
 ) -> Status {
     // SAFETY: the caller promises `out_arena` is NULL or writable.
-    unsafe { create(out_arena, || owned(len, alignment, flags)) }
+    unsafe { create(out_arena, || owned(&device::host(), len, alignment, flags)) }
+}
+
+/// As `nnm_arena_new_owned`, with the memory from `allocator` (NULL: the
+/// host allocator), which must be host-accessible (NNM_DEVICE_HOST_ACCESSIBLE):
+/// one allocation of `len` bytes (or more alignment), zeroed by nnmem and
+/// given back to the allocator by `nnm_arena_free`. The arena keeps the
+/// allocator alive: its handle may be freed first.
+///
+/// Errors: as `nnm_arena_new_owned`; INVALID_ARGUMENT when `allocator` is
+/// not a live handle or not host-accessible (naming it); OUT_OF_MEMORY
+/// when the allocator fails (its message, and what the memory was for).
+///
+/// # Safety
+/// `allocator` must be NULL, a freed handle, or a live one;
+/// `out_arena` NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_arena_new_owned_on(
+    allocator: *const nnm_device_allocator,
+    len: usize,
+    alignment: usize,
+    flags: u32,
+    out_arena: *mut *mut nnm_arena,
+) -> Status {
+    // SAFETY: the caller promises `out_arena` is NULL or writable, and
+    // `allocator` NULL or a handle (a freed one is refused unread).
+    unsafe { create(out_arena, || owned(&allocator_or_host(allocator, "allocator")?, len, alignment, flags)) }
 }
 
 /// Creates a dry-run arena: no memory. Every call is checked and accounted

@@ -21,6 +21,7 @@ pub mod error;
 pub mod handle;
 pub mod net;
 pub mod plan;
+pub mod pool;
 pub mod text;
 
 pub use error::{nnm_last_error, nnm_status_str, nnm_version};

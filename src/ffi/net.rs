@@ -31,6 +31,7 @@ use self::entries::{
     cache_mut, cache_ref, layer_mut, layer_ref, net_mut, net_ref, CacheEntry, NetHandle, NetMut, NetState,
 };
 use super::args::{handle_query, non_null, out_param};
+use super::device::{allocator_or_host, nnm_device_allocator, require_host_accessible};
 use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle};
 use crate::net::names::not_found;
@@ -324,6 +325,34 @@ pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net)
     })
 }
 
+/// Makes `allocator` (NULL: the host allocator) the net's: the buffers
+/// nnmem allocates for it from now on (params, outputs, and cache tensors of
+/// `nnm_cache_push_new`) come from it; those allocated before stay where
+/// they are, and every buffer goes back to the allocator it came from. A
+/// cache may still reuse a buffer it popped, from whichever allocator. The
+/// allocator must be host-accessible (NNM_DEVICE_HOST_ACCESSIBLE): nnmem
+/// zeroes the buffers and C reads them. The net keeps the allocator alive:
+/// its handle may be freed first.
+///
+/// Errors: NULL_ARGUMENT (`net`); INVALID_ARGUMENT (not a live net, not a
+/// live allocator handle, an allocator that is not host-accessible, naming
+/// it): the net keeps its allocator then.
+///
+/// # Safety
+/// `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+/// without being read), and no other call may use it meanwhile.
+/// `allocator` must be NULL, a freed handle, or a live one.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_net_set_allocator(net: *mut nnm_net, allocator: *const nnm_device_allocator) -> Status {
+    guard(|| {
+        // SAFETY: the caller's promises, argument by argument.
+        let (mut net, allocator) = unsafe { (net_mut(net)?, allocator_or_host(allocator, "allocator")?) };
+        require_host_accessible(&allocator, "a net")?;
+        net.set_allocator(allocator);
+        Ok(())
+    })
+}
+
 /// Frees the net: every buffer nnmem allocated (params, outputs, cache
 /// buffers) or adopted (through its `free_fn`), exactly once, and every
 /// entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
@@ -395,8 +424,9 @@ unsafe fn report(state: &NetState) -> nnm_net_report {
 
 /// Attaches a learnable param named `name` with data and diff of
 /// `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
-/// `nnm_dtype`). nnmem allocates both, host memory, zeroed, 64-byte aligned,
-/// owned: freed with the net. The entry goes to the back of `net->params`
+/// `nnm_dtype`). nnmem allocates both from the net's allocator (host
+/// memory unless `nnm_net_set_allocator` chose another), zeroed, 64-byte
+/// aligned, owned: freed with the net. The entry goes to the back of `net->params`
 /// and to `*out_param` when that is not NULL.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (unknown dtype, bad dims, empty
@@ -523,7 +553,8 @@ pub unsafe extern "C" fn nnm_net_param_get(net: *const nnm_net, name: *const c_c
 
 /// Attaches a layer output named `name`: data and diff of
 /// `[max_batch, sample_dims[0..ndims]]` (`ndims` 0 to NNM_MAX_DIMS - 1)
-/// elements of `dtype`, allocated by nnmem (host, zeroed, owned: freed with
+/// elements of `dtype`, allocated by nnmem from the net's allocator (host
+/// unless `nnm_net_set_allocator` chose another; zeroed, owned: freed with
 /// the net). The entry goes to the back of `net->outputs` and to
 /// `*out_output` when that is not NULL.
 ///
@@ -760,10 +791,12 @@ pub unsafe extern "C" fn nnm_net_attach_cache(
         attach(net, name, (out_cache, "out_cache"), |net, name| {
             net.state.core.check_new(Kind::Cache, name)?;
             let stack = CacheStack::new(&String::from_utf8_lossy(name));
+            let allocator = net.state.allocator.clone();
             let entry = net.add(Kind::Cache, name, Bytes::default(), |name| CacheEntry {
                 public: nnm_cache::default(),
                 stack,
                 name,
+                allocator,
             })?;
             Ok(entry.cast::<nnm_cache>())
         })
@@ -862,7 +895,8 @@ pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nn
 /// Pushes a tensor of `dims[0..ndims]` elements of `dtype` whose host
 /// buffer the cache owns, and writes its descriptor to `out_tensor` (when
 /// not NULL). The buffer is reused from one popped earlier when one is
-/// large enough (contents then unspecified), else newly allocated (zeroed).
+/// large enough (contents then unspecified), else newly allocated (zeroed)
+/// from the net's allocator (see `nnm_net_set_allocator`).
 /// It stays valid after it is popped, until the next `nnm_cache_push_new`
 /// or `nnm_cache_clear` on this cache, and is freed by `nnm_cache_clear` or
 /// with the net.
@@ -893,7 +927,9 @@ pub unsafe extern "C" fn nnm_cache_push_new(
                 let stack = &mut c.stack;
                 let mut buffer = match stack.take_spare(shape.bytes()) {
                     Some(b) => b,
-                    None => HostBuffer::zeroed(shape.bytes(), &|| format!("a tensor of cache \"{}\"", stack.name()))?,
+                    None => HostBuffer::zeroed(&c.allocator, shape.bytes(), &|| {
+                        format!("a tensor of cache \"{}\"", stack.name())
+                    })?,
                 };
                 let t = descriptor(&shape, buffer.data(), MemKind::Host, Ownership::Owned);
                 stack.push_owned(t, buffer);

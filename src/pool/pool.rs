@@ -9,7 +9,7 @@
 //! device call takes the device's lock, shared by the shards.
 
 use std::cell::Cell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, RwLock};
 
@@ -93,12 +93,12 @@ impl PoolOptions {
 /// with [`register_strategy`].
 pub type StrategyFactory = Arc<dyn Fn(&PoolOptions) -> Box<dyn Strategy> + Send + Sync>;
 
-fn user_strategies() -> &'static RwLock<HashMap<String, StrategyFactory>> {
-    static TABLE: OnceLock<RwLock<HashMap<String, StrategyFactory>>> = OnceLock::new();
+fn user_strategies() -> &'static RwLock<BTreeMap<String, StrategyFactory>> {
+    static TABLE: OnceLock<RwLock<BTreeMap<String, StrategyFactory>>> = OnceLock::new();
     TABLE.get_or_init(Default::default)
 }
 
-fn read_user_strategies() -> std::sync::RwLockReadGuard<'static, HashMap<String, StrategyFactory>> {
+fn read_user_strategies() -> std::sync::RwLockReadGuard<'static, BTreeMap<String, StrategyFactory>> {
     // The table is only inserted into or removed from whole: a panic
     // cannot leave it half-changed.
     user_strategies().read().unwrap_or_else(|p| p.into_inner())

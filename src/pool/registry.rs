@@ -8,7 +8,7 @@
 //! back its blocks through [`Registry::free`], and is destroyed (every
 //! device block returned) when its last block comes back.
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
@@ -19,7 +19,7 @@ use crate::status::{Error, Result, Status};
 
 /// Kinds of device.
 #[repr(C)]
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DeviceType {
     /// Host memory; its default allocator is the host allocator.
     Host = 0,
@@ -36,7 +36,7 @@ crate::names::c_enum! {
 }
 
 /// A device: its type and its number among devices of that type.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct DeviceKey {
     /// The device type.
     pub kind: DeviceType,
@@ -68,8 +68,8 @@ struct Installed {
 
 #[derive(Default)]
 struct State {
-    allocators: HashMap<DeviceKey, SharedAllocator>,
-    pools: HashMap<DeviceKey, Installed>,
+    allocators: BTreeMap<DeviceKey, SharedAllocator>,
+    pools: BTreeMap<DeviceKey, Installed>,
     /// Retired pools with blocks still out, by device.
     retired: Vec<(DeviceKey, Arc<Pool>)>,
 }

@@ -3,48 +3,31 @@
 //! numeric addresses back to pointers. The arena's C layer reads and writes
 //! through raw pointers only here.
 
-use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::ffi::c_void;
 
 use crate::arena::{Buffers, Memory, Span};
 use crate::ffi::args::non_null;
-use crate::status::{Error, Result, Status};
+use crate::ffi::device::zeroed_host_block;
+use crate::pool::device::{DeviceBlock, SharedAllocator};
+use crate::status::{Error, Result};
 
 /// Alignment of the memory `nnm_arena_new_owned` allocates: a page, more
 /// than any call is likely to ask for, so dry-run sizes carry over.
 const OWNED_ALIGNMENT: usize = 4096;
 
-/// Memory nnmem allocated for an arena; freed when dropped (after the
-/// arena, which is declared before it in `nnm_arena`).
-pub(super) struct OwnedBlock {
-    ptr: *mut u8,
-    layout: Layout,
-}
-
-impl OwnedBlock {
-    /// Allocates `len` zeroed bytes aligned to `alignment` and at least
-    /// [`OWNED_ALIGNMENT`].
-    pub(super) fn new(len: usize, alignment: usize) -> Result<Self> {
-        if len == 0 {
-            return Err(Error::invalid("len is 0"));
-        }
-        let layout = Layout::from_size_align(len, alignment.max(OWNED_ALIGNMENT))
-            .map_err(|_| Error::overflow(format!("len {len} B is too large")))?;
-        // SAFETY: `layout` has a non-zero size (`len` is not 0).
-        let ptr = unsafe { alloc_zeroed(layout) };
-        if ptr.is_null() {
-            return Err(Error::new(Status::OutOfMemory, format!("could not allocate {len} B for the arena")));
-        }
-        Ok(OwnedBlock { ptr, layout })
+/// `len` zeroed bytes from `allocator` (host-accessible) for an arena,
+/// aligned to `alignment` and at least [`OWNED_ALIGNMENT`]; the block goes
+/// back to the allocator when the arena (which is declared before it in
+/// `nnm_arena`) has been dropped.
+pub(super) fn owned_block(allocator: &SharedAllocator, len: usize, alignment: usize) -> Result<DeviceBlock> {
+    if len == 0 {
+        return Err(Error::invalid("len is 0"));
     }
-}
-
-impl Drop for OwnedBlock {
-    fn drop(&mut self) {
-        // SAFETY: allocated in `OwnedBlock::new` with this layout, freed
-        // only here.
-        unsafe { dealloc(self.ptr, self.layout) }
+    let alignment = alignment.max(OWNED_ALIGNMENT);
+    if len > isize::MAX as usize - (alignment - 1) {
+        return Err(Error::overflow(format!("len {len} B is too large")));
     }
+    zeroed_host_block(allocator, len as u64, alignment as u64, &|| "the arena".to_owned())
 }
 
 /// Maps the core's numeric addresses (a pointer's address) on one side
@@ -121,7 +104,7 @@ pub(super) struct Backing {
     pub(super) memory: CallerMemory,
     pub(super) nonpersistent: PointerMap,
     pub(super) persistent: PointerMap,
-    pub(super) owned: Option<OwnedBlock>,
+    pub(super) owned: Option<DeviceBlock>,
 }
 
 /// `ptr` (`len` bytes, `what` in messages) as a span and a region.
@@ -174,11 +157,11 @@ impl Backing {
 
     /// A block nnmem allocated (`nnm_arena_new_owned`), held until the
     /// arena is dropped.
-    pub(super) fn owned(block: OwnedBlock) -> Result<Self> {
-        // SAFETY: the block is valid for reads and writes of its size and
-        // lives in the backing, hence as long as the arena; nothing else
-        // has its pointer.
-        let mut backing = unsafe { Self::single(block.ptr.cast(), block.layout.size()) }?;
+    pub(super) fn owned(block: DeviceBlock) -> Result<Self> {
+        // SAFETY: the block is host memory (`owned_block` checked), valid
+        // for reads and writes of its size, and lives in the backing, hence
+        // as long as the arena; nothing else has its pointer.
+        let mut backing = unsafe { Self::single(block.ptr().as_ptr().cast(), block.size() as usize) }?;
         backing.owned = Some(block);
         Ok(backing)
     }

@@ -56,7 +56,6 @@ unsafe impl HandleType for nnm_device_allocator {
 }
 
 /// The allocator behind a handle (NULL, liveness and type checked), shared.
-#[allow(dead_code)] // TEMPORARY: used by the arena and net seam in the next commit.
 ///
 /// # Safety
 /// `allocator` must be NULL, a freed allocator handle, or a live one.
@@ -69,7 +68,6 @@ pub(crate) unsafe fn shared_allocator(
 }
 
 /// The allocator behind an optional handle: NULL means the host allocator.
-#[allow(dead_code)] // TEMPORARY: used by the arena and net seam in the next commit.
 ///
 /// # Safety
 /// As [`shared_allocator`].
@@ -83,6 +81,38 @@ pub(crate) unsafe fn allocator_or_host(
         // SAFETY: as the caller promised.
         unsafe { shared_allocator(allocator, what) }
     }
+}
+
+/// Fails with INVALID_ARGUMENT naming the allocator unless the CPU can
+/// read and write its memory: `user` (an arena, a net) needs that.
+pub(crate) fn require_host_accessible(allocator: &SharedAllocator, user: &str) -> crate::Result<()> {
+    if allocator.host_accessible() {
+        return Ok(());
+    }
+    Err(Error::invalid(format!(
+        "device allocator \"{}\" is not host-accessible: {user} needs memory the CPU can read and write \
+         (an allocator with NNM_DEVICE_HOST_ACCESSIBLE, or the host allocator)",
+        allocator.name()
+    )))
+}
+
+/// `size` zeroed bytes aligned to `alignment` from `allocator`, which must
+/// be host-accessible; failures name `what` the memory is for. The memory
+/// of owned arenas, net buffers and cache tensors comes from here.
+pub(crate) fn zeroed_host_block(
+    allocator: &SharedAllocator,
+    size: u64,
+    alignment: u64,
+    what: &dyn Fn() -> String,
+) -> crate::Result<DeviceBlock> {
+    require_host_accessible(allocator, &what())?;
+    let len = usize::try_from(size).map_err(|_| Error::overflow(format!("{size} B for {} exceed size_t", what())))?;
+    let block = DeviceBlock::new(allocator.clone(), size, alignment)
+        .map_err(|e| Error::new(e.status(), format!("{} (for {})", e.message(), what())))?;
+    // SAFETY: the allocator is host-accessible and handed out `len` bytes
+    // at this pointer, which nothing else knows yet.
+    unsafe { std::ptr::write_bytes(block.ptr().as_ptr(), 0, len) };
+    Ok(block)
 }
 
 /// Creates a handle to the host allocator (aligned system allocation, the

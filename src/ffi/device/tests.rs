@@ -245,3 +245,99 @@ fn cuda_is_a_handle_or_not_found() {
     // SAFETY: NULL is refused.
     assert_eq!(unsafe { nnm_device_allocator_cuda(0, ptr::null_mut()) }, Status::NullArgument);
 }
+
+/// Live blocks and bytes of a `Counts`, for the balance checks.
+fn balance(c: &Counts) -> (u64, u64) {
+    (c.allocs.load(Ordering::Relaxed) - c.frees.load(Ordering::Relaxed), c.live_bytes.load(Ordering::Relaxed))
+}
+
+#[test]
+fn owned_arenas_take_their_memory_from_the_allocator_given() {
+    use crate::ffi::arena::{nnm_arena_alloc_persistent, nnm_arena_free, nnm_arena_new_owned_on};
+    let counts = Counts { fail_above: 1 << 20, ..Default::default() };
+    let a = make(&vtable(&counts, NNM_DEVICE_HOST_ACCESSIBLE));
+    let (mut arena, mut p) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: live handles, writable out-parameters, each freed once.
+    unsafe {
+        assert_eq!(nnm_arena_new_owned_on(a, 10_000, 0, 0, &mut arena), Status::Ok, "{}", last_error());
+        nnm_device_allocator_free(a);
+        assert_eq!(balance(&counts), (1, 10_000));
+        assert_eq!(nnm_arena_alloc_persistent(arena, 64, 0, 0, &mut p), Status::Ok);
+        // Zeroed by nnmem, and writable.
+        assert_eq!(std::slice::from_raw_parts(p.cast::<u8>(), 64), &[0u8; 64]);
+        ptr::write_bytes(p.cast::<u8>(), 0x5a, 64);
+        assert_eq!(nnm_arena_new_owned_on(a, 10, 0, 0, &mut arena.clone()), Status::InvalidArgument);
+        nnm_arena_free(arena);
+    }
+    assert_eq!(balance(&counts), (0, 0));
+    assert_eq!(counts.released.load(Ordering::Relaxed), 1);
+
+    // Device-only memory cannot back an arena; a failing device reports.
+    let device = Counts { fail_above: 1 << 20, ..Default::default() };
+    let a = make(&vtable(&device, 0));
+    let small = Counts { fail_above: 100, ..Default::default() };
+    let b = make(&vtable(&small, NNM_DEVICE_HOST_ACCESSIBLE));
+    let mut arena = ptr::null_mut();
+    // SAFETY: live handles, writable out-parameters; freed once.
+    unsafe {
+        assert_eq!(nnm_arena_new_owned_on(a, 4096, 0, 0, &mut arena), Status::InvalidArgument);
+        assert!(last_error().starts_with("device allocator \"counting\" is not host-accessible: the arena"));
+        assert_eq!(nnm_arena_new_owned_on(b, 4096, 0, 0, &mut arena), Status::OutOfMemory);
+        assert_eq!(last_error(), "counting: cannot allocate 4096 B (alignment 4096 B) (for the arena)");
+        assert!(arena.is_null());
+        // NULL: the host allocator.
+        assert_eq!(nnm_arena_new_owned_on(ptr::null(), 4096, 0, 0, &mut arena), Status::Ok);
+        nnm_arena_free(arena);
+        nnm_device_allocator_free(a);
+        nnm_device_allocator_free(b);
+    }
+    assert_eq!((device.allocs.load(Ordering::Relaxed), small.allocs.load(Ordering::Relaxed)), (0, 0));
+}
+
+#[test]
+fn a_nets_buffers_and_cache_tensors_come_from_its_allocator_and_go_back() {
+    use crate::ffi::net::*;
+    let counts = Counts { fail_above: 1 << 20, ..Default::default() };
+    let a = make(&vtable(&counts, NNM_DEVICE_HOST_ACCESSIBLE));
+    let (mut net, mut cache) = (ptr::null_mut(), ptr::null_mut());
+    let mut t = nnm_tensor::default();
+    let dims = [3u32, 5];
+    let f32 = crate::net::Dtype::F32 as u32;
+    // SAFETY: live handles, valid arguments, each freed once.
+    unsafe {
+        assert_eq!(nnm_net_new(2, &mut net), Status::Ok);
+        // Before: host memory.
+        assert_eq!(nnm_net_attach_param(net, c"w0".as_ptr(), f32, dims.as_ptr(), 2, ptr::null_mut()), Status::Ok);
+        assert_eq!(nnm_net_attach_cache(net, c"c".as_ptr(), &mut cache), Status::Ok);
+        assert_eq!(nnm_net_set_allocator(net, a), Status::Ok);
+        nnm_device_allocator_free(a);
+        assert_eq!(nnm_net_attach_param(net, c"w".as_ptr(), f32, dims.as_ptr(), 2, ptr::null_mut()), Status::Ok);
+        assert_eq!(nnm_net_attach_output(net, c"y".as_ptr(), f32, dims.as_ptr(), 1, ptr::null_mut()), Status::Ok);
+        assert_eq!(nnm_cache_push_new(cache, f32, dims.as_ptr(), 2, &mut t), Status::Ok);
+        assert_eq!(std::slice::from_raw_parts(t.data.cast::<u8>(), 60), &[0u8; 60]);
+        // data + diff of w (60 B each), of y (2 x 3 x 4 B each), the cache tensor.
+        assert_eq!(balance(&counts), (5, 60 + 60 + 24 + 24 + 60));
+        assert_eq!(nnm_cache_clear(cache), Status::Ok);
+        assert_eq!(balance(&counts), (4, 168));
+        // Back to host: what came from the counting allocator goes back there.
+        assert_eq!(nnm_net_set_allocator(net, ptr::null()), Status::Ok);
+        assert_eq!(nnm_cache_push_new(cache, f32, dims.as_ptr(), 2, &mut t), Status::Ok);
+        assert_eq!(balance(&counts), (4, 168));
+        nnm_net_free(net);
+    }
+    assert_eq!(balance(&counts), (0, 0));
+    assert_eq!((counts.allocs.load(Ordering::Relaxed), counts.released.load(Ordering::Relaxed)), (5, 1));
+
+    let device = Counts::default();
+    let d = make(&vtable(&device, 0));
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(nnm_net_new(2, &mut net), Status::Ok);
+        assert_eq!(nnm_net_set_allocator(net, d), Status::InvalidArgument);
+        assert!(last_error().starts_with("device allocator \"counting\" is not host-accessible: a net"));
+        nnm_device_allocator_free(d);
+        assert_eq!(nnm_net_set_allocator(net, d), Status::InvalidArgument, "a freed handle is refused");
+        assert_eq!(nnm_net_set_allocator(ptr::null_mut(), ptr::null()), Status::NullArgument);
+        nnm_net_free(net);
+    }
+}

@@ -1,4 +1,5 @@
-//! The buffers behind a net's tensors: host memory nnmem allocates, caller
+//! The buffers behind a net's tensors: memory nnmem allocates (from the
+//! net's allocator), caller
 //! buffers the net adopts, and the descriptors of both and of borrowed
 //! caller memory.
 
@@ -6,40 +7,36 @@ use std::ffi::c_void;
 use std::ptr;
 
 use super::nnm_tensor;
+use crate::ffi::device::zeroed_host_block;
 use crate::net::{Capacity, MemKind, Ownership, Shape};
-use crate::status::{Error, Result, Status};
+use crate::pool::device::{DeviceBlock, SharedAllocator};
+use crate::status::{Error, Result};
 
-/// 64 bytes, 64-aligned: the unit of owned host buffers.
-#[repr(C, align(64))]
-#[derive(Copy, Clone)]
-struct Chunk([u8; 64]);
+/// The alignment of the buffers nnmem allocates for a net.
+const BUFFER_ALIGNMENT: u64 = 64;
 
-/// A zeroed, 64-byte-aligned host buffer that nnmem owns. The pools issue
-/// replaces this allocator; everything else only sees `data()`.
+/// A zeroed, 64-byte-aligned host buffer that nnmem owns: a block of the
+/// net's allocator (host-accessible), returned to that allocator when the
+/// buffer is dropped, whatever allocator the net has by then.
 pub(super) struct HostBuffer {
-    chunks: Vec<Chunk>,
-    bytes: u64,
+    block: DeviceBlock,
 }
 
 impl HostBuffer {
-    /// Allocates `bytes` (> 0) zeroed bytes; OUT_OF_MEMORY names `what`.
-    pub(super) fn zeroed(bytes: u64, what: &dyn Fn() -> String) -> Result<HostBuffer> {
-        let oom = || Error::new(Status::OutOfMemory, format!("cannot allocate {bytes} B for {}", what()));
-        let n = usize::try_from(bytes.div_ceil(64)).map_err(|_| oom())?;
-        let mut chunks = Vec::new();
-        chunks.try_reserve_exact(n).map_err(|_| oom())?;
-        chunks.resize(n, Chunk([0; 64]));
-        Ok(HostBuffer { chunks, bytes })
+    /// Allocates `bytes` (> 0) zeroed bytes from `allocator`; failures name
+    /// `what`.
+    pub(super) fn zeroed(allocator: &SharedAllocator, bytes: u64, what: &dyn Fn() -> String) -> Result<HostBuffer> {
+        Ok(HostBuffer { block: zeroed_host_block(allocator, bytes, BUFFER_ALIGNMENT, what)? })
     }
 
     pub(super) fn data(&mut self) -> *mut c_void {
-        self.chunks.as_mut_ptr().cast()
+        self.block.ptr().as_ptr().cast()
     }
 }
 
 impl Capacity for HostBuffer {
     fn capacity_bytes(&self) -> u64 {
-        self.bytes
+        self.block.size()
     }
 }
 
@@ -80,8 +77,12 @@ pub(super) fn borrowed_pair(shape: &Shape, kind: MemKind, data: *mut c_void, dif
 }
 
 /// A tensor nnmem allocates: the buffer and its descriptor.
-pub(super) fn owned_tensor(shape: &Shape, what: &dyn Fn() -> String) -> Result<(Held, nnm_tensor)> {
-    let mut buffer = HostBuffer::zeroed(shape.bytes(), what)?;
+pub(super) fn owned_tensor(
+    allocator: &SharedAllocator,
+    shape: &Shape,
+    what: &dyn Fn() -> String,
+) -> Result<(Held, nnm_tensor)> {
+    let mut buffer = HostBuffer::zeroed(allocator, shape.bytes(), what)?;
     let desc = descriptor(shape, buffer.data(), MemKind::Host, Ownership::Owned);
     Ok((Held::Host(buffer), desc))
 }

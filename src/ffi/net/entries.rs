@@ -18,6 +18,7 @@ use super::buffers::{borrowed_pair, owned_tensor, Adopted, Held, HostBuffer};
 use super::{list_head, nnm_cache, nnm_free_fn, nnm_layer_data, nnm_net, nnm_param, nnm_tensor};
 use crate::ffi::handle::{check_live, free_unregistered, tagged_mut, tagged_ptr, tagged_ref, Handle, HandleType};
 use crate::net::{Bytes, CacheStack, Kind, MemKind, Net, Ownership, Shape};
+use crate::pool::device::SharedAllocator;
 use crate::status::{Error, Result, Status};
 
 /// The C struct of a param or a layer entry: the same fields under two C
@@ -79,6 +80,9 @@ pub(super) struct CacheEntry {
     pub(super) stack: CacheStack<nnm_tensor, HostBuffer>,
     /// The name `public.name` points to.
     pub(super) name: CString,
+    /// Where `nnm_cache_push_new` allocates: the net's allocator (kept in
+    /// step by `nnm_net_set_allocator`).
+    pub(super) allocator: SharedAllocator,
 }
 
 // SAFETY: no other handle type is named "nnm_param".
@@ -192,6 +196,9 @@ pub(super) struct NetState {
     /// Addresses of the adopted buffers: adopting one twice would free it
     /// twice.
     adopted: std::collections::HashSet<usize>,
+    /// Where the buffers nnmem allocates for the net come from (host unless
+    /// `nnm_net_set_allocator` says otherwise); each buffer holds its own.
+    pub(super) allocator: SharedAllocator,
 }
 
 impl NetState {
@@ -203,6 +210,7 @@ impl NetState {
             caches: Entries(Vec::new()),
             core,
             adopted: Default::default(),
+            allocator: crate::pool::device::host(),
         }
     }
 }
@@ -416,16 +424,26 @@ impl NetMut<'_> {
         }
     }
 
+    /// Makes `allocator` the net's, for its caches too.
+    pub(super) fn set_allocator(&mut self, allocator: SharedAllocator) {
+        for &cache in &self.state.caches.0 {
+            // SAFETY: a live entry of this net, which no other call uses.
+            unsafe { (*cache).allocator = allocator.clone() };
+        }
+        self.state.allocator = allocator;
+    }
+
     /// Adds a param or layer entry whose data and diff nnmem allocates
-    /// (host, zeroed, owned).
+    /// (from the net's allocator, zeroed, owned).
     pub(super) fn attach_owned<P: TensorPublic>(&mut self, kind: Kind, name: &[u8], shape: Shape) -> Result<*mut P>
     where
         TensorEntry<P>: Entry,
     {
         self.state.core.check_new(kind, name)?;
         let what = |part: &str| format!("{part} of {} \"{}\"", kind.what(), String::from_utf8_lossy(name));
-        let (data_held, data) = owned_tensor(&shape, &|| what("data"))?;
-        let (diff_held, diff) = owned_tensor(&shape, &|| what("diff"))?;
+        let allocator = &self.state.allocator;
+        let (data_held, data) = owned_tensor(allocator, &shape, &|| what("data"))?;
+        let (diff_held, diff) = owned_tensor(allocator, &shape, &|| what("diff"))?;
         self.add_tensors(kind, name, shape, [(Some(data_held), data), (Some(diff_held), diff)])
     }
 
