@@ -9,6 +9,8 @@
 //!   from its plan. A replay iteration is `REPLAY_PAIRS` pairs followed by
 //!   `nnm_pool_end_iteration` (its cost is in the timing, spread over the
 //!   pairs); it is recorded and planned once, untimed.
+//! - `pool-core/<strategy>/64 B`: the same pair on the safe core's `Pool`
+//!   (no C ABI), for the difference.
 //! - `pool-threads/<strategy>/<n>`: `n` threads (1, 2, 8) share one pool,
 //!   each running its own loop of 4 KiB alloc+free pairs, the same number
 //!   per thread; the time is the wall time of the slowest, so pairs per
@@ -34,7 +36,7 @@ use nnmem::ffi::pool::options::nnm_pool_stats;
 use nnmem::ffi::pool::{
     nnm_pool, nnm_pool_alloc, nnm_pool_dealloc, nnm_pool_end_iteration, nnm_pool_free, nnm_pool_get_stats, nnm_pool_new,
 };
-use nnmem::pool::StrategyKind;
+use nnmem::pool::{self as safe, StrategyKind};
 use nnmem::Status;
 
 /// The sizes of the single-thread pairs.
@@ -43,6 +45,8 @@ const SIZES: [(usize, &str); 4] = [(64, "64 B"), (4096, "4 KiB"), (1 << 20, "1 M
 const REPLAY_PAIRS: u64 = 64;
 /// The size of the multi-thread pairs.
 const THREAD_SIZE: usize = 4096;
+/// The alignment `nnm_pool_alloc` applies for 0, given to the safe core.
+const CORE_ALIGNMENT: u64 = nnmem::ffi::pool::NNM_POOL_DEFAULT_ALIGNMENT as u64;
 
 /// A pool handle freed on drop.
 struct Pool(*mut nnm_pool);
@@ -52,92 +56,110 @@ struct Pool(*mut nnm_pool);
 // after every thread that used it has been joined.
 unsafe impl Sync for Pool {}
 
-impl Pool {
-    fn new(strategy: StrategyKind) -> Pool {
-        let mut p = ptr::null_mut();
-        assert_eq!(unsafe { nnm_pool_new(ptr::null(), strategy as u32, ptr::null(), &mut p) }, Status::Ok);
-        Pool(p)
-    }
-
-    fn alloc(&self, size: usize) -> *mut c_void {
-        let mut out = ptr::null_mut();
-        let status = unsafe { nnm_pool_alloc(self.0, size, 0, ptr::null_mut(), &mut out) };
-        debug_assert_eq!(status, Status::Ok);
-        out
-    }
-
-    fn dealloc(&self, p: *mut c_void) {
-        let status = unsafe { nnm_pool_dealloc(self.0, p) };
-        debug_assert_eq!(status, Status::Ok);
-    }
-
-    fn end_iteration(&self) {
-        assert_eq!(unsafe { nnm_pool_end_iteration(self.0) }, Status::Ok);
-    }
-
-    fn stats(&self) -> nnm_pool_stats {
-        // SAFETY: all-zero integers are a valid value of the plain C struct.
-        let mut s: nnm_pool_stats = unsafe { std::mem::zeroed() };
-        assert_eq!(unsafe { nnm_pool_get_stats(self.0, &mut s) }, Status::Ok);
-        s
-    }
-}
-
 impl Drop for Pool {
     fn drop(&mut self) {
         unsafe { nnm_pool_free(self.0) }
     }
 }
 
-/// One alloc+free pair through the pool, at full speed (the statuses are
-/// checked after the run, through the statistics).
-#[inline(always)]
-fn pair(pool: &Pool, size: usize) {
-    let mut out = ptr::null_mut();
-    unsafe {
-        black_box(nnm_pool_alloc(black_box(pool.0), size, 0, ptr::null_mut(), &mut out));
-        black_box(nnm_pool_dealloc(pool.0, black_box(out)));
+/// What the timing loops need of a pool: the C ABI's handle, or the safe
+/// core's `Pool` for the difference.
+trait Pairs: Sync {
+    fn make(strategy: StrategyKind) -> Self;
+    /// One alloc+free pair at full speed; the statuses are checked after
+    /// the run, through the statistics.
+    fn pair(&self, size: usize);
+    fn end_iteration(&self);
+    /// (allocs, frees, device allocs, served from plan).
+    fn counts(&self) -> [u64; 4];
+}
+
+impl Pairs for Pool {
+    fn make(strategy: StrategyKind) -> Pool {
+        let mut p = ptr::null_mut();
+        assert_eq!(unsafe { nnm_pool_new(ptr::null(), strategy as u32, ptr::null(), &mut p) }, Status::Ok);
+        Pool(p)
+    }
+
+    #[inline(always)]
+    fn pair(&self, size: usize) {
+        let mut out: *mut c_void = ptr::null_mut();
+        unsafe {
+            black_box(nnm_pool_alloc(black_box(self.0), size, 0, ptr::null_mut(), &mut out));
+            black_box(nnm_pool_dealloc(self.0, black_box(out)));
+        }
+    }
+
+    fn end_iteration(&self) {
+        assert_eq!(unsafe { nnm_pool_end_iteration(self.0) }, Status::Ok);
+    }
+
+    fn counts(&self) -> [u64; 4] {
+        // SAFETY: all-zero integers are a valid value of the plain C struct.
+        let mut s: nnm_pool_stats = unsafe { std::mem::zeroed() };
+        assert_eq!(unsafe { nnm_pool_get_stats(self.0, &mut s) }, Status::Ok);
+        [s.allocs, s.frees, s.device_allocs, s.served_from_plan]
+    }
+}
+
+impl Pairs for safe::Pool {
+    fn make(strategy: StrategyKind) -> safe::Pool {
+        safe::Pool::new(safe::device::host(), strategy, &safe::PoolOptions::default()).expect("a pool")
+    }
+
+    #[inline(always)]
+    fn pair(&self, size: usize) {
+        if let Ok(p) = black_box(self).alloc(size as u64, CORE_ALIGNMENT, safe::Stream::DEFAULT) {
+            let _ = black_box(self.free(black_box(p)));
+        }
+    }
+
+    fn end_iteration(&self) {
+        safe::Pool::end_iteration(self).expect("end_iteration");
+    }
+
+    fn counts(&self) -> [u64; 4] {
+        let s = self.stats();
+        [s.allocs, s.frees, s.device_allocs, s.served_from_plan]
     }
 }
 
 /// Times `iters` pairs of `size` through a warmed pool of `strategy`, and
-/// checks that none of them reached the device.
-fn time_pool(strategy: StrategyKind, size: usize, iters: u64) -> Duration {
-    let pool = Pool::new(strategy);
+/// checks that each succeeded and none reached the device.
+fn time_pool<P: Pairs>(strategy: StrategyKind, size: usize, iters: u64) -> Duration {
+    let pool = P::make(strategy);
     let replay = strategy == StrategyKind::Replay;
     // Warm-up (untimed): one block cached; for replay, one iteration
     // recorded and planned.
-    let warm = if replay { REPLAY_PAIRS } else { 1 };
-    for _ in 0..warm {
-        let p = pool.alloc(size);
-        assert!(!p.is_null());
-        pool.dealloc(p);
+    for _ in 0..if replay { REPLAY_PAIRS } else { 1 } {
+        pool.pair(size);
     }
     pool.end_iteration();
-    let before = pool.stats();
+    let before = pool.counts();
     let started = Instant::now();
     if replay {
         let mut left = iters;
         while left > 0 {
             for _ in 0..REPLAY_PAIRS {
-                pair(&pool, size);
+                pool.pair(size);
             }
             pool.end_iteration();
             left = left.saturating_sub(REPLAY_PAIRS);
         }
     } else {
         for _ in 0..iters {
-            pair(&pool, size);
+            pool.pair(size);
         }
     }
     let elapsed = started.elapsed();
-    let after = pool.stats();
+    let after = pool.counts();
     let done = if replay { iters.div_ceil(REPLAY_PAIRS) * REPLAY_PAIRS } else { iters };
-    assert_eq!(after.allocs - before.allocs, done, "{}: every allocation succeeded", strategy.name());
-    assert_eq!(after.frees - before.frees, done, "{}: every free succeeded", strategy.name());
-    assert_eq!(after.device_allocs, before.device_allocs, "{}: no device call after the warm-up", strategy.name());
+    let name = strategy.name();
+    let [allocs, frees, device_allocs, from_plan] = [0, 1, 2, 3].map(|i| after[i] - before[i]);
+    assert_eq!((allocs, frees), (done, done), "{name}: every allocation and free succeeded");
+    assert_eq!(device_allocs, 0, "{name}: no device call after the warm-up");
     if replay {
-        assert_eq!(after.served_from_plan - before.served_from_plan, done, "replay: every pair served from the plan");
+        assert_eq!(from_plan, done, "replay: every pair served from the plan");
     }
     // Replay runs whole iterations: the time of `iters` pairs.
     elapsed.mul_f64(iters as f64 / done as f64)
@@ -169,17 +191,17 @@ fn time_mimalloc(size: usize, iters: u64) -> Duration {
 /// `threads` threads sharing one warmed pool, `iters` pairs each; the wall
 /// time from a common start to the last thread's end.
 fn time_threads(strategy: StrategyKind, threads: usize, iters: u64) -> Duration {
-    let pool = Pool::new(strategy);
+    let pool = <Pool as Pairs>::make(strategy);
     let start = Barrier::new(threads + 1);
     let elapsed = std::thread::scope(|s| {
         let workers: Vec<_> = (0..threads)
             .map(|_| {
                 s.spawn(|| {
                     // Warm this thread's shard, untimed.
-                    pool.dealloc(pool.alloc(THREAD_SIZE));
+                    pool.pair(THREAD_SIZE);
                     start.wait();
                     for _ in 0..iters {
-                        pair(&pool, THREAD_SIZE);
+                        pool.pair(THREAD_SIZE);
                     }
                 })
             })
@@ -191,10 +213,10 @@ fn time_threads(strategy: StrategyKind, threads: usize, iters: u64) -> Duration 
         }
         started.elapsed()
     });
-    let s = pool.stats();
+    let [allocs, frees, device_allocs, _] = pool.counts();
     let pairs = threads as u64 * (iters + 1);
-    assert_eq!((s.allocs, s.frees), (pairs, pairs), "{}: every pair succeeded", strategy.name());
-    assert!(s.device_allocs <= threads as u64, "{}: at most one device block per thread", strategy.name());
+    assert_eq!((allocs, frees), (pairs, pairs), "{}: every pair succeeded", strategy.name());
+    assert!(device_allocs <= threads as u64, "{}: at most one device block per thread", strategy.name());
     elapsed
 }
 
@@ -204,11 +226,21 @@ fn bench_pool(c: &mut Criterion) {
     for (size, label) in SIZES {
         for strategy in [StrategyKind::PageUnit, StrategyKind::Caching, StrategyKind::Replay] {
             group.bench_function(format!("{}/{label}", strategy.name()), |b| {
-                b.iter_custom(|iters| time_pool(strategy, size, iters))
+                b.iter_custom(|iters| time_pool::<Pool>(strategy, size, iters))
             });
         }
         group.bench_function(format!("malloc/{label}"), |b| b.iter_custom(|iters| time_malloc(size, iters)));
         group.bench_function(format!("mimalloc/{label}"), |b| b.iter_custom(|iters| time_mimalloc(size, iters)));
+    }
+    group.finish();
+
+    // The safe core alone (no C ABI), at one size, for the difference.
+    let mut group = c.benchmark_group("pool-core");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    for strategy in [StrategyKind::PageUnit, StrategyKind::Caching, StrategyKind::Replay] {
+        group.bench_function(format!("{}/64 B", strategy.name()), |b| {
+            b.iter_custom(|iters| time_pool::<safe::Pool>(strategy, 64, iters))
+        });
     }
     group.finish();
 

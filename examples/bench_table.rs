@@ -1113,7 +1113,9 @@ fn render(
     let others: Vec<(&String, &f64)> = criterion
         .iter()
         .filter(|(k, _)| {
-            !["plan-", "ffi/", "arena/", "pool/", "pool-threads/"].iter().any(|prefix| k.starts_with(prefix))
+            !["plan-", "ffi/", "arena/", "pool/", "pool-core/", "pool-threads/"]
+                .iter()
+                .any(|prefix| k.starts_with(prefix))
         })
         .collect();
     if !others.is_empty() {

@@ -46,6 +46,9 @@ pub struct Run {
     served_from_plan: u64,
     requests: u64,
     time_ms: f64,
+    /// The mean time of an iteration after the first (replay plans at the
+    /// end of the first).
+    later_ms: f64,
 }
 
 /// A trace replayed through every strategy, or why it could not be.
@@ -137,6 +140,11 @@ fn parse(text: &str) -> Result<(u64, u64, Vec<Run>), String> {
             served_from_plan: number(o, "served_from_plan")?,
             requests: number(o, "requests_per_iteration")?,
             time_ms: o["time_ms"].as_f64().unwrap_or(f64::NAN),
+            later_ms: {
+                let times: Vec<f64> =
+                    o["iteration_ms"].as_array().into_iter().flatten().filter_map(|t| t.as_f64()).collect();
+                times.iter().skip(1).sum::<f64>() / times.len().saturating_sub(1).max(1) as f64
+            },
         });
     }
     Ok((buffers, lower_bound, runs))
@@ -394,6 +402,16 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         let _ = writeln!(w);
     }
 
+    let core: Vec<String> = CACHED
+        .iter()
+        .filter_map(|(strategy, _)| {
+            let ns = criterion.get(&format!("pool-core/{strategy}/64 B"))?;
+            Some(format!("`{strategy}` {}", fmt_ns(*ns)))
+        })
+        .collect();
+    if !core.is_empty() {
+        let _ = writeln!(w, "\nThe same 64 B pair on the safe core's `Pool` (Rust, no C ABI): {}.", core.join(", "));
+    }
     let _ = writeln!(w, "\n### Threads sharing one pool\n");
     let _ = writeln!(
         w,
@@ -433,23 +451,24 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
          the calls and bytes itself (the pools' own statistics must agree, or the command fails), so traces larger \
          than this machine's memory replay and the time is the pools' own work. *peak*: the most bytes held from \
          the device at once over all iterations; *from it. 2*: the same from the second iteration on. Device calls \
-         and requests served from the plan are per iteration.\n"
+         and requests served from the plan are per iteration. *time*: all iterations (for `replay` it includes \
+         planning the first), and the mean of the later ones.\n"
     );
     let _ = writeln!(
         w,
-        "| trace | buffers | lower bound (B) | strategy | peak (B) | peak / bound | from it. 2 / bound | device allocs | device frees | served from plan | time (ms) |\n\
-         |---|---:|---:|---|---:|---:|---:|---|---|---:|---:|"
+        "| trace | buffers | lower bound (B) | strategy | peak (B) | peak / bound | from it. 2 / bound | device allocs | device frees | served from plan | time (ms) | later iteration (ms) |\n\
+         |---|---:|---:|---|---:|---:|---:|---|---|---:|---:|---:|"
     );
     for r in replays {
         match &r.runs {
             Err(e) => {
-                let _ = writeln!(w, "| {} | — | — | — | not replayed: {e} | | | | | | |", r.trace);
+                let _ = writeln!(w, "| {} | — | — | — | not replayed: {e} | | | | | | | |", r.trace);
             }
             Ok(runs) => {
                 for run in runs {
                     let _ = writeln!(
                         w,
-                        "| {} | {} | {} | {} | {} | {:.4} | {:.4} | {} | {} | {} of {} | {:.1} |",
+                        "| {} | {} | {} | {} | {} | {:.4} | {:.4} | {} | {} | {} of {} | {:.1} | {:.2} |",
                         r.short_name(),
                         r.buffers,
                         r.lower_bound,
@@ -461,7 +480,8 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
                         list(&run.device_frees),
                         run.served_from_plan,
                         run.requests * u64::from(ITERATIONS),
-                        run.time_ms
+                        run.time_ms,
+                        run.later_ms
                     );
                 }
             }
