@@ -105,17 +105,7 @@ fn plan_command() -> clap::Command {
                 .value_parser(|s: &str| Algorithm::from_name(s).map_err(|e| e.message().to_string()))
                 .help(algorithms),
         )
-        .arg(
-            Arg::new("alignment")
-                .long("alignment")
-                .value_name("N")
-                .default_value("1")
-                .value_parser(|s: &str| {
-                    let n = number::<u64>(s, "a power of two")?;
-                    check_alignment(n).map(|()| n).map_err(|e| e.message().to_string())
-                })
-                .help("Alignment of sizes and offsets, a power of two"),
-        )
+        .arg(alignment_option("1", "Alignment of sizes and offsets, a power of two"))
         .arg(
             Arg::new("capacity")
                 .long("capacity")
@@ -225,17 +215,7 @@ fn pool_replay_command() -> clap::Command {
                 .value_parser(|s: &str| StrategyKind::from_name(s).map_err(|e| e.message().to_string()))
                 .help(format!("A strategy to replay through (repeatable; default: all of\n{})", names.join(", "))),
         )
-        .arg(
-            Arg::new("alignment")
-                .long("alignment")
-                .value_name("N")
-                .default_value("256")
-                .value_parser(|s: &str| {
-                    let n = number::<u64>(s, "a power of two")?;
-                    check_alignment(n).map(|()| n).map_err(|e| e.message().to_string())
-                })
-                .help("Alignment of every allocation, a power of two (256: CUDA's)"),
-        )
+        .arg(alignment_option("256", "Alignment of every allocation, a power of two (256: CUDA's)"))
         .arg(
             Arg::new("device")
                 .long("device")
@@ -254,6 +234,19 @@ fn pool_replay_command() -> clap::Command {
                 .action(ArgAction::SetTrue)
                 .help("Print a JSON array, one object per strategy"),
         )
+}
+
+/// `--alignment N`: a power of two.
+fn alignment_option(default: &'static str, help: &'static str) -> Arg {
+    Arg::new("alignment")
+        .long("alignment")
+        .value_name("N")
+        .default_value(default)
+        .value_parser(|s: &str| {
+            let n = number::<u64>(s, "a power of two")?;
+            check_alignment(n).map(|()| n).map_err(|e| e.message().to_string())
+        })
+        .help(help)
 }
 
 /// An option that takes a path (`-` for standard output or input).
