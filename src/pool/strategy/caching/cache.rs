@@ -88,6 +88,12 @@ fn front_gap(ptr: DevicePtr, alignment: u64) -> u64 {
     (ptr.addr().wrapping_neg() as u64) & (alignment - 1)
 }
 
+#[cold]
+fn rounding_overflows(size: u64, unit: u64) -> Error {
+    Error::overflow(format!("caching: {size} B rounded up to a multiple of {unit} B overflows"))
+}
+
+#[cold]
 fn records_full(size: u64) -> Error {
     Error::new(Status::OutOfMemory, format!("caching: no room for another block record ({size} B requested)"))
 }
@@ -142,7 +148,13 @@ pub(super) struct Cache {
     /// `logged` flag), some since taken back: a block freed, taken back
     /// and freed again in a loop is logged once.
     deferred_log: Vec<u32>,
-    /// Free blocks, deferred ones included, and their bytes.
+    /// The last block freed, deferred on no list (`NIL` when none or taken
+    /// back): a program freeing and asking again for one size meets it
+    /// first, without a list to walk.
+    hot: u32,
+    /// Coalesced free blocks and their bytes (deferred ones are counted
+    /// when they are coalesced: every reader of the figures coalesces
+    /// first).
     cached_blocks: u64,
     cached_bytes: u64,
 }
@@ -159,6 +171,7 @@ impl Cache {
             last_tag: (Stream::DEFAULT, NIL),
             live: LiveTable::new(),
             deferred_log: Vec::new(),
+            hot: NIL,
             cached_blocks: 0,
             cached_bytes: 0,
         }
@@ -360,7 +373,6 @@ impl Cache {
     /// Takes free neighbour `j` out of its bin or the deferred chain.
     fn take_neighbour(&mut self, j: u32, small: bool) {
         if self.slab.blocks[j as usize].state == State::Deferred {
-            self.undefer(j);
             self.live.remove(self.slab.blocks[j as usize].ptr.addr());
         } else {
             self.unindex(j, small);
@@ -392,34 +404,36 @@ impl Cache {
 
     // --- deferred blocks --------------------------------------------------
 
-    /// Takes deferred block `i` out of the cached figures (its deferred
-    /// list, its log entry and its address are the caller's business).
+    /// Whether deferred block `b` serves a request of `size` bytes
+    /// (rounded) aligned to `alignment` whole: exactly its size, or a large
+    /// block that the split rule would hand out whole anyway.
     #[inline]
-    fn undefer(&mut self, i: u32) {
-        self.cached_blocks -= 1;
-        self.cached_bytes -= self.slab.blocks[i as usize].size;
-    }
-
-    /// A deferred block of tag `tag` that a request of `size` bytes
-    /// (rounded, of bin `bin`) aligned to `alignment` takes back whole, off
-    /// every list: the first block of the request size's list, when
-    /// splitting would not cut it.
-    #[inline]
-    fn take_deferred(&mut self, tag: u32, small: bool, size: u64, bin: usize, alignment: u64) -> Option<u32> {
-        let list = &mut self.tags[tag as usize].deferred[small as usize];
-        let i = *list.get(bin)?;
-        if i == NIL {
-            return None;
-        }
-        let b = &self.slab.blocks[i as usize];
+    fn serves_whole(&self, b: &Block, size: u64, small: bool, alignment: u64) -> bool {
         let s = &self.sizes;
         let whole =
             b.size == size || (b.size > size && !s.splits(b.size, size, small) && s.oversize_allows(b.size, size));
-        if !whole || (alignment > s.min_block && front_gap(b.ptr, alignment) != 0) {
+        whole && (alignment <= s.min_block || front_gap(b.ptr, alignment) == 0)
+    }
+
+    /// A deferred block of tag `tag` that a request of `size` bytes
+    /// (rounded) aligned to `alignment` takes back whole, off its list:
+    /// the last block freed, or the first of the request size's list.
+    #[inline]
+    fn take_deferred(&mut self, tag: u32, small: bool, size: u64, alignment: u64) -> Option<u32> {
+        let hot = self.hot;
+        if hot != NIL {
+            let b = &self.slab.blocks[hot as usize];
+            if b.tag == tag && b.small == small && self.serves_whole(b, size, small, alignment) {
+                self.hot = NIL;
+                return Some(hot);
+            }
+        }
+        let bin = bin_of(size >> self.sizes.shift);
+        let i = *self.tags[tag as usize].deferred[small as usize].get(bin)?;
+        if i == NIL || !self.serves_whole(&self.slab.blocks[i as usize], size, small, alignment) {
             return None;
         }
-        list[bin] = b.link_next;
-        self.undefer(i);
+        self.tags[tag as usize].deferred[small as usize][bin] = self.slab.blocks[i as usize].link_next;
         Some(i)
     }
 
@@ -429,20 +443,25 @@ impl Cache {
             return;
         }
         let log = std::mem::take(&mut self.deferred_log);
+        self.hot = NIL;
         // The deferred lists go first (they are only ever entered at their
         // first block, so emptying the heads empties them). Entries of
-        // blocks taken back since clear heads that are emptied anyway.
+        // blocks taken back since, or of the hot block, clear heads that
+        // are emptied anyway.
         for &i in &log {
             let b = &mut self.slab.blocks[i as usize];
             b.logged = false;
-            self.tags[b.tag as usize].deferred[b.small as usize][usize::from(b.request_bin)] = NIL;
+            // (The hot block's list may not exist yet.)
+            if let Some(head) = self.tags[b.tag as usize].deferred[b.small as usize].get_mut(usize::from(b.request_bin))
+            {
+                *head = NIL;
+            }
         }
         for &i in &log {
             // A block may have been taken back (live), or merged into a
             // neighbour logged before it (vacant).
             let b = self.slab.blocks[i as usize];
             if b.state == State::Deferred {
-                self.undefer(i);
                 self.live.remove(b.ptr.addr());
                 self.coalesce(i, b.small);
             }
@@ -457,15 +476,11 @@ impl Cache {
     #[inline]
     pub(super) fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
         let Some(size) = self.sizes.block_size(request.size) else {
-            return Err(Error::overflow(format!(
-                "caching: {} B rounded up to a multiple of {} B overflows",
-                request.size, self.sizes.min_block
-            )));
+            return Err(rounding_overflows(request.size, self.sizes.min_block));
         };
         let small = size <= self.sizes.small_size;
         let tag = self.tag_of(request.stream);
-        let bin = bin_of(size >> self.sizes.shift);
-        if let Some(i) = self.take_deferred(tag, small, size, bin, request.alignment) {
+        if let Some(i) = self.take_deferred(tag, small, size, request.alignment) {
             // Still in the address table.
             let b = &mut self.slab.blocks[i as usize];
             b.state = State::Live;
@@ -477,7 +492,6 @@ impl Cache {
         b.state = State::Live;
         b.tag = tag;
         b.requested = request.size;
-        b.request_bin = bin as u16;
         let served = Served { ptr: b.ptr, bytes: b.size, from_plan: false };
         self.live.insert(served.ptr.addr(), i);
         Ok(served)
@@ -509,22 +523,35 @@ impl Cache {
         if b.state != State::Live {
             return Err(NotLive);
         }
-        let list = &mut self.tags[b.tag as usize].deferred[b.small as usize];
-        if list.is_empty() {
-            *list = vec![NIL; BINS];
-        }
-        let bin = usize::from(b.request_bin);
-        b.link_next = list[bin];
-        list[bin] = i;
         b.state = State::Deferred;
         let freed = Freed { requested: b.requested, bytes: b.size };
         if !b.logged {
             b.logged = true;
             self.deferred_log.push(i);
         }
-        self.cached_blocks += 1;
-        self.cached_bytes += freed.bytes;
+        if self.hot == NIL {
+            self.hot = i;
+        } else {
+            self.push_deferred(i);
+        }
         Ok(freed)
+    }
+
+    /// Puts deferred block `i` on the list of its request's size.
+    #[inline]
+    fn push_deferred(&mut self, i: u32) {
+        let b = &mut self.slab.blocks[i as usize];
+        // A block handed out was rounded without overflow, so its request
+        // rounds up again without one.
+        let rounded = self.sizes.block_size(b.requested).unwrap_or(u64::MAX);
+        let bin = bin_of(rounded >> self.sizes.shift);
+        b.request_bin = bin as u16;
+        let list = &mut self.tags[b.tag as usize].deferred[b.small as usize];
+        if list.is_empty() {
+            *list = vec![NIL; BINS];
+        }
+        b.link_next = list[bin];
+        list[bin] = i;
     }
 
     pub(super) fn release_cached(&mut self, device: &Device) -> u64 {
@@ -593,6 +620,7 @@ impl Cache {
         }
         self.live.clear();
         self.deferred_log.clear();
+        self.hot = NIL;
         self.cached_blocks = 0;
         self.cached_bytes = 0;
     }
@@ -616,10 +644,11 @@ impl Cache {
                 assert!(b.size > 0 && b.size % self.sizes.min_block == 0);
                 match b.state {
                     State::Vacant => panic!("a vacant record in a segment"),
-                    State::Free | State::Deferred => {
+                    State::Deferred => {}
+                    State::Free => {
                         free_blocks += 1;
                         free_bytes += b.size;
-                        if b.state == State::Free && prev != NIL && self.deferred_log.is_empty() {
+                        if prev != NIL && self.deferred_log.is_empty() {
                             let p = self.slab.blocks[prev as usize];
                             assert!(p.state != State::Free || self.merge_tag(prev, b.tag).is_none(), "unmerged");
                         }
