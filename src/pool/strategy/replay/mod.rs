@@ -74,6 +74,10 @@ struct Step {
     stream: Stream,
     /// The planned buffer, or [`UNPLANNED`] (allocs only).
     buffer: usize,
+    /// The planned buffer's offset and bytes (copied from its [`Slot`] so
+    /// that the fast paths read one entry).
+    offset: u64,
+    bytes: u64,
 }
 
 /// A planned buffer.
@@ -125,6 +129,47 @@ enum Match {
 }
 
 impl Plan {
+    /// The fast path of an alloc: the request is the next recorded event,
+    /// a planned alloc. A lookup and comparisons; `None` sends the request
+    /// to the slow path, which decides everything else.
+    #[inline(always)]
+    fn fast_alloc(&mut self, request: &Request) -> Option<Served> {
+        let block = self.block.filter(|_| !self.departed)?;
+        let step = self.steps.get(self.cursor)?;
+        let matches = step.alloc
+            && step.buffer != UNPLANNED
+            && step.size == request.size
+            && step.stream == request.stream
+            && request.alignment <= self.block_alignment
+            && step.offset & (request.alignment - 1) == 0;
+        if !matches {
+            return None;
+        }
+        let (offset, bytes) = (step.offset, step.bytes);
+        self.slots.get_mut(step.buffer)?.live = true;
+        self.live += 1;
+        self.cursor += 1;
+        Some(Served { ptr: block.byte_add(offset), bytes, from_plan: true })
+    }
+
+    /// The fast path of a free: `ptr` is the buffer of the next recorded
+    /// event, a free.
+    #[inline(always)]
+    fn fast_free(&mut self, ptr: DevicePtr) -> Option<Freed> {
+        let block = self.block.filter(|_| !self.departed)?;
+        let step = self.steps.get(self.cursor)?;
+        if step.alloc || ptr.offset_from(block) != Some(step.offset) {
+            return None;
+        }
+        let (at, buffer) = (self.cursor, step.buffer);
+        if !self.slots.get(buffer).is_some_and(|s| s.live) {
+            return None;
+        }
+        let freed = self.take_back(buffer);
+        self.advance_past_free(at);
+        Some(freed)
+    }
+
     /// Matches an alloc request from event `at` on. Unplanned allocs are
     /// optional (a buffer kept across iterations need not recur), so those
     /// the request does not match are passed over.
@@ -280,6 +325,30 @@ impl Replay {
         self.fallback.alloc(request, device)
     }
 
+    /// Everything but the fast path: recording, unplanned allocs,
+    /// departures, a new iteration (kept out of line so that the fast path
+    /// stays a few instructions).
+    #[inline(never)]
+    fn alloc_slow(&mut self, request: Request, device: &Device) -> Result<Served> {
+        if self.plan.is_some() {
+            return self.alloc_replaying(request, device);
+        }
+        let served = self.fallback.alloc(request, device)?;
+        self.recording.alloc(request, served.ptr);
+        Ok(served)
+    }
+
+    /// Everything but the fast path of a free.
+    #[inline(never)]
+    fn free_slow(&mut self, ptr: DevicePtr, device: &Device) -> std::result::Result<Freed, NotLive> {
+        if self.plan.is_some() {
+            return self.free_replaying(ptr, device);
+        }
+        let freed = self.fallback.free(ptr, device)?;
+        self.recording.free(ptr);
+        Ok(freed)
+    }
+
     fn alloc_replaying(&mut self, request: Request, device: &Device) -> Result<Served> {
         let plan = self.plan.as_mut().expect("replaying");
         if !plan.departed {
@@ -355,21 +424,17 @@ impl Strategy for Replay {
     }
 
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
-        if self.plan.is_some() {
-            return self.alloc_replaying(request, device);
+        if let Some(served) = self.plan.as_mut().and_then(|p| p.fast_alloc(&request)) {
+            return Ok(served);
         }
-        let served = self.fallback.alloc(request, device)?;
-        self.recording.alloc(request, served.ptr);
-        Ok(served)
+        self.alloc_slow(request, device)
     }
 
     fn free(&mut self, ptr: DevicePtr, device: &Device) -> std::result::Result<Freed, NotLive> {
-        if self.plan.is_some() {
-            return self.free_replaying(ptr, device);
+        if let Some(freed) = self.plan.as_mut().and_then(|p| p.fast_free(ptr)) {
+            return Ok(freed);
         }
-        let freed = self.fallback.free(ptr, device)?;
-        self.recording.free(ptr);
-        Ok(freed)
+        self.free_slow(ptr, device)
     }
 
     /// The fallback's idle memory, and the planned block while no planned

@@ -110,13 +110,27 @@ impl Recording {
         for (e, &(is_alloc, i)) in self.events.iter().enumerate() {
             let a = &self.allocs[i];
             if is_alloc {
-                steps.push(Step { alloc: true, size: a.request.size, stream: a.request.stream, buffer: slot_of[i] });
+                steps.push(Step {
+                    alloc: true,
+                    size: a.request.size,
+                    stream: a.request.stream,
+                    buffer: slot_of[i],
+                    offset: 0,
+                    bytes: 0,
+                });
             } else {
                 if e == 0 || self.events[e - 1].0 {
                     run_start = e;
                 }
                 slots[slot_of[i]].run_start = run_start;
-                steps.push(Step { alloc: false, size: 0, stream: a.request.stream, buffer: slot_of[i] });
+                steps.push(Step {
+                    alloc: false,
+                    size: 0,
+                    stream: a.request.stream,
+                    buffer: slot_of[i],
+                    offset: 0,
+                    bytes: 0,
+                });
             }
         }
         // One plan per stream, stacked: memory is reused only by its stream.
@@ -143,6 +157,9 @@ impl Recording {
                 slots[s].offset = align_up(start, self.allocs[planned[s]].request.alignment)?;
             }
             base = base.checked_add(outcome.peak).ok_or_else(|| Error::overflow("planned block overflows"))?;
+        }
+        for step in steps.iter_mut().filter(|s| s.buffer != UNPLANNED) {
+            (step.offset, step.bytes) = (slots[step.buffer].offset, slots[step.buffer].bytes);
         }
         let mut by_offset: Vec<(u64, usize)> = slots.iter().enumerate().map(|(s, slot)| (slot.offset, s)).collect();
         by_offset.sort_unstable();
