@@ -578,7 +578,10 @@ typedef struct c_slot {
 
 typedef struct c_registry { /* the strategy's ctx: counts states */
     int created, destroyed;
-    int mode; /* for "c-bad": what to return wrongly */
+    int mode;    /* for "c-bad": what to return wrongly */
+    void *block; /* for "c-bad" mode 5: a device block handed out whole */
+    size_t block_bytes;
+    void *out; /* and the block out (mode 6 refuses to take it back) */
 } c_registry;
 
 typedef struct c_state {
@@ -677,9 +680,36 @@ static int bad_alloc(void *state, nnm_device_ctx *dev, size_t size, size_t align
         *out_ptr = block;
         *out_bytes = size / 2;
         return NNM_OK;
+    case 5: /* a proper block: its device block, whole */
+        status = nnm_device_ctx_alloc(dev, size, alignment, stream, &block);
+        if (status != NNM_OK) return status;
+        r->block = r->out = block;
+        r->block_bytes = size;
+        *out_ptr = block;
+        return NNM_OK;
     default: /* an unknown status */
         return 1234;
     }
+}
+
+/* release_cached of "c-bad": tries to free what it must not. Each attempt
+ * is refused and changes nothing. */
+static void bad_release_cached(void *state, nnm_device_ctx *dev) {
+    c_registry *r = (c_registry *)state;
+    void *p = NULL;
+    int local = 0;
+    if (r->block == NULL) return;
+    CHECK_FAILS(nnm_device_ctx_free(dev, r->block, r->block_bytes, NULL), NNM_WRONG_STATE); /* handed out */
+    CHECK_ERROR_HAS("still holds memory handed out");
+    CHECK_FAILS(nnm_device_ctx_free(dev, r->block, r->block_bytes + 1, NULL), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_device_ctx_free(dev, &local, sizeof local, NULL), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_device_ctx_free(dev, NULL, 8, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_device_ctx_free(NULL, r->block, r->block_bytes, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_device_ctx_alloc(dev, 0, 8, NULL, &p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_device_ctx_alloc(dev, 8, 3, NULL, &p), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_device_ctx_alloc(dev, 8, 8, NULL, NULL), NNM_NULL_ARGUMENT);
+    CHECK(p == NULL);
+    r->block = NULL; /* checked once */
 }
 
 static void *bad_create(void *ctx, const nnm_pool_options *options) {
@@ -688,12 +718,37 @@ static void *bad_create(void *ctx, const nnm_pool_options *options) {
 }
 
 static int bad_dealloc(void *state, nnm_device_ctx *dev, void *ptr) {
-    (void)state, (void)dev, (void)ptr;
+    c_registry *r = (c_registry *)state;
+    (void)dev;
+    if (r->mode == 5 && ptr == r->out) {
+        r->out = NULL;
+        return NNM_OK;
+    }
     return NNM_NOT_FOUND;
 }
 
 /* Keeps its device blocks: nnmem frees them when the pool goes. */
 static void bad_release(void *state, nnm_device_ctx *dev) { (void)state, (void)dev; }
+
+/* A strategy vtable with the callbacks every test strategy has. */
+static nnm_strategy_vtable strategy_vtable(const char *name, c_registry *reg,
+                                           void *(*create)(void *, const nnm_pool_options *),
+                                           int (*alloc)(void *, nnm_device_ctx *, size_t, size_t, void *, void **,
+                                                        size_t *),
+                                           int (*dealloc)(void *, nnm_device_ctx *, void *),
+                                           void (*release_cached)(void *, nnm_device_ctx *),
+                                           void (*release_all)(void *, nnm_device_ctx *)) {
+    nnm_strategy_vtable vt;
+    memset(&vt, 0, sizeof vt);
+    vt.name = name;
+    vt.ctx = reg;
+    vt.create = create;
+    vt.alloc = alloc;
+    vt.dealloc = dealloc;
+    vt.release_cached = release_cached;
+    vt.release_all = release_all;
+    return vt;
+}
 
 static void test_c_strategy(void) {
     const uint32_t custom = NNM_DEVICE_TYPE_CUSTOM, id = 9;
@@ -704,15 +759,8 @@ static void test_c_strategy(void) {
     nnm_pool *pool = NULL;
     void *p = NULL, *q = NULL, *r = NULL;
     memset(&reg, 0, sizeof reg);
-    memset(&vt, 0, sizeof vt);
-    vt.name = "c-exact";
-    vt.ctx = &reg;
-    vt.create = c_create;
+    vt = strategy_vtable("c-exact", &reg, c_create, c_alloc, c_dealloc, c_release_cached, NULL);
     vt.destroy = c_destroy;
-    vt.alloc = c_alloc;
-    vt.dealloc = c_dealloc;
-    vt.release_cached = c_release_cached;
-    vt.release_all = NULL;
     CHECK_FAILS(nnm_pool_register_strategy(&vt), NNM_NULL_ARGUMENT); /* release_all is required */
     CHECK_ERROR_HAS("release_all");
     vt.release_all = c_release_all;
@@ -748,6 +796,18 @@ static void test_c_strategy(void) {
     CHECK(released == 128 && stats_of(pool).device_frees == 1);
     nnm_pool_free(pool);
 
+    /* The pool's limit applies to what a C strategy takes from the device. */
+    nnm_pool_options limited = default_options();
+    nnm_pool *small = NULL;
+    limited.limit_bytes = 1024;
+    REQUIRE_OK(nnm_pool_new_by_name(dev, "c-exact", &limited, &small));
+    p = NULL;
+    CHECK_FAILS(nnm_pool_alloc(small, 2000, 0, NULL, &p), NNM_OUT_OF_MEMORY);
+    CHECK_ERROR_HAS("limit 1024 B");
+    CHECK(p == NULL && stats_of(small).device_allocs == 0);
+    nnm_pool_free(small);
+    CHECK(reg.created == 2 && reg.destroyed == 1);
+
     /* Unregistered: no new pool; the existing one keeps it. */
     CHECK_OK(nnm_pool_unregister_strategy("c-exact"));
     CHECK_FAILS(nnm_pool_unregister_strategy("c-exact"), NNM_NOT_FOUND);
@@ -756,18 +816,11 @@ static void test_c_strategy(void) {
     CHECK_OK(nnm_device_dealloc(custom, id, q));
     CHECK_OK(nnm_device_dealloc(custom, id, r));
     CHECK_OK(nnm_device_remove_pool(custom, id));
-    CHECK(reg.created == 1 && reg.destroyed == 1); /* the removed pool had nothing out: gone */
+    CHECK(reg.created == 2 && reg.destroyed == 2); /* the removed pool had nothing out: gone */
     CHECK(balanced(&c));
 
     /* A faulty strategy: each bad block is refused with a message. */
-    memset(&vt, 0, sizeof vt);
-    vt.name = "c-bad";
-    vt.ctx = &reg;
-    vt.create = bad_create;
-    vt.alloc = bad_alloc;
-    vt.dealloc = bad_dealloc;
-    vt.release_cached = bad_release;
-    vt.release_all = bad_release;
+    vt = strategy_vtable("c-bad", &reg, bad_create, bad_alloc, bad_dealloc, bad_release_cached, bad_release);
     CHECK_OK(nnm_pool_register_strategy(&vt));
     nnm_pool_options o = default_options();
     REQUIRE_OK(nnm_pool_new_by_name(dev, "c-bad", &o, &pool));
@@ -784,7 +837,20 @@ static void test_c_strategy(void) {
     CHECK_ERROR_HAS("unknown status (1234)");
     s = stats_of(pool);
     CHECK(s.allocs == 0 && s.active_blocks == 0);
-    nnm_pool_free(pool); /* the blocks it took from the device go back with it */
+    reg.mode = 5; /* a good block, then bad frees and allocations in release_cached */
+    p = NULL;
+    CHECK_OK(nnm_pool_alloc(pool, 256, 64, NULL, &p));
+    CHECK(p != NULL && p == reg.block);
+    CHECK_OK(nnm_pool_release_cached(pool, &released));
+    CHECK(released == 0 && reg.block == NULL);
+    reg.mode = 6;
+    CHECK_FAILS(nnm_pool_dealloc(pool, p), NNM_INVALID_ARGUMENT); /* the strategy says NOT_FOUND */
+    s = stats_of(pool);
+    CHECK(s.active_blocks == 1 && s.device_frees == 0);
+    reg.mode = 5;
+    CHECK_OK(nnm_pool_dealloc(pool, p));
+    CHECK(reg.out == NULL && stats_of(pool).active_blocks == 0);
+    nnm_pool_free(pool); /* the device blocks the strategy kept go back with the pool */
     CHECK_OK(nnm_pool_unregister_strategy("c-bad"));
     unregister_counter(custom, id);
     nnm_device_allocator_free(dev);

@@ -174,13 +174,6 @@ struct list_head {
 #define NNM_POOL_DEFAULT_ALIGNMENT 256
 
 /**
- * How much larger than an oversize request (one over `max_split`) an
- * oversize free block may be and still serve it whole: PyTorch's
- * `kLargeBuffer`, 20 MiB.
- */
-#define OVERSIZE_SLACK (20 << 20)
-
-/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  */
@@ -2946,10 +2939,11 @@ enum nnm_status nnm_pool_new_by_name(const struct nnm_device_allocator *allocato
 
 /**
  * Frees a pool handle. The pool itself goes when its last handle is freed
- * and no registry holds it; memory still handed out then goes back to the
- * device with the pool (pointers into it must not be used any more). NULL
- * is a no-op; a double free is detected and reported through
- * `nnm_last_error()`.
+ * and no registry holds it: then all its memory goes back to the device
+ * when nothing is handed out; otherwise only its idle memory does, and the
+ * blocks still out stay valid but are never returned (give every block
+ * back first). NULL is a no-op; a double free is detected and reported
+ * through `nnm_last_error()`.
  *
  * # Safety
  * `pool` may be any pointer value: only a live pool handle is freed. No

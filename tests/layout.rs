@@ -22,6 +22,7 @@ use std::sync::OnceLock;
 
 use nnmem::arena::{Category, ReportFormat};
 use nnmem::ffi::arena::{nnm_arena_category_stats, nnm_arena_sizes};
+use nnmem::ffi::device::nnm_device_allocator_vtable;
 use nnmem::ffi::net::{
     list_head, nnm_cache, nnm_layer_data, nnm_net, nnm_net_bytes, nnm_net_report, nnm_param, nnm_tensor, NNM_MAX_DIMS,
     NNM_NAME_MAX,
@@ -402,6 +403,7 @@ fn rust_structs() -> Vec<RustStruct> {
             plan_lower_bound,
             limit
         }),
+        rust_struct!(nnm_device_allocator_vtable { name, ctx, alloc, free, mem_info, release, flags }),
         rust_struct!(nnm_strategy_vtable {
             name,
             ctx,

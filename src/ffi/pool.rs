@@ -205,10 +205,11 @@ pub unsafe extern "C" fn nnm_pool_new_by_name(
 }
 
 /// Frees a pool handle. The pool itself goes when its last handle is freed
-/// and no registry holds it; memory still handed out then goes back to the
-/// device with the pool (pointers into it must not be used any more). NULL
-/// is a no-op; a double free is detected and reported through
-/// `nnm_last_error()`.
+/// and no registry holds it: then all its memory goes back to the device
+/// when nothing is handed out; otherwise only its idle memory does, and the
+/// blocks still out stay valid but are never returned (give every block
+/// back first). NULL is a no-op; a double free is detected and reported
+/// through `nnm_last_error()`.
 ///
 /// # Safety
 /// `pool` may be any pointer value: only a live pool handle is freed. No

@@ -66,6 +66,21 @@ pub struct nnm_device_allocator_vtable {
     pub flags: u32,
 }
 
+impl Default for nnm_device_allocator_vtable {
+    /// Every field NULL or 0 (what a C `= {0}` gives).
+    fn default() -> Self {
+        nnm_device_allocator_vtable {
+            name: std::ptr::null(),
+            ctx: std::ptr::null_mut(),
+            alloc: None,
+            free: None,
+            mem_info: None,
+            release: None,
+            flags: 0,
+        }
+    }
+}
+
 /// The `DeviceAllocator` over a C vtable.
 pub(crate) struct VtableAllocator {
     name: String,
