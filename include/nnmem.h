@@ -1492,8 +1492,8 @@ enum nnm_status nnm_arena_new_dry_run(size_t alignment,
                                       struct nnm_arena **out_arena);
 
 /**
- * Frees an arena (and the memory of `nnm_arena_new_owned`; a caller's
- * buffers stay the caller's). NULL is a no-op; a double free is detected
+ * Frees an arena (and gives the memory of `nnm_arena_new_owned*` back to
+ * its allocator; a caller's buffers stay the caller's). NULL is a no-op; a double free is detected
  * and reported through `nnm_last_error()`.
  *
  * # Safety

@@ -410,8 +410,8 @@ pub unsafe extern "C" fn nnm_arena_new_dry_run(alignment: usize, flags: u32, out
     unsafe { create(out_arena, || Ok((Backing::dry_run(), options(alignment, flags)?))) }
 }
 
-/// Frees an arena (and the memory of `nnm_arena_new_owned`; a caller's
-/// buffers stay the caller's). NULL is a no-op; a double free is detected
+/// Frees an arena (and gives the memory of `nnm_arena_new_owned*` back to
+/// its allocator; a caller's buffers stay the caller's). NULL is a no-op; a double free is detected
 /// and reported through `nnm_last_error()`.
 ///
 /// # Safety

@@ -278,10 +278,13 @@ pub unsafe extern "C" fn nnm_device_allocator_alloc(
     guard(|| {
         // SAFETY: the caller promises the pointers are NULL or valid.
         let (a, out) = unsafe { (value_ref(allocator, "allocator")?, out_param(out_ptr, "out_ptr")?) };
-        let mut direct = a.direct();
-        direct.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record the allocation"))?;
+        // The device call runs outside the lock, so that threads sharing
+        // the handle allocate in parallel; a block that cannot be recorded
+        // goes straight back.
         let block = DeviceBlock::on_stream(a.inner.clone(), size as u64, alignment as u64, Stream(stream as usize))?;
         let ptr = block.ptr().as_ptr();
+        let mut direct = a.direct();
+        direct.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record the allocation"))?;
         direct.insert(block.ptr().addr(), block);
         out.write(ptr.cast());
         Ok(())

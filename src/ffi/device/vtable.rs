@@ -99,12 +99,6 @@ unsafe impl Send for VtableAllocator {}
 // SAFETY: as for Send: every method only calls those functions.
 unsafe impl Sync for VtableAllocator {}
 
-/// The C form of a stream: an opaque handle (`cudaStream_t` and the like),
-/// never dereferenced; the default stream is NULL.
-fn c_stream(stream: Stream) -> *mut c_void {
-    stream.0 as *mut c_void
-}
-
 impl VtableAllocator {
     /// The allocator `vtable` describes: the name is copied; NULL name,
     /// `alloc` or `free` and unknown flags are refused.
@@ -159,12 +153,12 @@ impl DeviceAllocator for VtableAllocator {
         };
         // SAFETY: the vtable's contract: `alloc` takes its context, a size
         // > 0 and a power-of-two alignment, from any thread.
-        let raw = unsafe { (self.alloc)(self.ctx, c_size, c_alignment, c_stream(stream)) };
+        let raw = unsafe { (self.alloc)(self.ctx, c_size, c_alignment, stream.as_handle()) };
         let ptr = DevicePtr::new(raw.cast()).ok_or_else(oom)?;
         if ptr.addr() % c_alignment != 0 {
             // SAFETY: `raw` is what `alloc` just returned for this size and
             // stream, given back once.
-            unsafe { (self.free)(self.ctx, raw, c_size, c_stream(stream)) };
+            unsafe { (self.free)(self.ctx, raw, c_size, stream.as_handle()) };
             return Err(Error::invalid(format!(
                 "{name}: alloc returned {raw:p} for {size} B, not aligned to the {alignment} B asked for \
                  (given back; the allocator must honour the alignment)"
@@ -179,7 +173,7 @@ impl DeviceAllocator for VtableAllocator {
         // SAFETY: the trait's contract: `ptr` came from `alloc` with this
         // size and stream and is returned once; the vtable's `free` may be
         // called from any thread.
-        unsafe { (self.free)(self.ctx, ptr.as_ptr().cast(), size, c_stream(stream)) }
+        unsafe { (self.free)(self.ctx, ptr.as_ptr().cast(), size, stream.as_handle()) }
     }
 
     fn mem_info(&self) -> Option<MemInfo> {

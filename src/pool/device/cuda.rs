@@ -221,7 +221,7 @@ impl CudaAllocator {
             // SAFETY: `out` is a valid place for the result; the stream is
             // the caller's handle of this device (the trait's contract).
             (Some((malloc_async, _)), s) if s != Stream::DEFAULT => unsafe {
-                malloc_async(&mut out, bytes, s.0 as *mut c_void)
+                malloc_async(&mut out, bytes, s.as_handle())
             },
             // SAFETY: `out` is a valid place for the result.
             _ => unsafe { (self.runtime.malloc)(&mut out, bytes) },
@@ -243,7 +243,7 @@ impl CudaAllocator {
             // SAFETY: `ptr` came from cudaMallocAsync on this stream
             // (`raw_alloc` made the same choice for the same stream).
             (Some((_, free_async)), s) if s != Stream::DEFAULT => unsafe {
-                free_async(ptr.as_ptr().cast(), s.0 as *mut c_void);
+                free_async(ptr.as_ptr().cast(), s.as_handle());
             },
             // SAFETY: `ptr` came from cudaMalloc and is freed once.
             _ => unsafe {

@@ -83,6 +83,14 @@ pub struct Stream(pub usize);
 impl Stream {
     /// The device's default stream.
     pub const DEFAULT: Stream = Stream(0);
+
+    /// The stream as the C handle it stands for (`cudaStream_t` and the
+    /// like; NULL for the default stream): a pointer with that address and
+    /// no provenance, never dereferenced by nnmem.
+    #[inline]
+    pub fn as_handle(self) -> *mut std::ffi::c_void {
+        std::ptr::null_mut::<u8>().wrapping_add(self.0).cast()
+    }
 }
 
 /// Free and total bytes of a device, as its allocator reports them.
