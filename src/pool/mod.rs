@@ -16,6 +16,8 @@
 pub mod budget;
 pub mod device;
 pub(crate) mod fast_hash;
+pub(crate) mod live_table;
+pub(crate) mod lock;
 #[allow(clippy::module_inception)] // the brief's path: src/pool/pool.rs
 pub mod pool;
 pub mod registry;

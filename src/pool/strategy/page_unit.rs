@@ -11,61 +11,51 @@
 //! stream S is reused only for requests on S until the caller says the
 //! streams are synchronised.
 //!
-//! Idle chunks are kept per (rounded size, stream) and, inside that, per
-//! address alignment class (the number of trailing zero bits of the
-//! address), with a bit mask of the non-empty classes: a request of
-//! alignment 2^a takes the least-aligned chunk of a class >= a in O(1),
-//! which keeps better-aligned chunks for the requests that need them.
-
-use std::hash::{Hash, Hasher};
+//! Chunk records sit in a slab; the chunks handed out are found by address
+//! in an open-addressing table. Idle chunks are kept per rounded size (a
+//! class), per stream inside it (plus an "any stream" list, after a
+//! synchronisation), and per address alignment class (the number of
+//! trailing zero bits of the address) with a bit mask of the non-empty
+//! ones: a request of alignment 2^a takes the least-aligned chunk of a
+//! class >= a in O(1), which keeps better-aligned chunks for the requests
+//! that need them. A steady state (sizes seen before) allocates nothing.
 
 use super::{CacheFigures, Freed, NotLive, Request, Served, Strategy};
 use crate::pool::budget::Device;
 use crate::pool::device::{DevicePtr, Stream};
 use crate::pool::fast_hash::FastMap;
+use crate::pool::live_table::LiveTable;
 use crate::status::{Error, Result};
 
 /// The default page: 4 KiB, as RAF's `page_size_exp = 12`.
 pub(crate) const DEFAULT_PAGE_SIZE: u64 = 4096;
 
-/// Which idle chunks a free list holds: one rounded size, and the stream
-/// they were last used on (`None`: any stream, after a synchronisation).
-#[derive(Copy, Clone, PartialEq, Eq)]
-struct ClassKey {
-    bytes: u64,
-    stream: Option<Stream>,
-}
-
-impl Hash for ClassKey {
-    #[inline]
-    fn hash<H: Hasher>(&self, state: &mut H) {
-        // Two words instead of the derive's three (the Option's tag).
-        state.write_u64(self.bytes);
-        state.write_u64(self.stream.map_or(0, |s| (s.0 as u64).wrapping_add(1)));
-    }
-}
-
-/// An idle chunk; the stream its device allocation was made on, for the
-/// device free.
+/// A device chunk: where it is, what its device allocation was made on
+/// (for the device free), its size class, and its current use.
 #[derive(Copy, Clone)]
 struct Chunk {
     ptr: DevicePtr,
     device_stream: Stream,
+    class: u32,
+    /// Bytes asked for while handed out.
+    requested: u64,
+    /// The stream it is used on (or was, while idle).
+    stream: Stream,
 }
 
-/// The idle chunks of one class key, by address alignment class.
+/// Idle chunks (slab indices) by address alignment class.
 #[derive(Default)]
 struct FreeList {
     /// Bit c set: `by_align[c]` is not empty.
     mask: u64,
     /// `by_align[c]`: chunks whose address has exactly c trailing zero bits
     /// (63 for anything aligned further).
-    by_align: Vec<Vec<Chunk>>,
+    by_align: Vec<Vec<u32>>,
 }
 
 impl FreeList {
     #[inline]
-    fn pop(&mut self, align_log2: u32) -> Option<Chunk> {
+    fn pop(&mut self, align_log2: u32) -> Option<u32> {
         let bits = self.mask & (u64::MAX << align_log2);
         if bits == 0 {
             return None;
@@ -80,34 +70,63 @@ impl FreeList {
     }
 
     #[inline]
-    fn push(&mut self, chunk: Chunk) {
-        let class = chunk.ptr.addr().trailing_zeros().min(63) as usize;
+    fn push(&mut self, index: u32, addr: usize) {
+        let class = addr.trailing_zeros().min(63) as usize;
         if self.by_align.len() <= class {
             self.by_align.resize_with(class + 1, Vec::new);
         }
-        self.by_align[class].push(chunk);
+        self.by_align[class].push(index);
         self.mask |= 1u64 << class;
     }
 
-    fn drain(&mut self) -> impl Iterator<Item = Chunk> + '_ {
+    fn drain(&mut self) -> impl Iterator<Item = u32> + '_ {
         self.mask = 0;
         self.by_align.iter_mut().flat_map(|stack| stack.drain(..))
     }
 }
 
-#[derive(Copy, Clone)]
-struct Live {
-    requested: u64,
+/// The idle chunks of one rounded size.
+struct Class {
     bytes: u64,
-    stream: Stream,
-    device_stream: Stream,
+    /// Freed on a stream, reusable on that stream only.
+    by_stream: Vec<(Stream, FreeList)>,
+    /// Reusable on any stream (after a synchronisation).
+    any: FreeList,
 }
 
-/// The `page-unit` strategy.
+impl Class {
+    #[inline]
+    fn stream_list(&mut self, stream: Stream) -> &mut FreeList {
+        // Programs use few streams: a short scan beats a hash.
+        match self.by_stream.iter().position(|(s, _)| *s == stream) {
+            Some(i) => &mut self.by_stream[i].1,
+            None => {
+                self.by_stream.push((stream, FreeList::default()));
+                &mut self.by_stream.last_mut().expect("just pushed").1
+            }
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.any.mask == 0 && self.by_stream.iter().all(|(_, l)| l.mask == 0)
+    }
+}
+
+/// The `page-unit` strategy. Aligned to two cache lines: the shards'
+/// instances are allocated one after the other, and each is written on
+/// every call, by a different thread (no false sharing between shards).
+#[repr(align(128))]
 pub struct PageUnit {
     page: u64,
-    free: FastMap<ClassKey, FreeList>,
-    live: FastMap<usize, Live>,
+    slab: Vec<Chunk>,
+    /// Slab entries whose chunk went back to the device.
+    vacant: Vec<u32>,
+    classes: Vec<Class>,
+    class_of: FastMap<u64, u32>,
+    /// The last (rounded size, class) looked up: runs of one size skip the
+    /// hash.
+    last_class: (u64, u32),
+    live: LiveTable,
     cached_blocks: u64,
     cached_bytes: u64,
 }
@@ -119,24 +138,61 @@ impl PageUnit {
         debug_assert!(page_size.is_power_of_two(), "page size {page_size}");
         PageUnit {
             page: page_size,
-            free: FastMap::default(),
-            live: FastMap::default(),
+            slab: Vec::new(),
+            vacant: Vec::new(),
+            classes: Vec::new(),
+            class_of: FastMap::default(),
+            last_class: (0, 0),
+            live: LiveTable::new(),
             cached_blocks: 0,
             cached_bytes: 0,
         }
     }
 
     #[inline]
-    fn take_cached(&mut self, bytes: u64, align_log2: u32, stream: Stream) -> Option<Chunk> {
-        for key in [ClassKey { bytes, stream: Some(stream) }, ClassKey { bytes, stream: None }] {
-            if let Some(chunk) = self.free.get_mut(&key).and_then(|list| list.pop(align_log2)) {
-                self.cached_blocks -= 1;
-                self.cached_bytes -= bytes;
-                return Some(chunk);
-            }
+    fn class(&mut self, bytes: u64) -> u32 {
+        if self.last_class.0 == bytes {
+            return self.last_class.1;
         }
-        None
+        let next = self.classes.len() as u32;
+        let class = *self.class_of.entry(bytes).or_insert(next);
+        if class == next {
+            self.classes.push(Class { bytes, by_stream: Vec::new(), any: FreeList::default() });
+        }
+        self.last_class = (bytes, class);
+        class
     }
+
+    #[inline]
+    fn take_cached(&mut self, class: u32, align_log2: u32, stream: Stream) -> Option<u32> {
+        let c = &mut self.classes[class as usize];
+        let mine = c.by_stream.iter_mut().find(|(s, _)| *s == stream).and_then(|(_, l)| l.pop(align_log2));
+        let index = mine.or_else(|| c.any.pop(align_log2))?;
+        self.cached_blocks -= 1;
+        self.cached_bytes -= c.bytes;
+        Some(index)
+    }
+
+    #[cold]
+    fn take_from_device(&mut self, class: u32, bytes: u64, request: Request, device: &Device) -> Result<u32> {
+        let ptr = device.alloc(bytes, request.alignment, request.stream)?;
+        let chunk = Chunk { ptr, device_stream: request.stream, class, requested: 0, stream: request.stream };
+        Ok(match self.vacant.pop() {
+            Some(i) => {
+                self.slab[i as usize] = chunk;
+                i
+            }
+            None => {
+                self.slab.push(chunk);
+                (self.slab.len() - 1) as u32
+            }
+        })
+    }
+}
+
+#[cold]
+fn page_overflow(size: u64, page: u64) -> Error {
+    Error::overflow(format!("{size} B rounded up to {page} B pages overflows"))
 }
 
 impl Strategy for PageUnit {
@@ -146,60 +202,68 @@ impl Strategy for PageUnit {
 
     #[inline]
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
-        let bytes = request.size.checked_next_multiple_of(self.page).ok_or_else(|| {
-            Error::overflow(format!("{} B rounded up to {} B pages overflows", request.size, self.page))
-        })?;
-        let chunk = match self.take_cached(bytes, request.alignment.trailing_zeros(), request.stream) {
-            Some(chunk) => chunk,
-            None => {
-                Chunk { ptr: device.alloc(bytes, request.alignment, request.stream)?, device_stream: request.stream }
-            }
+        // The page is a power of two: a mask, not a division.
+        let bytes = match request.size.checked_add(self.page - 1) {
+            Some(end) => end & !(self.page - 1),
+            None => return Err(page_overflow(request.size, self.page)),
         };
-        let live = Live { requested: request.size, bytes, stream: request.stream, device_stream: chunk.device_stream };
-        self.live.insert(chunk.ptr.addr(), live);
-        Ok(Served { ptr: chunk.ptr, bytes, from_plan: false })
+        let class = self.class(bytes);
+        let index = match self.take_cached(class, request.alignment.trailing_zeros(), request.stream) {
+            Some(i) => i,
+            None => self.take_from_device(class, bytes, request, device)?,
+        };
+        let chunk = &mut self.slab[index as usize];
+        chunk.requested = request.size;
+        chunk.stream = request.stream;
+        let ptr = chunk.ptr;
+        self.live.insert(ptr.addr(), index);
+        Ok(Served { ptr, bytes, from_plan: false })
     }
 
     #[inline]
     fn free(&mut self, ptr: DevicePtr, _device: &Device) -> std::result::Result<Freed, NotLive> {
-        let live = self.live.remove(&ptr.addr()).ok_or(NotLive)?;
-        let key = ClassKey { bytes: live.bytes, stream: Some(live.stream) };
-        self.free.entry(key).or_default().push(Chunk { ptr, device_stream: live.device_stream });
+        let index = self.live.remove(ptr.addr()).ok_or(NotLive)?;
+        let chunk = self.slab[index as usize];
+        let class = &mut self.classes[chunk.class as usize];
+        class.stream_list(chunk.stream).push(index, ptr.addr());
         self.cached_blocks += 1;
-        self.cached_bytes += live.bytes;
-        Ok(Freed { requested: live.requested, bytes: live.bytes })
+        self.cached_bytes += class.bytes;
+        Ok(Freed { requested: chunk.requested, bytes: class.bytes })
     }
 
     fn release_cached(&mut self, device: &Device) -> u64 {
         let mut returned = 0;
-        for (key, list) in self.free.iter_mut() {
-            for chunk in list.drain() {
-                device.free(chunk.ptr, key.bytes, chunk.device_stream);
-                returned += key.bytes;
+        for class in self.classes.iter_mut() {
+            let lists = class.by_stream.iter_mut().map(|(_, l)| l).chain(std::iter::once(&mut class.any));
+            for list in lists {
+                for index in list.drain() {
+                    let chunk = &self.slab[index as usize];
+                    device.free(chunk.ptr, class.bytes, chunk.device_stream);
+                    returned += class.bytes;
+                    self.vacant.push(index);
+                }
             }
+            // A program that cycles through many streams must not grow the
+            // lists for ever.
+            class.by_stream.clear();
         }
-        // Lists of streams other than "any" are dropped: a program that
-        // cycles through many streams must not grow the table for ever.
-        self.free.retain(|key, _| key.stream.is_none());
         self.cached_blocks = 0;
         self.cached_bytes = 0;
         returned
     }
 
     fn streams_synchronized(&mut self) {
-        let pending: Vec<ClassKey> = self.free.keys().filter(|k| k.stream.is_some()).copied().collect();
-        for key in pending {
-            if let Some(mut list) = self.free.remove(&key) {
-                let any = self.free.entry(ClassKey { bytes: key.bytes, stream: None }).or_default();
-                for chunk in list.drain() {
-                    any.push(chunk);
+        for class in self.classes.iter_mut() {
+            for (_, mut list) in class.by_stream.drain(..) {
+                for index in list.drain() {
+                    class.any.push(index, self.slab[index as usize].ptr.addr());
                 }
             }
         }
     }
 
     fn cache_figures(&self) -> CacheFigures {
-        let largest = self.free.iter().filter(|(_, list)| list.mask != 0).map(|(key, _)| key.bytes).max();
+        let largest = self.classes.iter().filter(|c| !c.is_empty()).map(|c| c.bytes).max();
         CacheFigures {
             cached_blocks: self.cached_blocks,
             cached_bytes: self.cached_bytes,
@@ -210,6 +274,6 @@ impl Strategy for PageUnit {
     fn release_all(&mut self, device: &Device) {
         self.release_cached(device);
         // The pool destroys a strategy only when nothing is handed out.
-        debug_assert!(self.live.is_empty(), "page-unit destroyed with {} blocks out", self.live.len());
+        debug_assert_eq!(self.live.len(), 0, "page-unit destroyed with blocks out");
     }
 }

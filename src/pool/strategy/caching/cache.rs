@@ -8,8 +8,8 @@ use crate::status::{Error, Result, Status};
 
 use super::bins::{bin_of, Bins, BINS};
 use super::block::{Block, Slab, State, ANY, NIL};
-use super::table::LiveTable;
 use super::{CachingOptions, OVERSIZE_SLACK};
+use crate::pool::live_table::LiveTable;
 
 /// The sizes in use: the options made consistent (see `Caching::new`).
 #[derive(Copy, Clone, Debug)]

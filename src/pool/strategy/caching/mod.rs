@@ -43,12 +43,11 @@
 //! The steady-state path (a cached block of a size seen before) allocates
 //! nothing: free blocks sit in size-segregated bins with a bitmap of the
 //! non-empty ones ([`bins`]), block records in a slab ([`block`]), and the
-//! blocks handed out in an address table ([`table`]).
+//! blocks handed out in an address table (`crate::pool::live_table`).
 
 mod bins;
 mod block;
 mod cache;
-mod table;
 #[cfg(test)]
 mod tests;
 

@@ -1,4 +1,5 @@
-//! The blocks handed out, by address: an open-addressing table with linear
+//! Blocks handed out, by address (shared by the caching and page-unit
+//! strategies): an open-addressing table with linear
 //! probing and Fibonacci hashing (an address is not chosen by an adversary,
 //! so SipHash's flooding resistance would only cost time), at most half
 //! full, with backward-shift deletion (no tombstones, so lookups of
@@ -8,7 +9,7 @@
 const EMPTY: usize = 0;
 
 /// Address -> block index.
-pub(super) struct LiveTable {
+pub(crate) struct LiveTable {
     slots: Vec<(usize, u32)>,
     len: usize,
     /// `64 - log2(slots.len())`: the hash's top bits index the table.
@@ -16,7 +17,7 @@ pub(super) struct LiveTable {
 }
 
 impl LiveTable {
-    pub(super) fn new() -> LiveTable {
+    pub(crate) fn new() -> LiveTable {
         LiveTable { slots: vec![(EMPTY, 0); 64], len: 0, shift: 64 - 6 }
     }
 
@@ -26,14 +27,13 @@ impl LiveTable {
     }
 
     /// Blocks in the table.
-    #[cfg(test)]
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 
     /// Adds `addr` (not in the table, not 0) -> `value`.
     #[inline]
-    pub(super) fn insert(&mut self, addr: usize, value: u32) {
+    pub(crate) fn insert(&mut self, addr: usize, value: u32) {
         debug_assert_ne!(addr, EMPTY);
         if (self.len + 1) * 2 > self.slots.len() {
             self.grow();
@@ -63,7 +63,7 @@ impl LiveTable {
 
     /// The value of `addr`, if it is in the table.
     #[inline]
-    pub(super) fn get(&self, addr: usize) -> Option<u32> {
+    pub(crate) fn get(&self, addr: usize) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(addr);
         loop {
@@ -81,7 +81,7 @@ impl LiveTable {
     /// Takes `addr` out and returns its value; `None` (and no change) when
     /// it is not in the table.
     #[inline]
-    pub(super) fn remove(&mut self, addr: usize) -> Option<u32> {
+    pub(crate) fn remove(&mut self, addr: usize) -> Option<u32> {
         let mask = self.slots.len() - 1;
         let mut i = self.home(addr);
         loop {
@@ -118,7 +118,7 @@ impl LiveTable {
     }
 
     /// Forgets every entry.
-    pub(super) fn clear(&mut self) {
+    pub(crate) fn clear(&mut self) {
         self.slots.iter_mut().for_each(|s| *s = (EMPTY, 0));
         self.len = 0;
     }
