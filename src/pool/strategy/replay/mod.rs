@@ -457,7 +457,8 @@ impl Strategy for Replay {
 
     /// Records and plans the first iteration; later, starts the next
     /// iteration at the recorded first event (departed when a planned buffer
-    /// of this one is still live).
+    /// of this one is still live). Planning runs once, under the pool's
+    /// lock, for at most `work_limit` work units of the planner.
     fn end_iteration(&mut self, device: &Device) -> Result<()> {
         let Some(plan) = self.plan.as_mut() else {
             return self.plan_recording(device);

@@ -63,6 +63,18 @@ impl Harness {
         self.out.swap_remove(at);
     }
 
+    /// A harness whose replay recorded and planned [`iteration`].
+    fn planned() -> Self {
+        let mut h = Harness::new(1_000_000);
+        run(&mut h, &iteration());
+        h.end();
+        h
+    }
+
+    fn end(&mut self) {
+        self.replay.end_iteration(&self.device).unwrap();
+    }
+
     fn device_allocs(&self) -> u64 {
         self.counting.allocs()
     }
@@ -144,12 +156,12 @@ fn a_recorded_iteration_is_replayed_from_the_plan() {
         assert_eq!(run(&mut h, &ops), 0, "recording: the fallback serves");
         let recorded = h.device_allocs();
         assert_eq!(recorded, 7);
-        h.replay.end_iteration(&h.device).unwrap();
+        h.end();
         assert_eq!(h.device_allocs(), recorded + 1, "one planned block");
         for _ in 0..3 {
             assert_eq!(run(&mut h, &ops), allocs(&ops));
             if explicit_ends {
-                h.replay.end_iteration(&h.device).unwrap();
+                h.end();
             }
         }
         assert_eq!(h.device_allocs(), recorded + 1, "no device allocation after the first iteration");
@@ -192,11 +204,11 @@ fn a_real_trace_is_replayed_within_one_percent_of_the_lower_bound() {
     let mut h = Harness::new(2_000_000);
     run(&mut h, &ops);
     let recorded = h.device_allocs();
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     h.device.reset_peak();
     for _ in 0..3 {
         assert_eq!(run(&mut h, &ops), allocs(&ops));
-        h.replay.end_iteration(&h.device).unwrap();
+        h.end();
     }
     assert_eq!(h.device_allocs(), recorded + 1);
     let f = h.figures();
@@ -210,11 +222,9 @@ fn a_real_trace_is_replayed_within_one_percent_of_the_lower_bound() {
 /// Runs `ops` after a recorded `iteration()`; returns (allocs served from
 /// the plan, departures).
 fn replay_departing(ops: &[Op]) -> (usize, u64) {
-    let mut h = Harness::new(1_000_000);
-    run(&mut h, &iteration());
-    h.replay.end_iteration(&h.device).unwrap();
+    let mut h = Harness::planned();
     let from_plan = run(&mut h, ops);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     let departures = h.figures().departures;
     // The next iteration, as recorded, is served by the plan again.
     assert_eq!(run(&mut h, &iteration()), allocs(&iteration()));
@@ -256,13 +266,11 @@ fn departures_fall_back_without_overlapping_a_live_planned_buffer() {
 
 #[test]
 fn an_iteration_starting_with_a_planned_buffer_live_is_departed() {
-    let mut h = Harness::new(1_000_000);
+    let mut h = Harness::planned();
     let ops = iteration();
-    run(&mut h, &ops);
-    h.replay.end_iteration(&h.device).unwrap();
     let (kept, planned) = h.alloc(1000, 256);
     assert!(planned);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     assert_eq!(h.figures().departures, 1);
     // Buffer 0 is still out: the whole iteration goes to the fallback,
     // except once it is back and the sequence starts again.
@@ -277,10 +285,7 @@ fn an_iteration_starting_with_a_planned_buffer_live_is_departed() {
 
 #[test]
 fn frees_of_anything_not_live_change_nothing() {
-    let mut h = Harness::new(1_000_000);
-    let ops = iteration();
-    run(&mut h, &ops);
-    h.replay.end_iteration(&h.device).unwrap();
+    let mut h = Harness::planned();
     let (a, _) = h.alloc(1000, 256);
     let (b, _) = h.alloc(4096, 512);
     // Inside the block but no live buffer there; a pointer never handed out.
@@ -307,10 +312,8 @@ fn frees_of_anything_not_live_change_nothing() {
 
 #[test]
 fn release_cached_gives_the_idle_block_back_and_the_plan_takes_it_again() {
-    let mut h = Harness::new(1_000_000);
+    let mut h = Harness::planned();
     let ops = iteration();
-    run(&mut h, &ops);
-    h.replay.end_iteration(&h.device).unwrap();
     let bytes = h.figures().plan_bytes;
     let cached = h.replay.cache_figures();
     assert_eq!((cached.cached_blocks, cached.cached_bytes, cached.largest_free_block), (1, bytes, bytes));
@@ -319,7 +322,7 @@ fn release_cached_gives_the_idle_block_back_and_the_plan_takes_it_again() {
     assert_eq!(h.replay.cache_figures(), CacheFigures::default());
     assert_eq!(h.replay.release_cached(&h.device), 0);
     h.free(p);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     assert_eq!(h.replay.release_cached(&h.device), bytes);
     assert_eq!(h.device.counters().reserved_bytes, 0);
     assert_eq!(h.replay.cache_figures(), CacheFigures::default());
@@ -341,7 +344,7 @@ fn streams_get_disjoint_parts_of_the_block() {
         (a, b, pa && pb)
     };
     record(&mut h);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     // Alone the two would share one place; on two streams they do not.
     assert_eq!(h.figures().plan_bytes, 2048);
     assert_eq!(h.figures().lower_bound_bytes, 1024);
@@ -364,7 +367,7 @@ fn buffers_live_at_the_end_of_the_recording_are_not_planned() {
     let ops = iteration();
     let (mut output, _) = h.alloc(512, 256);
     run(&mut h, &ops);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     let f = h.figures();
     assert_eq!((f.recorded_requests, f.lower_bound_bytes), (9, 4096 + 2000 + 5000));
     for _ in 0..3 {
@@ -385,13 +388,13 @@ fn buffers_live_at_the_end_of_the_recording_are_not_planned() {
 #[test]
 fn an_iteration_with_nothing_to_plan_is_recorded_again() {
     let mut h = Harness::new(1_000_000);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     let (kept, _) = h.alloc(100, 256);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     assert!(!h.figures().planned);
     let ops = iteration();
     run(&mut h, &ops);
-    h.replay.end_iteration(&h.device).unwrap();
+    h.end();
     assert_eq!(h.figures().recorded_requests, 7);
     assert_eq!(run(&mut h, &ops), allocs(&ops));
     h.free(kept);
