@@ -417,7 +417,8 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         w,
         "Each thread runs its own loop of 4 KiB alloc+free pairs on the same pool, the same number per thread; \
          pairs per second of the whole pool (millions), from the wall time of the slowest thread. This machine has \
-         {} cores.\n",
+         {} cores. While other processes load it, more threads also win a larger share of the cores from them, \
+         so these ratios mean what the target asks only on an idle machine.\n",
         std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
     );
     let _ = writeln!(
@@ -487,5 +488,6 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
             }
         }
     }
+    let _ = writeln!(w);
     o
 }
