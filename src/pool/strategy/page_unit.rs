@@ -277,3 +277,40 @@ impl Strategy for PageUnit {
         debug_assert_eq!(self.live.len(), 0, "page-unit destroyed with blocks out");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_serves_only_requests_its_address_is_aligned_for() {
+        let mut list = FreeList::default();
+        // Chunks 0..3 at addresses aligned to 2^7, 2^12, 2^16 exactly.
+        list.push(0, 0x7f00_0000_0080);
+        list.push(1, 0x7f00_0000_1000);
+        list.push(2, 0x7f00_0001_0000);
+        assert_eq!(list.mask, (1 << 7) | (1 << 12) | (1 << 16));
+        // A 2^13 request takes the least-aligned chunk that fits it.
+        assert_eq!(list.pop(13), Some(2));
+        assert_eq!(list.pop(13), None, "the 2^7 and 2^12 chunks are not aligned enough");
+        assert_eq!(list.pop(8), Some(1));
+        assert_eq!(list.pop(0), Some(0));
+        assert_eq!((list.pop(0), list.mask), (None, 0));
+    }
+
+    #[test]
+    fn requests_are_rounded_to_whole_pages() {
+        let dev = Device::new(crate::pool::device::host(), None);
+        let mut pages = PageUnit::new(1024);
+        for (size, bytes) in [(1u64, 1024u64), (1024, 1024), (1025, 2048), (5000, 5120)] {
+            let served = pages.alloc(Request { size, alignment: 8, stream: Stream::DEFAULT }, &dev).unwrap();
+            assert_eq!(served.bytes, bytes, "{size} B");
+            assert_eq!(pages.free(served.ptr, &dev), Ok(Freed { requested: size, bytes }));
+        }
+        let e = pages.alloc(Request { size: u64::MAX - 5, alignment: 1, stream: Stream::DEFAULT }, &dev).unwrap_err();
+        assert_eq!(e.status(), crate::status::Status::Overflow);
+        assert_eq!(pages.cache_figures().cached_blocks, 3, "1 B and 1024 B share one page class");
+        assert_eq!(pages.release_cached(&dev), 1024 + 2048 + 5120);
+        assert_eq!(dev.counters().reserved_bytes, 0);
+    }
+}
