@@ -1,7 +1,9 @@
 //! Generates BENCHMARKS.md (Markdown on stdout, progress on stderr): every
 //! instance under `benches/data` planned by every algorithm, the issue's
-//! targets checked against the results, and the criterion medians of
-//! `cargo bench --bench plan` and `cargo bench --bench ffi`.
+//! targets checked against the results, the criterion medians of
+//! `cargo bench --bench plan`, `--bench ffi`, `--bench arena` and
+//! `--bench pool`, and the real traces replayed through every memory pool
+//! strategy (`nnmem pool-replay`, the CLI built beside this example).
 //!
 //! ```text
 //! cargo run --release --example bench_table -- [--data DIR] [--criterion DIR] [--since UNIX_SECONDS]
@@ -23,6 +25,11 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use nnmem::plan::csv::{self, Row};
 use nnmem::plan::{Algorithm, Lifetime, Planner};
+
+// Memory pools: the traces replayed through `nnmem pool-replay`, the pool
+// benchmarks' tables and targets.
+#[path = "bench_table/pools.rs"]
+mod pools;
 
 /// Instances at least this large are timed once instead of 3 times.
 const SINGLE_RUN_FROM: usize = 5000;
@@ -132,10 +139,13 @@ fn main() {
         measured.push(measure(instance));
     }
     let exact = measure_exact(&measured);
+    let replays = pools::replay_traces(&args.data);
     let criterion = args.criterion.as_deref().map(|d| read_criterion(d, args.since)).unwrap_or_default();
     let generated_in = started.elapsed();
-    print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in));
+    let pool_targets = pools::targets(&replays, &criterion);
+    print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in, pool_targets));
     print!("{}", render_exact(&exact));
+    print!("{}", pools::render(&replays, &criterion));
 }
 
 // --- the exact search --------------------------------------------------------
@@ -853,7 +863,13 @@ fn ns_target(median: Option<f64>, key: &str, limit: f64, what: &str) -> Target {
     }
 }
 
-fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, generated_in: Duration) -> String {
+fn render(
+    measured: &[Measured],
+    criterion: &Medians,
+    criterion_asked: bool,
+    generated_in: Duration,
+    pool_targets: Vec<Target>,
+) -> String {
     let mut o = String::new();
     let w = &mut o;
     let _ = writeln!(w, "# nnmem benchmarks\n");
@@ -870,7 +886,7 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
     // Targets.
     let _ = writeln!(w, "## Targets\n");
     let _ = writeln!(w, "| target | result | status |\n|---|---|---|");
-    for t in targets(measured, criterion) {
+    for t in targets(measured, criterion).into_iter().chain(pool_targets) {
         let status = match t.status {
             "met" => "**met**".to_string(),
             "missed" => "**MISSED**".to_string(),
@@ -1026,7 +1042,7 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
     }
     let _ = writeln!(
         w,
-        "From `cargo bench --bench plan`, `--bench ffi` and `--bench arena` (criterion 0.8; the median of \
+        "From `cargo bench --bench plan`, `--bench ffi`, `--bench arena` and `--bench pool` (criterion 0.8; the median of \
          `target/criterion/<id>/new/estimates.json`).\n"
     );
     let plan: BTreeMap<&str, Vec<(&str, f64)>> = criterion
@@ -1096,7 +1112,11 @@ fn render(measured: &[Measured], criterion: &Medians, criterion_asked: bool, gen
     }
     let others: Vec<(&String, &f64)> = criterion
         .iter()
-        .filter(|(k, _)| !k.starts_with("plan-") && !k.starts_with("ffi/") && !k.starts_with("arena/"))
+        .filter(|(k, _)| {
+            !["plan-", "ffi/", "arena/", "pool/", "pool-core/", "pool-threads/"]
+                .iter()
+                .any(|prefix| k.starts_with(prefix))
+        })
         .collect();
     if !others.is_empty() {
         let _ = writeln!(w, "### Other criterion results\n\n| id | median |\n|---|---:|");

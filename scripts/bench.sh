@@ -5,13 +5,17 @@
 #   2. cargo bench --bench ffi          cost of a C-ABI call (criterion)
 #      cargo bench --bench arena        arena allocations via the C ABI
 #      cargo bench --bench plan         plan time per instance (criterion)
+#      cargo bench --bench pool         memory pools via the C ABI, beside
+#                                       malloc and mimalloc; threads
 #   3. bench_table                      every instance in benches/data x every
 #                                       algorithm (peak / lower bound, ms), the
-#                                       targets, and the criterion medians from
-#                                       step 2 -> BENCHMARKS.md
+#                                       real traces through every pool strategy
+#                                       (nnmem pool-replay), the targets, and
+#                                       the criterion medians from step 2
+#                                       -> BENCHMARKS.md
 #
-# About 5 minutes on 2 cores. Nothing else should run meanwhile: the numbers
-# are wall times. Extra arguments go to both `cargo bench` runs (criterion's,
+# About 7 minutes on 2 cores. Nothing else should run meanwhile: the numbers
+# are wall times. Extra arguments go to every `cargo bench` run (criterion's,
 # e.g. `-- --quick`). CARGO_TARGET_DIR is honoured (default: target/).
 set -euo pipefail
 
@@ -26,7 +30,7 @@ banner() { printf '\n==> %s\n' "$*" >&2; }
 
 banner "cargo build --release (library, CLI, benches, bench_table)"
 cargo build --release --locked --lib --bins --example bench_table
-cargo bench --locked --bench ffi --bench arena --bench plan --no-run
+cargo bench --locked --bench ffi --bench arena --bench plan --bench pool --no-run
 
 banner "cargo bench --bench ffi"
 cargo bench --locked --bench ffi "$@"
@@ -36,6 +40,9 @@ cargo bench --locked --bench arena "$@"
 
 banner "cargo bench --bench plan"
 cargo bench --locked --bench plan "$@"
+
+banner "cargo bench --bench pool"
+cargo bench --locked --bench pool "$@"
 
 banner "bench_table: every instance x every algorithm -> $out"
 tmp=$(mktemp "$out.XXXXXX")

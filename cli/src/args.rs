@@ -7,9 +7,10 @@ use clap::error::{ContextKind, ContextValue, ErrorKind};
 use clap::{Arg, ArgAction, ArgMatches};
 
 use nnmem::plan::{check_alignment, Algorithm, DEFAULT_WORK_LIMIT};
+use nnmem::pool::StrategyKind;
 
 /// The commands with options of their own (clap adds `help`).
-const COMMANDS: [&str; 2] = ["plan", "validate"];
+const COMMANDS: [&str; 3] = ["plan", "validate", "pool-replay"];
 
 const MAIN_AFTER_HELP: &str = "\
 Without a command: this text. A command's own help: nnmem help COMMAND, or
@@ -41,6 +42,23 @@ and lines) and the step. FILE '-' is standard input.";
 
 const VALIDATE_AFTER_HELP: &str = "Exit status: 0 valid, 1 bad input or invalid plan, 2 usage error.";
 
+const POOL_REPLAY_ABOUT: &str = "\
+Replays a trace through memory pools, as a runtime's allocations: each
+buffer is allocated at step `lower` and freed at step `upper` (lifetimes
+are half-open, so at one step the frees come before the allocations; rows
+of size 0 allocate nothing; an offset column is ignored). The sequence runs
+--iterations times through one pool per strategy, with the pool told of
+each iteration's end. Prints per strategy the peak bytes reserved from the
+device against the trace's lower bound, device allocations and frees per
+iteration, requests served from a replay plan, and the time.";
+
+const POOL_REPLAY_AFTER_HELP: &str = "\
+Devices: 'host' allocates the pools' memory with the system allocator;
+'virtual' hands out addresses without memory (nothing is read or written
+through them), for traces larger than this machine's memory. Both count
+the device calls and bytes themselves, beside the pools' own statistics.
+Exit status: 0 ok, 1 bad input or a pool failed, 2 usage error.";
+
 /// A command's help: its description, usage, arguments and notes; the same
 /// for `-h` and `--help` (clap would otherwise show the one-line `about`
 /// for `-h`, which is what the command list shows).
@@ -54,6 +72,7 @@ pub fn cli() -> clap::Command {
         .after_help(MAIN_AFTER_HELP)
         .subcommand(plan_command())
         .subcommand(validate_command())
+        .subcommand(pool_replay_command())
 }
 
 fn plan_command() -> clap::Command {
@@ -86,17 +105,7 @@ fn plan_command() -> clap::Command {
                 .value_parser(|s: &str| Algorithm::from_name(s).map_err(|e| e.message().to_string()))
                 .help(algorithms),
         )
-        .arg(
-            Arg::new("alignment")
-                .long("alignment")
-                .value_name("N")
-                .default_value("1")
-                .value_parser(|s: &str| {
-                    let n = number::<u64>(s, "a power of two")?;
-                    check_alignment(n).map(|()| n).map_err(|e| e.message().to_string())
-                })
-                .help("Alignment of sizes and offsets, a power of two"),
-        )
+        .arg(alignment_option("1", "Alignment of sizes and offsets, a power of two"))
         .arg(
             Arg::new("capacity")
                 .long("capacity")
@@ -179,6 +188,67 @@ fn validate_command() -> clap::Command {
         ))
 }
 
+fn pool_replay_command() -> clap::Command {
+    let names: Vec<&str> = StrategyKind::ALL.iter().map(|k| k.name()).collect();
+    clap::Command::new("pool-replay")
+        .about("Replay a trace's allocations through every pool strategy")
+        .before_help(POOL_REPLAY_ABOUT)
+        .help_template(COMMAND_HELP)
+        .after_help(POOL_REPLAY_AFTER_HELP)
+        .arg(Arg::new("input").value_name("FILE.csv|-").required(true).help("The trace ('-': standard input)"))
+        .arg(
+            Arg::new("iterations")
+                .long("iterations")
+                .value_name("N")
+                .default_value("3")
+                .value_parser(|s: &str| match number::<u32>(s, "a positive number of iterations")? {
+                    0 => Err("'0' is not a positive number of iterations".to_string()),
+                    n => Ok(n),
+                })
+                .help("Times the trace runs through each pool"),
+        )
+        .arg(
+            Arg::new("strategy")
+                .long("strategy")
+                .value_name("NAME")
+                .action(ArgAction::Append)
+                .value_parser(|s: &str| StrategyKind::from_name(s).map_err(|e| e.message().to_string()))
+                .help(format!("A strategy to replay through (repeatable; default: all of\n{})", names.join(", "))),
+        )
+        .arg(alignment_option("256", "Alignment of every allocation, a power of two (256: CUDA's)"))
+        .arg(
+            Arg::new("device")
+                .long("device")
+                .value_name("NAME")
+                .default_value("host")
+                .value_parser(|s: &str| match s {
+                    "host" => Ok(ReplayDevice::Host),
+                    "virtual" => Ok(ReplayDevice::Virtual),
+                    _ => Err(format!("unknown device '{s}' (known: host, virtual)")),
+                })
+                .help("Where the pools' memory comes from: host or virtual"),
+        )
+        .arg(
+            Arg::new("json")
+                .long("json")
+                .action(ArgAction::SetTrue)
+                .help("Print a JSON array, one object per strategy"),
+        )
+}
+
+/// `--alignment N`: a power of two.
+fn alignment_option(default: &'static str, help: &'static str) -> Arg {
+    Arg::new("alignment")
+        .long("alignment")
+        .value_name("N")
+        .default_value(default)
+        .value_parser(|s: &str| {
+            let n = number::<u64>(s, "a power of two")?;
+            check_alignment(n).map(|()| n).map_err(|e| e.message().to_string())
+        })
+        .help(help)
+}
+
 /// An option that takes a path (`-` for standard output or input).
 fn path_option(name: &'static str, value_name: &'static str, help: &'static str) -> Arg {
     Arg::new(name).long(name).value_name(value_name).help(help)
@@ -196,6 +266,28 @@ pub enum Command {
     Print(String),
     Plan(PlanArgs),
     Validate(ValidateArgs),
+    PoolReplay(PoolReplayArgs),
+}
+
+/// The device `nnmem pool-replay` gives its pools.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum ReplayDevice {
+    /// The system allocator.
+    Host,
+    /// Addresses without memory.
+    Virtual,
+}
+
+/// Options of `nnmem pool-replay`.
+#[derive(Debug, PartialEq)]
+pub struct PoolReplayArgs {
+    pub input: String,
+    pub iterations: u32,
+    /// In the order given, each once; every built-in when none was given.
+    pub strategies: Vec<StrategyKind>,
+    pub alignment: u64,
+    pub device: ReplayDevice,
+    pub json: bool,
 }
 
 /// Options of `nnmem validate`.
@@ -293,6 +385,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
     let parsed = match matches.subcommand() {
         Some(("plan", m)) => plan_args(m).map(Command::Plan),
         Some(("validate", m)) => validate_args(m).map(Command::Validate),
+        Some(("pool-replay", m)) => Ok(Command::PoolReplay(pool_replay_args(m))),
         _ => return Ok(Command::Print(cli.render_help().to_string())),
     };
     parsed.map_err(|message| Usage::new(&mut cli, command, message))
@@ -332,6 +425,26 @@ fn describe(e: &clap::Error, command: Option<&str>) -> String {
             let text = text.strip_prefix("error: ").unwrap_or(&text);
             text.split("\n\n").next().unwrap_or_default().to_string()
         }
+    }
+}
+
+fn pool_replay_args(m: &ArgMatches) -> PoolReplayArgs {
+    let mut strategies: Vec<StrategyKind> = Vec::new();
+    for &k in m.get_many::<StrategyKind>("strategy").into_iter().flatten() {
+        if !strategies.contains(&k) {
+            strategies.push(k);
+        }
+    }
+    if strategies.is_empty() {
+        strategies = StrategyKind::ALL.to_vec();
+    }
+    PoolReplayArgs {
+        input: m.get_one::<String>("input").cloned().unwrap_or_default(),
+        iterations: m.get_one::<u32>("iterations").copied().unwrap_or(3),
+        strategies,
+        alignment: m.get_one::<u64>("alignment").copied().unwrap_or(256),
+        device: m.get_one::<ReplayDevice>("device").copied().unwrap_or(ReplayDevice::Host),
+        json: m.get_flag("json"),
     }
 }
 
@@ -500,11 +613,11 @@ mod tests {
         assert_eq!(usage_error(&["plan", "--bogus=1"]).message, "unknown option '--bogus'");
         assert_eq!(usage_error(&["plan", "--trust-fixed=yes"]).message, "--trust-fixed takes no value, got 'yes'");
         let e = usage_error(&["frobnicate"]);
-        assert_eq!(e.message, "unknown command 'frobnicate' (commands: plan, validate, help)");
+        assert_eq!(e.message, "unknown command 'frobnicate' (commands: plan, validate, pool-replay, help)");
         assert!(e.usage.starts_with("Usage: nnmem [COMMAND]") && e.usage.ends_with("try 'nnmem --help'."), "{e:?}");
         assert_eq!(
             usage_error(&["help", "frobnicate"]).message,
-            "unknown command 'frobnicate' (commands: plan, validate, help)"
+            "unknown command 'frobnicate' (commands: plan, validate, pool-replay, help)"
         );
         let e = usage_error(&["validate", "a.csv", "b.csv"]);
         assert_eq!(e.message, "validate takes one FILE, got also 'b.csv'");
@@ -518,6 +631,29 @@ mod tests {
         assert_eq!(
             usage_error(&["validate", "p.csv", "--fixed-from"]).message,
             "--fixed-from needs a value (INPUT.csv)"
+        );
+    }
+
+    #[test]
+    fn parses_pool_replay_options() {
+        let Ok(Command::PoolReplay(a)) = parse(&v(&["pool-replay", "t.csv"])) else { panic!("not pool-replay") };
+        let all = StrategyKind::ALL.to_vec();
+        assert_eq!(
+            a,
+            PoolReplayArgs {
+                input: "t.csv".into(),
+                iterations: 3,
+                strategies: all,
+                alignment: 256,
+                device: ReplayDevice::Host,
+                json: false
+            }
+        );
+        let args = ["pool-replay", "-", "--iterations=7", "--strategy", "replay", "--json", "--device", "virtual"];
+        let Ok(Command::PoolReplay(a)) = parse(&v(&args)) else { panic!("not pool-replay") };
+        assert_eq!(
+            (a.iterations, a.strategies, a.json, a.device, a.input.as_str()),
+            (7, vec![StrategyKind::Replay], true, ReplayDevice::Virtual, "-")
         );
     }
 

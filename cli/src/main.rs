@@ -6,6 +6,8 @@
 //!            [--work-limit UNITS] [--node-limit N] [--time-limit SECONDS]
 //!            [--output FILE] [--json FILE] [--svg FILE] [--picture[=FILE]] [--trust-fixed]
 //! nnmem validate FILE.csv|- [--fixed-from INPUT.csv [--trust-fixed]]
+//! nnmem pool-replay FILE.csv|- [--iterations N] [--strategy NAME]... [--alignment N]
+//!            [--device host|virtual] [--json]
 //! nnmem help [plan|validate]
 //! ```
 //!
@@ -13,6 +15,7 @@
 //! of the library's graph.
 
 mod args;
+mod pool_replay;
 mod report;
 
 use std::io::{Read, Write};
@@ -22,7 +25,7 @@ use nnmem::plan::csv::{self, Row};
 use nnmem::plan::{picture, svg, units, validate, validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner};
 use nnmem::{Error, Status};
 
-use args::{Command, Dest, PictureDest, PlanArgs, Usage, ValidateArgs};
+use args::{Command, Dest, PictureDest, PlanArgs, PoolReplayArgs, Usage, ValidateArgs};
 
 /// The built-in example: ResNet-50 training trace from MindSpore's SOMAS
 /// planner (idealloc benchmarks, MIT licence; see benches/data/README.md).
@@ -39,6 +42,7 @@ fn main() -> ExitCode {
         }
         Ok(Command::Plan(a)) => finish(run_plan(&a)),
         Ok(Command::Validate(a)) => finish(run_validate(&a)),
+        Ok(Command::PoolReplay(a)) => finish(run_pool_replay(&a)),
         Err(Usage { message, usage }) => {
             eprintln!("nnmem: {message}\n\n{usage}");
             ExitCode::from(2)
@@ -264,4 +268,19 @@ fn fixed_rows(name: &str, rows: &[Row], input: &str) -> Result<Vec<bool>, Error>
         return Err(Error::invalid(format!("{input_name}: fixed buffer {} is not in the plan", r.describe())));
     }
     Ok(rows.iter().map(|r| fixed.contains_key(r.id.as_str())).collect())
+}
+
+fn run_pool_replay(a: &PoolReplayArgs) -> Result<(), Error> {
+    let name = display_name(&a.input);
+    let rows = read_rows(&a.input)?;
+    let lower_bound = pool_replay::lower_bound(&rows).map_err(|e| input_error(name, e))?;
+    let sequence = pool_replay::events(&rows);
+    let mut results = Vec::with_capacity(a.strategies.len());
+    for &strategy in &a.strategies {
+        results.push(pool_replay::replay(&rows, &sequence, strategy, a).map_err(|e| input_error(name, e))?);
+    }
+    let requests = sequence.iter().filter(|e| matches!(e, pool_replay::Event::Alloc(_))).count();
+    let trace = pool_replay::Trace { name, buffers: rows.len(), requests, lower_bound };
+    let report = if a.json { pool_replay::json(&trace, a, &results) } else { pool_replay::text(&trace, a, &results) };
+    write_to(&Dest::Stdout, &report)
 }

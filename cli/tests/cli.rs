@@ -237,7 +237,9 @@ fn validate_trusts_fixed_buffers_named_by_the_input_trace() {
 fn every_command_has_its_own_help() {
     let plan = ["Usage: nnmem plan [OPTIONS] [FILE.csv|-]", "--algorithm <NAME>", "--picture[=<FILE>]", "Exit status"];
     let validate = ["Usage: nnmem validate [OPTIONS] <FILE.csv|->", "--fixed-from <INPUT.csv>", "Exit status"];
-    let main = ["Usage: nnmem [COMMAND]", "  plan ", "  validate ", "Exit status"];
+    let pool_replay =
+        ["Usage: nnmem pool-replay [OPTIONS] <FILE.csv|->", "--iterations <N>", "--device <NAME>", "Exit status"];
+    let main = ["Usage: nnmem [COMMAND]", "  plan ", "  validate ", "  pool-replay ", "Exit status"];
     for (args, parts) in [
         (&["plan", "--help"][..], &plan[..]),
         (&["plan", "-h"], &plan),
@@ -245,6 +247,8 @@ fn every_command_has_its_own_help() {
         (&["validate", "--help"], &validate),
         (&["validate", "-h"], &validate),
         (&["help", "validate"], &validate),
+        (&["pool-replay", "--help"], &pool_replay),
+        (&["help", "pool-replay"], &pool_replay),
         (&[], &main),
         (&["help"], &main),
         (&["--help"], &main),
@@ -276,7 +280,7 @@ fn usage_errors_exit_2_with_the_commands_usage() {
         (&["validate"], "validate needs <FILE.csv|->", "Usage: nnmem validate "),
         (&["validate", "a.csv", "b.csv"], "validate takes one FILE, got also 'b.csv'", "Usage: nnmem validate "),
         (&["validate", "--strict"], "unknown option '--strict'", "Usage: nnmem validate "),
-        (&["bogus"], "unknown command 'bogus' (commands: plan, validate, help)", "Usage: nnmem [COMMAND]"),
+        (&["bogus"], "unknown command 'bogus' (commands: plan, validate, pool-replay, help)", "Usage: nnmem [COMMAND]"),
         (&["help", "bogus"], "unknown command 'bogus'", "Usage: nnmem [COMMAND]"),
     ] {
         let out = nnmem(args, None);
@@ -405,4 +409,146 @@ fn json_summary_has_every_field() {
     let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
     assert!(j["capacity_bytes"].is_null() && j["missing_bytes"].is_null() && j["fits"] == true, "{j}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A small training-like trace for `pool-replay`: forward activations,
+/// then their gradients; sizes are multiples of 4 KiB, so no pool rounds
+/// them, and the best plan reaches the lower bound (464 KiB).
+const POOL_TRACE: &str = "id,lower,upper,size
+input,0,3,65536
+w1,0,12,16384
+a1,1,4,131072
+a2,2,6,65536
+a3,3,7,262144
+a4,4,8,65536
+a5,6,9,131072
+g5,8,10,131072
+g4,9,11,65536
+g3,10,12,262144
+gw1,11,12,16384
+loss,7,9,4096
+";
+const POOL_TRACE_LOWER_BOUND: u64 = 475_136;
+
+/// `nnmem pool-replay --json` on [`POOL_TRACE`], one object per strategy.
+fn pool_replay(extra: &[&str]) -> Vec<serde_json::Value> {
+    let mut args = vec!["pool-replay", "-", "--json"];
+    args.extend_from_slice(extra);
+    let out = nnmem(&args, Some(POOL_TRACE));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    json(&out).as_array().expect("a JSON array").clone()
+}
+
+fn numbers(v: &serde_json::Value) -> Vec<u64> {
+    v.as_array().expect("an array").iter().map(|n| n.as_u64().expect("a number")).collect()
+}
+
+#[test]
+fn pool_replay_reports_every_strategy_in_json() {
+    let all = pool_replay(&[]);
+    let names: Vec<&str> = all.iter().map(|o| o["strategy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["no-pool", "page-unit", "caching", "replay"]);
+    for o in &all {
+        let name = o["strategy"].as_str().unwrap();
+        for key in ["peak_reserved_bytes", "lower_bound_bytes", "served_from_plan", "steady_peak_reserved_bytes"] {
+            assert!(o[key].is_u64(), "{name}: {key} in {o}");
+        }
+        assert!(o["time_ms"].as_f64().is_some_and(|t| t >= 0.0), "{name}: {o}");
+        assert_eq!(o["lower_bound_bytes"], POOL_TRACE_LOWER_BOUND);
+        assert_eq!((o["buffers"].as_u64(), o["requests_per_iteration"].as_u64()), (Some(12), Some(12)));
+        let (allocs, frees) = (numbers(&o["device_allocs"]), numbers(&o["device_frees"]));
+        assert_eq!((allocs.len(), frees.len()), (3, 3), "{name}: one entry per iteration");
+        assert_eq!(numbers(&o["peak_reserved_per_iteration"]).len(), 3);
+        // No pool can hold less than what is live at once.
+        assert!(o["peak_reserved_bytes"].as_u64().unwrap() >= POOL_TRACE_LOWER_BOUND, "{name}: {o}");
+        if name == "no-pool" {
+            // Every request goes to the device and comes back at once.
+            assert_eq!((allocs, frees), (vec![12; 3], vec![12; 3]), "{o}");
+            assert_eq!(o["peak_reserved_bytes"], POOL_TRACE_LOWER_BOUND);
+        } else {
+            // The cache (or the plan) serves every later iteration.
+            assert!(allocs[0] > 0 && allocs[1..] == [0, 0], "{name}: device allocs {allocs:?}");
+        }
+    }
+    let replay = &all[3];
+    let steady = replay["steady_peak_reserved_bytes"].as_u64().unwrap();
+    assert!(
+        steady as f64 <= 1.01 * POOL_TRACE_LOWER_BOUND as f64,
+        "replay from iteration 2: {steady} B against the lower bound {POOL_TRACE_LOWER_BOUND} B"
+    );
+    // Iterations 2 and 3 come from the plan, request for request.
+    assert_eq!(numbers(&replay["served_from_plan_per_iteration"]), [0, 12, 12]);
+    assert_eq!(replay["served_from_plan"], 24);
+    assert_eq!(replay["plan_departures"], 0);
+    for o in &all[..3] {
+        assert_eq!(o["served_from_plan"], 0, "{o}");
+    }
+}
+
+#[test]
+fn pool_replay_runs_the_strategies_asked_for_on_either_device() {
+    for device in ["host", "virtual"] {
+        let runs = pool_replay(&[
+            "--strategy",
+            "replay",
+            "--strategy=caching",
+            "--strategy",
+            "replay",
+            "--iterations",
+            "2",
+            "--device",
+            device,
+        ]);
+        let names: Vec<&str> = runs.iter().map(|o| o["strategy"].as_str().unwrap()).collect();
+        assert_eq!(names, ["replay", "caching"], "{device}: in the order given, each once");
+        for o in &runs {
+            assert_eq!(o["device"], device);
+            assert_eq!(numbers(&o["device_allocs"]).len(), 2);
+            assert_eq!(numbers(&o["device_allocs"])[1], 0, "{device}: {o}");
+        }
+    }
+}
+
+#[test]
+fn pool_replay_prints_a_text_report() {
+    let out = nnmem(&["pool-replay", "-", "--iterations", "2"], Some(POOL_TRACE));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let report = text(&out.stdout);
+    assert!(report.contains("lower bound     475136 B (464.00 KiB)"), "{report}");
+    assert!(report.contains("2 iteration(s) on host memory, alignment 256 B"), "{report}");
+    for name in ["no-pool", "page-unit", "caching", "replay"] {
+        assert!(report.contains(&format!("\n{name}\n  peak reserved ")), "{name}: {report}");
+    }
+    assert!(report.contains("  device allocs     12 12 (per iteration)"), "no-pool: {report}");
+    assert!(report.contains("  served from plan  0 12 (per iteration)"), "replay: {report}");
+}
+
+#[test]
+fn pool_replay_refuses_bad_input_and_usage() {
+    let out = nnmem(&["pool-replay", "/nonexistent/trace.csv"], None);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).starts_with("nnmem: /nonexistent/trace.csv: "), "{}", text(&out.stderr));
+    let out = nnmem(&["pool-replay", "-"], Some("id,lower,upper,size\na,0,3,4\nb,5,x,4\n"));
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("stdin: line 3: upper 'x'"), "{}", text(&out.stderr));
+    for (args, message) in [
+        (
+            &["pool-replay", "-", "--iterations", "0"][..],
+            "nnmem: --iterations: '0' is not a positive number of iterations",
+        ),
+        (&["pool-replay", "-", "--iterations=-2"], "nnmem: --iterations: '-2' is not a positive number of iterations"),
+        (
+            &["pool-replay", "-", "--strategy", "bfc"],
+            "nnmem: --strategy: unknown pool strategy 'bfc' (known: no-pool, page-unit, caching, replay)",
+        ),
+        (&["pool-replay", "-", "--device", "gpu"], "nnmem: --device: unknown device 'gpu' (known: host, virtual)"),
+        (&["pool-replay", "-", "--alignment", "24"], "nnmem: --alignment: alignment 24 is not a power of two"),
+        (&["pool-replay"], "nnmem: pool-replay needs <FILE.csv|->"),
+    ] {
+        let out = nnmem(args, Some(POOL_TRACE));
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = text(&out.stderr);
+        assert!(err.starts_with(&format!("{message}\n")), "{args:?}: {err}");
+        assert!(err.contains("Usage: nnmem pool-replay "), "{args:?}: {err}");
+    }
 }
