@@ -416,10 +416,6 @@ fn registry_verbs_get_reset_remove() {
     let e = reg.get(key).err().unwrap();
     assert_eq!(e.status(), Status::NotFound);
     assert!(e.message().contains("custom:1402: register an allocator"), "{}", e.message());
-    let e = reg.get(DeviceKey::new(DeviceType::Cuda, 7)).err().unwrap();
-    assert_eq!(e.status(), Status::NotFound);
-    // No CUDA runtime here, or no 8th GPU: the loader's NotFound names the device.
-    assert!(e.message().contains("cuda:7"), "{}", e.message());
 
     let dev = CountingAllocator::new();
     reg.register_allocator(key, dev.shared()).unwrap();
@@ -513,4 +509,13 @@ fn pools_and_the_registry_are_send_and_sync() {
     send_sync::<Pool>();
     send_sync::<Registry>();
     send_sync::<Arc<Pool>>();
+}
+
+#[test]
+fn the_cuda_default_needs_the_runtime_and_the_device() {
+    let reg = registry();
+    let e = reg.get(DeviceKey::new(DeviceType::Cuda, 7)).err().unwrap();
+    assert_eq!(e.status(), Status::NotFound);
+    // No CUDA runtime here, or no 8th GPU: the loader's NotFound names the device.
+    assert!(e.message().contains("cuda:7"), "{}", e.message());
 }
