@@ -99,7 +99,7 @@ fn the_limit_refuses_with_the_figures_after_one_retry() {
     let dev = CountingAllocator::new();
     let pool = page_unit(&dev, &PoolOptions { limit: Some(16384), ..one_shard() });
     let a = pool.alloc(4096, 64, S0).unwrap();
-    let _b = pool.alloc(4000, 64, S0).unwrap();
+    let b = pool.alloc(4000, 64, S0).unwrap();
     let c = pool.alloc(4096, 64, S0).unwrap();
     pool.free(c).unwrap();
     assert_eq!(pool.stats().cached_bytes, 4096);
@@ -118,6 +118,7 @@ fn the_limit_refuses_with_the_figures_after_one_retry() {
     let st = pool.stats();
     assert_eq!((st.oom_retries, st.limit_refusals, st.reserved_bytes, st.reserved_peak), (2, 1, 16384, 16384));
     pool.free(d).unwrap();
+    pool.free(b).unwrap();
     assert!(pool.report(ReportFormat::Text).contains("oom retries 2, limit refusals 1"));
 }
 
