@@ -99,7 +99,7 @@ fn the_limit_refuses_with_the_figures_after_one_retry() {
     let dev = CountingAllocator::new();
     let pool = page_unit(&dev, &PoolOptions { limit: Some(16384), ..one_shard() });
     let a = pool.alloc(4096, 64, S0).unwrap();
-    let _b = pool.alloc(4000, 64, S0).unwrap();
+    let b = pool.alloc(4000, 64, S0).unwrap();
     let c = pool.alloc(4096, 64, S0).unwrap();
     pool.free(c).unwrap();
     assert_eq!(pool.stats().cached_bytes, 4096);
@@ -118,6 +118,7 @@ fn the_limit_refuses_with_the_figures_after_one_retry() {
     let st = pool.stats();
     assert_eq!((st.oom_retries, st.limit_refusals, st.reserved_bytes, st.reserved_peak), (2, 1, 16384, 16384));
     pool.free(d).unwrap();
+    pool.free(b).unwrap();
     assert!(pool.report(ReportFormat::Text).contains("oom retries 2, limit refusals 1"));
 }
 
@@ -416,10 +417,6 @@ fn registry_verbs_get_reset_remove() {
     let e = reg.get(key).err().unwrap();
     assert_eq!(e.status(), Status::NotFound);
     assert!(e.message().contains("custom:1402: register an allocator"), "{}", e.message());
-    let e = reg.get(DeviceKey::new(DeviceType::Cuda, 7)).err().unwrap();
-    assert_eq!(e.status(), Status::NotFound);
-    // No CUDA runtime here, or no 8th GPU: the loader's NotFound names the device.
-    assert!(e.message().contains("cuda:7"), "{}", e.message());
 
     let dev = CountingAllocator::new();
     reg.register_allocator(key, dev.shared()).unwrap();
@@ -513,4 +510,13 @@ fn pools_and_the_registry_are_send_and_sync() {
     send_sync::<Pool>();
     send_sync::<Registry>();
     send_sync::<Arc<Pool>>();
+}
+
+#[test]
+fn the_cuda_default_needs_the_runtime_and_the_device() {
+    let reg = registry();
+    let e = reg.get(DeviceKey::new(DeviceType::Cuda, 7)).err().unwrap();
+    assert_eq!(e.status(), Status::NotFound);
+    // No CUDA runtime here, or no 8th GPU: the loader's NotFound names the device.
+    assert!(e.message().contains("cuda:7"), "{}", e.message());
 }
