@@ -448,9 +448,17 @@ static void test_registry(void) {
     CHECK(stats_of(held).allocs == 3); /* new allocations go to the new pool */
     CHECK(stats_of(current).active_blocks == 2);
 
-    /* The old pool's blocks are found and taken back, after the switch. */
-    for (i = 0; i < 2; ++i) CHECK_OK(nnm_device_dealloc(custom, id, old_blocks[i]));
+    /* The old pool's blocks are found and taken back, after the switch:
+     * through the registry, or through a handle to the retired pool; each
+     * goes straight back to the device (a retired pool caches nothing). */
+    CHECK_OK(nnm_device_dealloc(custom, id, old_blocks[0]));
+    {
+        const long frees_before = c.frees;
+        CHECK_OK(nnm_pool_dealloc(held, old_blocks[1]));
+        CHECK(c.frees == frees_before + 1);
+    }
     CHECK(stats_of(held).active_blocks == 0);
+    CHECK(stats_of(held).cached_bytes == 0 && stats_of(held).reserved_bytes == 0);
     CHECK_FAILS(nnm_device_dealloc(custom, id, old_blocks[0]), NNM_INVALID_ARGUMENT); /* double */
     CHECK_FAILS(nnm_device_dealloc(custom, id, &p), NNM_INVALID_ARGUMENT);          /* foreign */
     nnm_pool_free(held);

@@ -3169,8 +3169,10 @@ enum nnm_status nnm_device_register_allocator(uint32_t device_type,
  * (built-in or registered) and `options` (NULL: defaults): RAF's
  * `InitPool(device, name)`. The previous pool retires: it serves no new
  * allocations, gives its idle memory back to the device, and still takes
- * back the blocks it handed out (`nnm_device_dealloc` finds them); it goes
- * when the last one comes back. Unlike RAF's switch, nothing leaks.
+ * back the blocks it handed out (`nnm_device_dealloc` finds them, and
+ * `nnm_pool_dealloc` on a handle to it takes them too), each straight back
+ * to the device; it goes when the last one comes back. Unlike RAF's
+ * switch, nothing leaks.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (device type, options), NOT_FOUND
  * (unknown strategy, or a device with no allocator: CUDA absent, CUSTOM

@@ -389,7 +389,9 @@ impl Pool {
         ))
     }
 
-    /// Takes back a block this pool handed out.
+    /// Takes back a block this pool handed out. A retired pool returns its
+    /// idle memory to the device at once, so it holds none while it waits
+    /// for its other blocks.
     ///
     /// Errors: InvalidArgument for a pointer it did not hand out or one
     /// already freed (nothing changes).
@@ -397,6 +399,9 @@ impl Pool {
     pub fn free(&self, ptr: DevicePtr) -> Result<()> {
         let home = self.home_shard();
         if self.free_on(home, ptr) {
+            if self.retired.load(Ordering::Relaxed) {
+                self.release_cached();
+            }
             return Ok(());
         }
         self.free_elsewhere(home, ptr)
@@ -418,6 +423,9 @@ impl Pool {
     #[inline(never)]
     fn free_elsewhere(&self, home: usize, ptr: DevicePtr) -> Result<()> {
         if (0..self.shards.len()).filter(|&i| i != home).any(|i| self.free_on(i, ptr)) {
+            if self.retired.load(Ordering::Relaxed) {
+                self.release_cached();
+            }
             return Ok(());
         }
         Err(Error::invalid(format!(

@@ -98,6 +98,9 @@ impl State {
 
     fn retire(&mut self, key: DeviceKey, pool: Arc<Pool>) {
         pool.retire();
+        // Pools whose last block came back through their own handle (not
+        // through `Registry::free`) hold nothing any more: let them go.
+        self.retired.retain(|(_, p)| p.live_blocks() > 0);
         if pool.live_blocks() > 0 {
             self.retired.push((key, pool));
         }

@@ -411,6 +411,28 @@ fn a_switched_pool_retires_and_returns_everything_when_its_last_block_comes_back
 }
 
 #[test]
+fn a_retired_pool_freed_through_its_own_handle_holds_no_memory() {
+    let key = custom(1405);
+    let reg = registry();
+    let dev = CountingAllocator::new();
+    reg.register_allocator(key, dev.shared()).unwrap();
+    let a = reg.init_pool(key, "page-unit", &one_shard()).unwrap();
+    let kept = a.alloc(5000, 64, S0).unwrap();
+    reg.init_pool(key, "caching", &PoolOptions::default()).unwrap();
+    assert_eq!(reg.retired_pools(key), 1);
+    // Back through the pool itself, not through the registry: page-unit
+    // would cache it, but a retired pool hands it straight to the device.
+    a.free(kept).unwrap();
+    assert_eq!(dev.live_blocks(), 0, "the retired pool kept nothing");
+    drop(a);
+    // The next switch sweeps the finished pool out of the registry.
+    reg.init_pool(key, "no-pool", &PoolOptions::default()).unwrap();
+    assert_eq!(reg.retired_pools(key), 0);
+    reg.remove(key).unwrap();
+    assert_eq!(dev.live_blocks(), 0);
+}
+
+#[test]
 fn registry_verbs_get_reset_remove() {
     let key = custom(1402);
     let reg = registry();
