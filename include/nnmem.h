@@ -51,6 +51,11 @@
  *   nnm_pool_unregister_strategy are safe from any thread at any time.
  * - nnm_strategy_vtable callbacks: called one at a time per pool (under its
  *   lock), from any thread; nnm_device_ctx is valid only during the call.
+ * - nnm_device_allocator: thread-safe. A handle may be used from any thread
+ *   and given to any number of pools, arenas and nets, which keep the
+ *   allocator alive, so it may be freed before them (but not while another
+ *   call on the handle runs). The functions of an nnm_device_allocator_vtable
+ *   are called from any thread, concurrently: the caller makes them safe.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
  *   nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
  *   are safe from any thread.
