@@ -4,12 +4,13 @@
 //! references; every check an export needs (NULL, alignment, size overflow)
 //! lives in one of these functions, with the message naming the argument.
 
-use std::ffi::{c_char, CStr};
+use std::ffi::{c_char, c_void, CStr};
 use std::mem::{align_of, size_of, MaybeUninit};
 
 use super::error::guard;
 use super::handle::{value_mut, value_ref, HandleType};
 use crate::names::CEnum;
+use crate::pool::{DevicePtr, Stream};
 use crate::status::{Error, Result, Status};
 
 /// Fails with `NullArgument` naming `what` when `ptr` is NULL. The message
@@ -188,6 +189,21 @@ pub(crate) unsafe fn handle_update<H: HandleType>(
         // SAFETY: the caller's promise is `value_mut`'s.
         update(unsafe { value_mut(handle, what) }?)
     })
+}
+
+/// A C stream handle (`cudaStream_t`, or any queue handle; NULL is the
+/// default stream) as the core's opaque stream value: never dereferenced.
+#[inline(always)]
+pub(crate) fn stream_of(stream: *mut c_void) -> Stream {
+    Stream(stream as usize)
+}
+
+/// A pointer handed back by C, as a device address (NULL refused, naming
+/// `what`); only compared and looked up, never dereferenced.
+#[inline(always)]
+pub(crate) fn device_ptr(ptr: *mut c_void, what: &str) -> Result<DevicePtr> {
+    non_null(ptr, what)?;
+    Ok(DevicePtr::new(ptr.cast()).expect("checked non-NULL"))
 }
 
 #[cfg(test)]

@@ -14,13 +14,13 @@ use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;
 
 use self::options::{core_options, nnm_pool_options, nnm_pool_stats};
-use super::args::{c_name, non_null, opt_out_param, out_param, read_str};
+use super::args::{c_name, device_ptr, opt_out_param, out_param, read_str, stream_of};
 use super::device::{allocator_or_host, nnm_device_allocator};
 use super::error::{guard, guard_void};
 use super::handle::{free_handle, into_handle, tagged_ref, value_ref, HandleType};
 use super::text::{copy_text, emit_lines, nnm_write_fn};
 use crate::arena::ReportFormat;
-use crate::pool::{DevicePtr, Pool, StrategyKind, Stream};
+use crate::pool::{Pool, StrategyKind};
 use crate::status::{Result, Status};
 
 /// The alignment a pool allocation gets when 0 is passed (CUDA's
@@ -89,19 +89,6 @@ unsafe fn pool_hot<'a>(pool: *const nnm_pool) -> Result<&'a Pool> {
 pub(crate) fn request(size: usize, alignment: usize) -> (u64, u64) {
     let alignment = if alignment == 0 { NNM_POOL_DEFAULT_ALIGNMENT } else { alignment };
     (size as u64, alignment as u64)
-}
-
-/// A C stream handle as the core's opaque stream value.
-#[inline(always)]
-pub(crate) fn stream_of(stream: *mut c_void) -> Stream {
-    Stream(stream as usize)
-}
-
-/// A pointer handed back by C, as a device address (NULL refused).
-#[inline(always)]
-pub(crate) fn device_ptr(ptr: *mut c_void, what: &str) -> Result<DevicePtr> {
-    non_null(ptr, what)?;
-    Ok(DevicePtr::new(ptr.cast()).expect("checked non-NULL"))
 }
 
 /// Makes a pool and writes a new handle to it.

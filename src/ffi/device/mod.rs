@@ -11,10 +11,10 @@ use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::{Arc, Mutex};
 
-use super::args::{out_param, slice_in};
+use super::args::{out_param, slice_in, stream_of};
 use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle, value_ref, HandleType};
-use crate::pool::device::{self, DeviceBlock, SharedAllocator, Stream};
+use crate::pool::device::{self, DeviceBlock, SharedAllocator};
 use crate::status::{Error, Status};
 
 pub use self::vtable::{
@@ -281,7 +281,7 @@ pub unsafe extern "C" fn nnm_device_allocator_alloc(
         // The device call runs outside the lock, so that threads sharing
         // the handle allocate in parallel; a block that cannot be recorded
         // goes straight back.
-        let block = DeviceBlock::on_stream(a.inner.clone(), size as u64, alignment as u64, Stream(stream as usize))?;
+        let block = DeviceBlock::on_stream(a.inner.clone(), size as u64, alignment as u64, stream_of(stream))?;
         let ptr = block.ptr().as_ptr();
         let mut direct = a.direct();
         direct.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record the allocation"))?;

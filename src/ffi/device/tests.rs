@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::*;
 use crate::ffi::error::nnm_last_error;
 use crate::pool::device::host;
+use crate::pool::Stream;
 
 /// The context of the counting test allocator: host memory, counted, with
 /// a size above which it fails (a device that runs out on demand).

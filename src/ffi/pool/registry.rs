@@ -6,7 +6,8 @@
 use std::ffi::{c_char, c_void};
 
 use super::options::core_options;
-use super::{device_ptr, nnm_pool, nnm_pool_options, request, stream_of};
+use super::{nnm_pool, nnm_pool_options, request};
+use crate::ffi::args::{device_ptr, stream_of};
 use crate::ffi::args::{out_param, read_str};
 use crate::ffi::device::{nnm_device_allocator, shared_allocator};
 use crate::ffi::error::guard;

@@ -16,7 +16,7 @@ use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use super::options::nnm_pool_options;
-use super::{device_ptr, stream_of};
+use crate::ffi::args::{device_ptr, stream_of};
 use crate::ffi::args::{non_null, out_param, read_str};
 use crate::ffi::error::guard;
 use crate::pool::budget::Device;
