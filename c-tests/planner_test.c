@@ -57,10 +57,11 @@ static const uint32_t ALL_ALGORITHMS[] = {
     NNM_ALGORITHM_SIZE_BEST_FIT, NNM_ALGORITHM_LIFETIME_FIRST_FIT,
     NNM_ALGORITHM_LIVE_STEP,     NNM_ALGORITHM_CONFLICT,
     NNM_ALGORITHM_EXACT,         NNM_ALGORITHM_FLOOR_FIRST,
+    NNM_ALGORITHM_SEQUENTIAL,
 };
 static const char *const ALL_ALGORITHM_NAMES[] = {
     "auto", "tflm", "linear", "size-first-fit", "size-best-fit", "lifetime-first-fit", "live-step",
-    "conflict", "exact", "floor-first",
+    "conflict", "exact", "floor-first", "sequential",
 };
 
 /* ---- helpers ------------------------------------------------------------- */

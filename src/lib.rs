@@ -12,6 +12,9 @@
 //!   needed, recording, guard mode).
 //! - [`net`]: list_head-compatible tracking of a legacy C net's params,
 //!   layer outputs, inputs and caches (names, ownership, byte report).
+//! - [`pool`]: memory pools over pluggable device allocators.
+//! - [`region`]: Glow-style memory regions: rule-based region tables
+//!   planned through the planner.
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
@@ -29,6 +32,7 @@ pub mod names;
 pub mod net;
 pub mod plan;
 pub mod pool;
+pub mod region;
 pub mod report_format;
 pub mod status;
 

@@ -168,11 +168,12 @@ mod tests {
         round_trips::<Dtype>();
         round_trips::<MemKind>();
         round_trips::<Ownership>();
+        round_trips::<crate::region::TensorKind>();
     }
 
     #[test]
     fn value_errors_keep_their_wording() {
-        assert_eq!(Algorithm::from_value(10).unwrap_err().message(), "unknown algorithm value 10 (0 to 9)");
+        assert_eq!(Algorithm::from_value(11).unwrap_err().message(), "unknown algorithm value 11 (0 to 10)");
         assert_eq!(ReportFormat::from_value(2).unwrap_err().message(), "unknown report format 2 (0: text, 1: json)");
         assert_eq!(Dtype::from_value(9).unwrap_err().message(), "dtype 9 is not an nnm_dtype (0..=8)");
         assert_eq!(MemKind::from_value(3).unwrap_err().message(), "memory kind 3 is not an nnm_mem_kind (0..=2)");
@@ -180,7 +181,7 @@ mod tests {
         assert_eq!(
             Algorithm::from_name("fast").unwrap_err().message(),
             "unknown algorithm 'fast' (known: auto, tflm, linear, size-first-fit, size-best-fit, lifetime-first-fit, \
-             live-step, conflict, exact, floor-first)"
+             live-step, conflict, exact, floor-first, sequential)"
         );
     }
 }

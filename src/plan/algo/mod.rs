@@ -31,6 +31,7 @@ mod lift;
 mod linear;
 mod live_step;
 mod portfolio;
+mod sequential;
 mod size_best_fit;
 mod size_first_fit;
 mod tflm;
@@ -82,6 +83,11 @@ pub enum Algorithm {
     /// in the fullest section (MiniMalloc's order): the exact search's
     /// first dive, without backtracking. O(n log n) plus re-queueing.
     FloorFirst = 9,
+    /// Glow's "preserve allocation order": buffers in order of their first
+    /// step (then of addition), each at the lowest offset that fits, as a
+    /// first-fit allocator running the program would place them. The
+    /// regions' sequential planner.
+    Sequential = 10,
 }
 
 c_enum! {
@@ -98,6 +104,7 @@ c_enum! {
         Conflict = "conflict",
         Exact = "exact",
         FloorFirst = "floor-first",
+        Sequential = "sequential",
     }
 }
 
@@ -138,6 +145,7 @@ impl Algorithm {
             Algorithm::Conflict => &conflict::Conflict,
             Algorithm::Exact => &exact::Exact,
             Algorithm::FloorFirst => &floor_first::FloorFirst,
+            Algorithm::Sequential => &sequential::Sequential,
         }
     }
 }

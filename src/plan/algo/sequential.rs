@@ -1,0 +1,42 @@
+//! Glow's "preserve allocation order": buffers placed in the order they are
+//! allocated (start step, then order of addition), each at the lowest
+//! offset free of every placed buffer it is live with. Placing in start
+//! order, those are exactly the buffers still live when it is allocated, so
+//! this is what a first-fit allocator running the program would do.
+
+use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use crate::plan::problem::Problem;
+
+/// Allocation order, first fit.
+pub struct Sequential;
+
+impl PlacementAlgorithm for Sequential {
+    fn algorithm(&self) -> Algorithm {
+        Algorithm::Sequential
+    }
+
+    fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
+        let buffers = problem.buffers();
+        let mut order = unfixed(problem);
+        order.sort_by_key(|&i| (buffers[i].lifetime.start, i));
+        Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::problem::Lifetime;
+
+    #[test]
+    fn places_in_allocation_order_like_a_running_first_fit_allocator() {
+        // a [0,2) 4 B, b [1,3) 8 B, c [2,4) 4 B: c is allocated after a was
+        // freed and takes its place, below b.
+        let mut p = Problem::new(1).unwrap();
+        p.push(8, Lifetime::half_open(1, 3).unwrap(), None).unwrap();
+        p.push(4, Lifetime::half_open(0, 2).unwrap(), None).unwrap();
+        p.push(4, Lifetime::half_open(2, 4).unwrap(), None).unwrap();
+        let placement = Sequential.place(&p, &SearchLimits::unlimited(12));
+        assert_eq!(placement.offsets, vec![4, 0, 0]);
+    }
+}

@@ -1,0 +1,100 @@
+//! The region table: every tensor of a model in exactly one region, with
+//! its offset and address; every region planned once through the planner.
+
+use super::config::RegionConfig;
+use super::model::{Model, TensorId};
+use super::tensor::TensorKind;
+use crate::plan::Algorithm;
+use crate::status::Result;
+
+/// One region instance: a description's shared region, or one of its
+/// per-tensor regions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionInstance {
+    /// The description's name; for a per-tensor region
+    /// `<description>/<tensor>`.
+    pub name: String,
+    /// Index of its description in the configuration's match order.
+    pub description: usize,
+    /// Its description's id.
+    pub description_id: u32,
+    /// Its memory level.
+    pub level: String,
+    /// Its level's rank.
+    pub level_rank: u32,
+    /// Where it starts in its level.
+    pub base_address: u64,
+    /// Bytes it takes: reserved front, the plan's peak, reserved back,
+    /// rounded up to its alignment.
+    pub size: u64,
+    /// The plan's peak (its tensors only).
+    pub peak: u64,
+    /// The planner's lower bound for its tensors.
+    pub lower_bound: u64,
+    /// The algorithm that produced its plan (for `auto`, the winner).
+    pub algorithm: Algorithm,
+    /// No plan of its tensors can be smaller.
+    pub proven_optimal: bool,
+    /// Its tensors (views included), in the order added to the model.
+    pub tensors: Vec<TensorId>,
+}
+
+/// Where one tensor went.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TensorPlacement {
+    /// The tensor's name.
+    pub name: String,
+    /// Its function.
+    pub function: String,
+    /// Its kind.
+    pub kind: TensorKind,
+    /// Its size.
+    pub size: u64,
+    /// Index of its region in [`RegionTable::regions`].
+    pub region: usize,
+    /// Its offset inside the region (reserved front bytes included).
+    pub offset: u64,
+    /// Its address in its level: the region's base address plus the offset.
+    pub address: u64,
+    /// It was moved out of the region its rule chose, which exceeded its
+    /// capacity.
+    pub spilled: bool,
+}
+
+/// One tensor moved to a spill region, and why.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SpillRecord {
+    /// The tensor moved.
+    pub tensor: TensorId,
+    /// The region (instance index) its rule chose.
+    pub from: usize,
+    /// The region (instance index) it moved to.
+    pub to: usize,
+    /// Why, with figures: the region's need and capacity, and the tensor's
+    /// lifetime pressure.
+    pub reason: String,
+}
+
+/// Every tensor's region, offset and address.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RegionTable {
+    /// The region instances, by level rank, then by layout order.
+    pub regions: Vec<RegionInstance>,
+    /// One per model tensor, in model order.
+    pub placements: Vec<TensorPlacement>,
+    /// The tensors moved by spilling, in the order moved.
+    pub spills: Vec<SpillRecord>,
+}
+
+impl RegionTable {
+    /// Builds the table of `model` under `config`. Errors, building
+    /// nothing, on: a tensor no rule matches (naming it and the rules
+    /// tried); an invalid configuration ([`RegionConfig::validate`]); a
+    /// region over its capacity without a spill region, or whose spill
+    /// chain runs out (requested, available and missing bytes); fixed
+    /// bases that overlap in one level.
+    pub fn build(model: &Model, config: &RegionConfig) -> Result<RegionTable> {
+        let _ = (model, config);
+        unimplemented!("issue 15: the core helper builds this")
+    }
+}
