@@ -14,10 +14,13 @@
 //! - [`table`]: the region table, planned through [`crate::plan`].
 
 pub mod config;
+mod config_file;
 pub mod defaults;
 pub mod description;
 pub mod model;
+mod report;
 pub mod rule;
+mod svg;
 pub mod table;
 pub mod tensor;
 
@@ -25,5 +28,5 @@ pub use config::RegionConfig;
 pub use description::{MemoryLevel, RegionDescription, RegionProperties, DEFAULT_LEVEL, DEFAULT_REGION_ALIGNMENT};
 pub use model::{Model, TensorId};
 pub use rule::Rule;
-pub use table::{RegionInstance, RegionTable, SpillRecord, TensorPlacement};
+pub use table::{BuildTimings, LevelLayout, RegionInstance, RegionTable, SpillRecord, TensorPlacement};
 pub use tensor::{parse_tags, Tensor, TensorKind, ViewOf, DEFAULT_FUNCTION};

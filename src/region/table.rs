@@ -1,6 +1,8 @@
 //! The region table: every tensor of a model in exactly one region, with
 //! its offset and address; every region planned once through the planner.
 
+use std::time::Duration;
+
 use super::config::RegionConfig;
 use super::model::{Model, TensorId};
 use super::tensor::TensorKind;
@@ -75,9 +77,33 @@ pub struct SpillRecord {
     pub reason: String,
 }
 
+/// One memory level as laid out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LevelLayout {
+    /// Its name.
+    pub name: String,
+    /// Its rank.
+    pub rank: u32,
+    /// The highest end address of its regions: the bytes the level needs
+    /// from address 0.
+    pub size: u64,
+}
+
+/// What building a table cost, for benchmarks (never part of the table,
+/// whose contents depend only on the input).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct BuildTimings {
+    /// The whole build.
+    pub total: Duration,
+    /// Inside the planner (`Planner::plan`), over every region.
+    pub planning: Duration,
+}
+
 /// Every tensor's region, offset and address.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionTable {
+    /// The memory levels used, by rank, then name.
+    pub levels: Vec<LevelLayout>,
     /// The region instances, by level rank, then by layout order.
     pub regions: Vec<RegionInstance>,
     /// One per model tensor, in model order.
@@ -94,7 +120,18 @@ impl RegionTable {
     /// chain runs out (requested, available and missing bytes); fixed
     /// bases that overlap in one level.
     pub fn build(model: &Model, config: &RegionConfig) -> Result<RegionTable> {
+        Self::build_timed(model, config).map(|(table, _)| table)
+    }
+
+    /// [`RegionTable::build`], also saying how long it took and how much of
+    /// that was planning.
+    pub fn build_timed(model: &Model, config: &RegionConfig) -> Result<(RegionTable, BuildTimings)> {
         let _ = (model, config);
-        unimplemented!("issue 15: the core helper builds this")
+        unimplemented!("issue 15: the core engineer builds this")
+    }
+
+    /// The index of the region instance named `name`.
+    pub fn find_region(&self, name: &str) -> Option<usize> {
+        self.regions.iter().position(|r| r.name == name)
     }
 }
