@@ -1698,6 +1698,11 @@ typedef struct nnm_region_info {
    */
   uint8_t proven_optimal;
   /**
+   * 1 when its description fixes its base address, else 0 (laid out
+   * after its level's other regions).
+   */
+  uint8_t fixed_base;
+  /**
    * Its tensors, views included (ids from
    * `nnm_region_table_region_tensors`).
    */

@@ -305,7 +305,7 @@ fn run_regions(a: &RegionsArgs) -> Result<(), Error> {
     let model = regions::read_model(&read_input(&a.input)?).map_err(|e| input_error(name, e))?;
     let table = RegionTable::build(&model, &config)?;
     if let Some(dest) = &a.svg {
-        write_to(dest, &table.svg_with_config(&config))?;
+        write_to(dest, &table.svg())?;
     }
     if let Some(dest) = &a.json {
         write_to(dest, &table.report(ReportFormat::Json))?;

@@ -222,6 +222,7 @@ impl<'a> Work<'a> {
                     level: self.levels[d].name.clone(),
                     level_rank: self.levels[d].rank,
                     base_address: base[i],
+                    fixed_base: descriptions[d].properties.base_address.is_some(),
                     size: plan.size,
                     peak: plan.peak,
                     lower_bound: plan.lower_bound,

@@ -156,12 +156,13 @@ fn json(t: &RegionTable) -> String {
                 r.tensors.iter().map(|&id| format!("\"{}\"", escape(t.tensor_name(id)))).collect();
             format!(
                 "{{\"name\": \"{}\", \"description_id\": {}, \"level\": \"{}\", \"base_address\": {}, \
-                 \"size_bytes\": {}, \"peak_bytes\": {}, \"lower_bound_bytes\": {}, \"algorithm\": \"{}\", \
+                 \"fixed_base\": {}, \"size_bytes\": {}, \"peak_bytes\": {}, \"lower_bound_bytes\": {}, \"algorithm\": \"{}\", \
                  \"proven_optimal\": {}, \"tensors\": [{}]}}",
                 escape(&r.name),
                 r.description_id,
                 escape(&r.level),
                 r.base_address,
+                r.fixed_base,
                 r.size,
                 r.peak,
                 r.lower_bound,
@@ -223,6 +224,7 @@ pub(crate) mod tests {
             level: level.into(),
             level_rank: rank,
             base_address: base,
+            fixed_base: false,
             size,
             peak: size,
             lower_bound: size / 2,
@@ -306,6 +308,7 @@ pub(crate) mod tests {
                 "description_id",
                 "level",
                 "base_address",
+                "fixed_base",
                 "size_bytes",
                 "peak_bytes",
                 "lower_bound_bytes",

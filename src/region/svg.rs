@@ -12,7 +12,6 @@
 
 use std::fmt::Write as _;
 
-use super::config::RegionConfig;
 use super::table::{RegionInstance, RegionTable, TensorPlacement};
 use super::tensor::TensorKind;
 use crate::plan::svg::{binary_ticks, escape};
@@ -46,27 +45,9 @@ const CHAR_11: f64 = 6.3;
 const SPILL_COLOR: &str = "#c00";
 
 impl RegionTable {
-    /// The picture, as a standalone SVG document. The table does not say
-    /// which regions sat at a fixed base address; [`RegionTable::svg_with_config`]
-    /// marks them.
+    /// The picture, as a standalone SVG document; regions at a fixed base
+    /// address are marked.
     pub fn svg(&self) -> String {
-        self.render_svg(&[])
-    }
-
-    /// The picture of a table built under `config`, with the regions whose
-    /// description fixes a base address marked.
-    pub fn svg_with_config(&self, config: &RegionConfig) -> String {
-        let descriptions = config.descriptions();
-        let fixed: Vec<bool> = self
-            .regions
-            .iter()
-            .map(|r| descriptions.get(r.description).is_some_and(|d| d.properties.base_address.is_some()))
-            .collect();
-        self.render_svg(&fixed)
-    }
-
-    /// `fixed[r]`: region `r` sits at a fixed base (missing: not).
-    fn render_svg(&self, fixed: &[bool]) -> String {
         let plot_w = WIDTH - LEFT - RIGHT;
         let mut body = String::new();
         let mut y = TOP;
@@ -134,7 +115,7 @@ impl RegionTable {
                 let region = &self.regions[r];
                 let (x0, x1) = (x(region.base_address), x(end_of(region)));
                 let w = (x1 - x0).max(0.5);
-                let fixed = fixed.get(r).copied().unwrap_or(false);
+                let fixed = region.fixed_base;
                 let outline = if fixed {
                     r##"stroke="#000" stroke-width="2" stroke-dasharray="6 3""##
                 } else {
@@ -406,7 +387,6 @@ fn legend(s: &mut String) {
 mod tests {
     use super::super::report::tests::sample;
     use super::*;
-    use crate::region::{RegionDescription, Rule};
 
     #[test]
     fn one_lane_per_level_one_band_per_region_one_box_per_tensor() {
@@ -437,14 +417,9 @@ mod tests {
         let views: Vec<&&str> = boxes.iter().filter(|l| l.contains("stroke-dasharray")).collect();
         assert!(views.len() == 1 && views[0].contains("x.view"), "{views:?}");
         assert!(!svg.contains("(fixed)") && !svg.contains("fixed base:"));
-        // Under a configuration whose description fixes the base.
-        let mut config = RegionConfig::new();
-        let mut d = RegionDescription::new(7, "activations", Rule::Any);
-        d.properties.base_address = Some(1024);
-        config.append(RegionDescription::new(1, "sram-weights", Rule::Any)).unwrap();
-        config.append(d).unwrap();
-        t.regions[1].description = 1;
-        let svg = t.svg_with_config(&config);
+        // A region whose description fixes its base.
+        t.regions[1].fixed_base = true;
+        let svg = t.svg();
         assert!(svg.contains("region activations (level sram, description 7), fixed base: base 0x400"), "{svg}");
         assert_eq!(svg.matches("fixed base:").count(), 1);
         let fixed = svg.lines().find(|l| l.contains(r#"class="region""#) && l.contains("activations")).unwrap();

@@ -30,6 +30,9 @@ pub struct RegionInstance {
     pub level_rank: u32,
     /// Where it starts in its level.
     pub base_address: u64,
+    /// Its description fixes its base address (it was not laid out after
+    /// the level's other regions).
+    pub fixed_base: bool,
     /// Bytes it takes: reserved front, the plan's peak, reserved back,
     /// rounded up to its alignment.
     pub size: u64,

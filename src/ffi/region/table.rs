@@ -11,7 +11,7 @@ use crate::ffi::args::{handle_query, out_param, read_str, slice_out};
 use crate::ffi::error::{guard, guard_void};
 use crate::ffi::handle::{free_handle, into_handle, value_ref, HandleType};
 use crate::ffi::text::copy_text;
-use crate::region::{RegionConfig, RegionInstance, RegionTable};
+use crate::region::{RegionInstance, RegionTable};
 use crate::status::{Error, Result, Status};
 
 /// One region of a built table, from `nnm_region_table_region`.
@@ -42,6 +42,9 @@ pub struct nnm_region_info {
     pub algorithm: u32,
     /// 1 when no plan of its tensors can be smaller, else 0.
     pub proven_optimal: u8,
+    /// 1 when its description fixes its base address, else 0 (laid out
+    /// after its level's other regions).
+    pub fixed_base: u8,
     /// Its tensors, views included (ids from
     /// `nnm_region_table_region_tensors`).
     pub tensor_count: usize,
@@ -94,6 +97,7 @@ impl Default for nnm_region_info {
             lower_bound_bytes: 0,
             algorithm: 0,
             proven_optimal: 0,
+            fixed_base: 0,
             tensor_count: 0,
         }
     }
@@ -114,9 +118,6 @@ impl Default for nnm_region_spill {
 /// is live (a freed one gives INVALID_ARGUMENT).
 pub struct nnm_region_table {
     pub(crate) table: RegionTable,
-    /// A copy of the configuration it was built under: the picture marks
-    /// the regions whose description fixes their base.
-    config: RegionConfig,
     /// The regions' names, in region order, NUL-terminated for C.
     names: Vec<CString>,
     /// The regions' level names, in region order.
@@ -133,7 +134,7 @@ unsafe impl HandleType for nnm_region_table {
 impl nnm_region_table {
     /// The table with its C strings. Errors on text holding a NUL byte,
     /// which C could not see whole.
-    fn new(table: RegionTable, config: RegionConfig) -> Result<Self> {
+    fn new(table: RegionTable) -> Result<Self> {
         let c = |text: &str, what: &str| {
             CString::new(text)
                 .map_err(|_| Error::invalid(format!("{what} '{}' holds a NUL byte", text.escape_default())))
@@ -141,7 +142,7 @@ impl nnm_region_table {
         let names = table.regions.iter().map(|r| c(&r.name, "region name")).collect::<Result<_>>()?;
         let levels = table.regions.iter().map(|r| c(&r.level, "level name")).collect::<Result<_>>()?;
         let reasons = table.spills.iter().map(|s| c(&s.reason, "spill reason")).collect::<Result<_>>()?;
-        Ok(nnm_region_table { table, config, names, levels, reasons })
+        Ok(nnm_region_table { table, names, levels, reasons })
     }
 
     /// Region `index`, or INVALID_ARGUMENT naming the count.
@@ -201,7 +202,7 @@ pub unsafe extern "C" fn nnm_region_table_build(
         // unread) or live and unchanged, and `out_table` NULL or writable.
         let (c, m, out) =
             unsafe { (value_ref(config, "config")?, value_ref(model, "model")?, out_param(out_table, "out_table")?) };
-        let table = nnm_region_table::new(RegionTable::build(&m.model, &c.config)?, c.config.clone())?;
+        let table = nnm_region_table::new(RegionTable::build(&m.model, &c.config)?)?;
         out.write(into_handle(table));
         Ok(())
     })
@@ -270,6 +271,7 @@ pub unsafe extern "C" fn nnm_region_table_region(
                 lower_bound_bytes: r.lower_bound,
                 algorithm: r.algorithm as u32,
                 proven_optimal: u8::from(r.proven_optimal),
+                fixed_base: u8::from(r.fixed_base),
                 tensor_count: r.tensors.len(),
             })
         })
@@ -505,6 +507,6 @@ pub unsafe extern "C" fn nnm_region_table_svg(
         let t = unsafe { table_ref(table) }?;
         // SAFETY: the caller promises `buf` and `out_len` as `copy_text`
         // needs.
-        unsafe { copy_text(&t.table.svg_with_config(&t.config), buf, len, out_len, "picture") }
+        unsafe { copy_text(&t.table.svg(), buf, len, out_len, "picture") }
     })
 }

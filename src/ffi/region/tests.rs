@@ -1055,7 +1055,7 @@ fn the_report_and_the_picture_are_the_cores() {
     let (text, json, svg) = (
         expected.report(crate::arena::ReportFormat::Text),
         expected.report(crate::arena::ReportFormat::Json),
-        expected.svg_with_config(config),
+        expected.svg(),
     );
     free_model(m);
     free_config(c);
