@@ -880,29 +880,33 @@ static void test_fixed_bases(void) {
 /* --- TOML ----------------------------------------------------------------------------------- */
 
 static void test_toml(void) {
-    /* A configuration file's text, loaded without a rebuild. */
-    static const char *const text = "# constants in SRAM, the rest in DDR\n"
+    /* A configuration file's text, loaded without a rebuild: constants in
+     * SRAM, then Glow's five defaults (activations in "memory"). */
+    static const char *const text = "defaults = true\n"
                                     "[[level]]\nname = \"sram\"\nrank = 0\n"
-                                    "[[level]]\nname = \"ddr\"\nrank = 1\n"
-                                    "[[region]]\nid = 1\nname = \"weights\"\nlevel = \"sram\"\n"
-                                    "reuse = false\nalgorithm = \"sequential\"\n"
+                                    "[[region]]\nid = 10\nname = \"weights\"\nlevel = \"sram\"\n"
+                                    "reuse = false\nplanner = \"sequential\"\ncapacity = \"1 KiB\"\n"
                                     "rule = { kind = \"constant\" }\n"
-                                    "[[region]]\nid = 2\nname = \"scratch\"\nlevel = \"ddr\"\n"
-                                    "rule = { any = true }\n";
+                                    "[region.attributes]\nbank = \"0\"\n";
     nnm_region_config *cfg = NULL, *bad = NULL;
     nnm_region_model *m = NULL;
     nnm_region_table *t = NULL;
+    char buf[8];
+    size_t written = 0;
     REQUIRE_OK(nnm_region_config_from_toml(text, &cfg));
-    CHECK(description_count(cfg) == 2);
+    CHECK(description_count(cfg) == 6);
+    CHECK_OK(nnm_region_config_get_attribute(cfg, "weights", "bank", buf, sizeof buf, &written));
+    CHECK(name_is(buf, "0") && written == 2);
     REQUIRE_OK(nnm_region_model_new(&m));
     add_weight(m, "w", NNM_TENSOR_KIND_CONSTANT, 100, NULL, NULL);
     add_activation(m, "x", 64, 0, 1);
     REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
     {
         nnm_region_info w = region_at(t, region_index(t, "weights"));
-        nnm_region_info s = region_at(t, region_index(t, "scratch"));
-        CHECK(name_is(w.level, "sram") && w.size_bytes == 128 && w.algorithm == NNM_ALGORITHM_SEQUENTIAL);
-        CHECK(name_is(s.level, "ddr") && s.level_rank == 1 && s.size_bytes == 64);
+        nnm_region_info a = region_at(t, region_index(t, "activations"));
+        CHECK(name_is(w.level, "sram") && w.description_id == 10 && w.algorithm == NNM_ALGORITHM_SEQUENTIAL);
+        CHECK(w.size_bytes == 128 && w.tensor_count == 1);
+        CHECK(name_is(a.level, "memory") && a.description_id == 4 && a.size_bytes == 64);
     }
     nnm_region_table_free(t);
 
