@@ -15,9 +15,9 @@
  * - Out-parameters are written only on success.
  * - Handles come from nnm_<thing>_new and go back through nnm_<thing>_free,
  *   which accepts NULL and detects double frees.
- * - Stale handles: every call on an nnm_planner, nnm_arena or
- *   nnm_cancel_token looks the handle up in nnmem's registry before reading
- *   it, so a call on a freed one returns NNM_INVALID_ARGUMENT ("... is not a
+ * - Stale handles: every call on an nnm_planner, nnm_arena,
+ *   nnm_cancel_token or nnm_region_* handle looks the handle up in nnmem's
+ *   registry before reading it, so a call on a freed one returns NNM_INVALID_ARGUMENT ("... is not a
  *   live nnm_planner (already freed, or not made by nnmem)"); so do the
  *   nnm_net attach calls, nnm_net_get_report and every nnm_<thing>_free.
  *   The hot calls only check a type tag and are undefined on a freed
@@ -56,9 +56,17 @@
  *   allocator alive, so it may be freed before them (but not while another
  *   call on the handle runs). The functions of an nnm_device_allocator_vtable
  *   are called from any thread, concurrently: the caller makes them safe.
+ * - nnm_region_model, nnm_region_config: not thread-safe. One thread at a
+ *   time (or external locking); functions taking a const pointer may run
+ *   concurrently with each other while no thread changes the object.
+ * - nnm_region_rule, nnm_region_table: immutable once made; any number of
+ *   threads may read one at once. Only its free must not overlap other
+ *   calls on it. A table is independent of the model and configuration it
+ *   was built from: they may be freed (or changed) first.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
- *   nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
- *   are safe from any thread.
+ *   nnm_algorithm_name(), nnm_algorithm_from_name(), nnm_plan_validate(),
+ *   nnm_tensor_kind_name() and nnm_tensor_kind_from_name() are safe from
+ *   any thread.
  */
 
 #if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
@@ -177,6 +185,24 @@ struct list_head {
  * `cudaMalloc` guarantee, so code written for it keeps its assumption).
  */
 #define NNM_POOL_DEFAULT_ALIGNMENT 256
+
+/**
+ * Flag of `nnm_region_desc`: tensors never share bytes, even when their
+ * lifetimes do not overlap (Glow's weights).
+ */
+#define NNM_REGION_NO_REUSE 1
+
+/**
+ * Flag of `nnm_region_desc`: one region per matching tensor (named
+ * "<description>/<tensor>") instead of one shared by all.
+ */
+#define NNM_REGION_PER_TENSOR 2
+
+/**
+ * Flag of `nnm_region_desc`: `base_address` is the region's fixed start
+ * address in its level (0 is a valid base).
+ */
+#define NNM_REGION_FIXED_BASE 4
 
 /**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
@@ -308,6 +334,13 @@ typedef enum nnm_algorithm {
    * first dive, without backtracking. O(n log n) plus re-queueing.
    */
   NNM_ALGORITHM_FLOOR_FIRST = 9,
+  /**
+   * Glow's "preserve allocation order": buffers in order of their first
+   * step (then of addition), each at the lowest offset that fits, as a
+   * first-fit allocator running the program would place them. The
+   * regions' sequential planner.
+   */
+  NNM_ALGORITHM_SEQUENTIAL = 10,
 } nnm_algorithm;
 
 /**
@@ -496,6 +529,66 @@ typedef enum nnm_device_type {
 } nnm_device_type;
 
 /**
+ * What a tensor is, in Glow's vocabulary (C: `nnm_tensor_kind`).
+ */
+typedef enum nnm_tensor_kind {
+  /**
+   * A constant weight, initialised before the run and never written.
+   */
+  NNM_TENSOR_KIND_CONSTANT = 0,
+  /**
+   * A mutable weight (a placeholder that is neither input nor output).
+   */
+  NNM_TENSOR_KIND_MUTABLE = 1,
+  /**
+   * An input placeholder: written by the caller before the run.
+   */
+  NNM_TENSOR_KIND_INPUT = 2,
+  /**
+   * An output placeholder: read by the caller after the run.
+   */
+  NNM_TENSOR_KIND_OUTPUT = 3,
+  /**
+   * A placeholder that is both input and output.
+   */
+  NNM_TENSOR_KIND_INPUT_OUTPUT = 4,
+  /**
+   * An activation: allocated and freed inside the run.
+   */
+  NNM_TENSOR_KIND_ACTIVATION = 5,
+  /**
+   * A view: bytes inside another tensor (its origin), never placed on
+   * its own.
+   */
+  NNM_TENSOR_KIND_VIEW = 6,
+} nnm_tensor_kind;
+
+/**
+ * How `nnm_region_tensor_desc::start` and `end` read (C:
+ * `nnm_lifetime_convention`).
+ */
+typedef enum nnm_lifetime_convention {
+  /**
+   * Live over the whole run: of its function for an activation or a view
+   * (a view: as long as its origin), of every function for a weight.
+   * `start` and `end` are ignored. The only convention weights take.
+   */
+  NNM_LIFETIME_WHOLE_RUN = 0,
+  /**
+   * `start` is the first step that uses the tensor and `end` the last,
+   * both included (TensorFlow Lite Micro's convention); -1 and -1: never
+   * used.
+   */
+  NNM_LIFETIME_FIRST_LAST_USE = 1,
+  /**
+   * `start` is the position of its allocation and `end` of its free in
+   * the function's instruction sequence: live from `start` up to, not
+   * including, `end` (Glow's alloc and dealloc instructions).
+   */
+  NNM_LIFETIME_ALLOC_FREE = 2,
+} nnm_lifetime_convention;
+
+/**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
@@ -566,6 +659,44 @@ typedef struct nnm_planner nnm_planner;
  * are undefined.
  */
 typedef struct nnm_pool nnm_pool;
+
+/**
+ * A configuration: memory levels and the ordered list of region
+ * descriptions, of which the first whose rule matches a tensor takes it.
+ * Not thread-safe: one thread at a time, or external locking; calls taking
+ * `const nnm_region_config *` may run concurrently with each other when no
+ * thread changes it. A table built from it does not refer to it: it may be
+ * freed (or changed) while the table lives.
+ */
+typedef struct nnm_region_config nnm_region_config;
+
+/**
+ * A model: the tensors of one or more functions, in the order added (a
+ * tensor's id is its position, from 0). Not thread-safe: one thread at a
+ * time, or external locking; `nnm_region_model_tensor_count` may run
+ * concurrently with itself and with `nnm_region_table_build` when no
+ * thread adds. A table built from the model does not refer to it: the
+ * model may be freed (or changed) while the table lives.
+ */
+typedef struct nnm_region_model nnm_region_model;
+
+/**
+ * A rule: which tensors a region takes. Immutable once made, so any number
+ * of threads may read one rule at once (combine it, append it, print it);
+ * only `nnm_region_rule_free` must not overlap other calls on it. Every
+ * call checks that the rule is live (a freed one gives INVALID_ARGUMENT).
+ */
+typedef struct nnm_region_rule nnm_region_rule;
+
+/**
+ * A built region table: every tensor of the model in exactly one region,
+ * with its offset and address. Immutable, so any number of threads may
+ * read one table at once; only `nnm_region_table_free` must not overlap
+ * other calls on it. Independent of the model and configuration it was
+ * built from (they may be freed first). Every call checks that the table
+ * is live (a freed one gives INVALID_ARGUMENT).
+ */
+typedef struct nnm_region_table nnm_region_table;
 
 /**
  * What recording counted for one category (`nnm_arena_get_category`).
@@ -1388,6 +1519,241 @@ typedef struct nnm_strategy_vtable {
    */
   int (*end_iteration)(void *state, struct nnm_device_ctx *dev);
 } nnm_strategy_vtable;
+
+/**
+ * The properties of one region description, for
+ * `nnm_region_config_append` and `nnm_region_config_prepend`, which copy
+ * what they need: the struct and its strings may be reused or freed
+ * afterwards. All zero (`= {0}`) but the name gives the defaults: planner
+ * AUTO, reuse, one region shared by its tensors, alignment 64, no fixed
+ * base, unlimited capacity, level "memory", nothing reserved, no spill
+ * region.
+ */
+typedef struct nnm_region_desc {
+  /**
+   * Its id, unique in the configuration.
+   */
+  uint32_t id;
+  /**
+   * Its planner: an `nnm_algorithm` (NNM_ALGORITHM_SEQUENTIAL is Glow's
+   * "preserve allocation order").
+   */
+  uint32_t algorithm;
+  /**
+   * Its name (required, NUL-terminated, UTF-8), unique in the
+   * configuration.
+   */
+  const char *name;
+  /**
+   * NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR, NNM_REGION_FIXED_BASE,
+   * or'ed; 0: none.
+   */
+  uint32_t flags;
+  /**
+   * Alignment of every offset and size in the region and of its base
+   * address: a power of two; 0: 64.
+   */
+  uint64_t alignment;
+  /**
+   * Its start address in its level, with NNM_REGION_FIXED_BASE (a
+   * multiple of the alignment); must be 0 without it.
+   */
+  uint64_t base_address;
+  /**
+   * The most bytes it may take, reserved bytes included; 0: unlimited.
+   */
+  uint64_t capacity;
+  /**
+   * Its memory level (added with `nnm_region_config_add_level`, or
+   * "memory"); NULL: "memory".
+   */
+  const char *level;
+  /**
+   * Bytes kept free at the front, before its first tensor.
+   */
+  uint64_t reserved_front;
+  /**
+   * Bytes kept free at the back, after its last tensor.
+   */
+  uint64_t reserved_back;
+  /**
+   * The description (by name) its tensors move to, largest lifetime
+   * pressure first, when it exceeds its capacity; NULL: none (the build
+   * then fails with DOES_NOT_FIT). Checked when the table is built, so it
+   * may be added later.
+   */
+  const char *spill_to;
+} nnm_region_desc;
+
+/**
+ * One tensor for `nnm_region_model_add`, which copies what it needs: the
+ * struct and its strings may be reused or freed afterwards. Zero-initialise
+ * it (`= {0}`) and fill in what applies.
+ */
+typedef struct nnm_region_tensor_desc {
+  /**
+   * Its name (required, NUL-terminated, UTF-8): unique in its function;
+   * weights (constants and placeholders) are shared by name across
+   * functions.
+   */
+  const char *name;
+  /**
+   * What it is: an `nnm_tensor_kind`.
+   */
+  uint32_t kind;
+  /**
+   * How `start` and `end` read: an `nnm_lifetime_convention`. Weights
+   * must use NNM_LIFETIME_WHOLE_RUN.
+   */
+  uint32_t lifetime;
+  /**
+   * Bytes (not 0).
+   */
+  uint64_t size;
+  /**
+   * The alignment the tensor needs: 0 or 1 for only its region's, else a
+   * power of two.
+   */
+  uint64_t alignment;
+  /**
+   * First step (per `lifetime`; ignored for NNM_LIFETIME_WHOLE_RUN).
+   */
+  int64_t start;
+  /**
+   * Last step (per `lifetime`; ignored for NNM_LIFETIME_WHOLE_RUN).
+   */
+  int64_t end;
+  /**
+   * Its element type, free-form ("f32", "i8"); NULL or "": unknown.
+   */
+  const char *dtype;
+  /**
+   * The function it belongs to; NULL: "main".
+   */
+  const char *function;
+  /**
+   * Free-form tags, "key=value;key=value" (spaces around keys and values
+   * are trimmed); NULL or "": none.
+   */
+  const char *tags;
+  /**
+   * For NNM_TENSOR_KIND_VIEW only (and required there): the name of its
+   * origin, a tensor of the same function added before, or a weight of
+   * any function. NULL for every other kind.
+   */
+  const char *view_of;
+  /**
+   * For a view: its byte offset inside the origin (offset + size at most
+   * the origin's size). 0 for every other kind.
+   */
+  uint64_t view_offset;
+} nnm_region_tensor_desc;
+
+/**
+ * One region of a built table, from `nnm_region_table_region`.
+ */
+typedef struct nnm_region_info {
+  /**
+   * Its name: the description's, or "<description>/<tensor>" for a
+   * per-tensor region ("<description>/<function>/<tensor>" for a tensor
+   * of another function than the first). Owned by the table: valid until
+   * `nnm_region_table_free`.
+   */
+  const char *name;
+  /**
+   * Its memory level's name. Owned by the table, like `name`.
+   */
+  const char *level;
+  /**
+   * Its description's id.
+   */
+  uint32_t description_id;
+  /**
+   * Its level's rank.
+   */
+  uint32_t level_rank;
+  /**
+   * Where it starts in its level.
+   */
+  uint64_t base_address;
+  /**
+   * Bytes it takes: reserved front, the plan's peak and reserved back,
+   * rounded up to its alignment.
+   */
+  uint64_t size_bytes;
+  /**
+   * The plan's peak (its tensors only).
+   */
+  uint64_t peak_bytes;
+  /**
+   * The planner's lower bound for its tensors: no plan can be smaller.
+   */
+  uint64_t lower_bound_bytes;
+  /**
+   * The `nnm_algorithm` that produced its plan (for AUTO, the winner).
+   */
+  uint32_t algorithm;
+  /**
+   * 1 when no plan of its tensors can be smaller, else 0.
+   */
+  uint8_t proven_optimal;
+  /**
+   * Its tensors, views included (ids from
+   * `nnm_region_table_region_tensors`).
+   */
+  size_t tensor_count;
+} nnm_region_info;
+
+/**
+ * Where one tensor went, from `nnm_region_table_placement`.
+ */
+typedef struct nnm_tensor_placement {
+  /**
+   * Its region, as an index for `nnm_region_table_region`.
+   */
+  size_t region;
+  /**
+   * Its offset inside the region (reserved front bytes included).
+   */
+  uint64_t offset;
+  /**
+   * Its address in its level: the region's base address plus `offset`.
+   */
+  uint64_t address;
+  /**
+   * Its size.
+   */
+  uint64_t size_bytes;
+  /**
+   * 1 when it was moved out of the region its rule chose (which exceeded
+   * its capacity), or is a view of such a tensor; else 0.
+   */
+  uint8_t spilled;
+} nnm_tensor_placement;
+
+/**
+ * One tensor moved to a spill region, from `nnm_region_table_spill`.
+ */
+typedef struct nnm_region_spill {
+  /**
+   * The tensor moved (its id in the model).
+   */
+  size_t tensor;
+  /**
+   * The region its rule chose (an index for `nnm_region_table_region`).
+   */
+  size_t from;
+  /**
+   * The region it moved to (an index).
+   */
+  size_t to;
+  /**
+   * Why, with figures (the region's need and capacity, the tensor's
+   * lifetime pressure). Owned by the table: valid until
+   * `nnm_region_table_free`.
+   */
+  const char *reason;
+} nnm_region_spill;
 
 
 
@@ -3318,6 +3684,682 @@ enum nnm_status nnm_pool_register_strategy(const struct nnm_strategy_vtable *vta
  * `name` must be NULL or a NUL-terminated string.
  */
 enum nnm_status nnm_pool_unregister_strategy(const char *name);
+
+/**
+ * Creates an empty configuration: no descriptions, and only the level
+ * "memory" (rank 0). Free it with `nnm_region_config_free`.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_config` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_config_new(struct nnm_region_config **out_config);
+
+/**
+ * Creates a configuration of Glow's five standard descriptions, ids 0 to 4,
+ * in the level "memory": "constant-weights" (constants),
+ * "mutable-weights" (mutable placeholders), "mutable-input-weights"
+ * (inputs), "mutable-output-weights" (outputs and input-outputs), all
+ * SEQUENTIAL without reuse, and "activations" (AUTO, with reuse); laid out
+ * in that order. Prepend descriptions to override what they take.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_config` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_config_new_default(struct nnm_region_config **out_config);
+
+/**
+ * Reads a configuration from TOML text (the format is in
+ * examples/regions.toml).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for text that is not UTF-8 or
+ * not a valid configuration, with the line and column ("line 12, column
+ * 9: unknown tensor kind 'weights' (known: ...)"); ALREADY_EXISTS,
+ * NOT_FOUND as `nnm_region_config_append` (duplicate ids or names, unknown
+ * levels), with the line.
+ *
+ * # Safety
+ * `text` must be NULL or a NUL-terminated string; `out_config` must be
+ * NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_config_from_toml(const char *text,
+                                            struct nnm_region_config **out_config);
+
+/**
+ * Reads a configuration from the TOML file at `path`.
+ *
+ * Errors: as `nnm_region_config_from_toml`, the message naming the file;
+ * NOT_FOUND or INVALID_ARGUMENT when the file cannot be read.
+ *
+ * # Safety
+ * `path` must be NULL or a NUL-terminated string; `out_config` must be
+ * NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_config_from_toml_file(const char *path,
+                                                 struct nnm_region_config **out_config);
+
+/**
+ * Frees a configuration. NULL is a no-op; a double free is detected and
+ * reported through `nnm_last_error()`. Tables built from it stay valid.
+ *
+ * # Safety
+ * `config` may be any pointer value: only a live configuration is freed,
+ * others are reported. No other call may use it meanwhile.
+ */
+void nnm_region_config_free(struct nnm_region_config *config);
+
+/**
+ * Adds the memory level `name` with `rank` (lower is closer to the
+ * compute: SRAM 0 before DDR 1; reports list levels by rank). The level
+ * "memory" (rank 0) exists without being added; adding it once gives it
+ * another rank. Regions of one level share its address space.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (empty name, not UTF-8);
+ * ALREADY_EXISTS ("memory level 'sram' is defined twice").
+ *
+ * # Safety
+ * `config` must be NULL or a configuration from `nnm_region_config_new*`
+ * (a freed one is refused unread), used by no other call meanwhile. `name`
+ * must be NULL or a NUL-terminated string.
+ */
+enum nnm_status nnm_region_config_add_level(struct nnm_region_config *config,
+                                            const char *name,
+                                            uint32_t rank);
+
+/**
+ * Adds a description at the end of the list (matched after every other):
+ * the properties of `desc` and a copy of `rule` (the caller still frees
+ * it). Every failure leaves the configuration as it was.
+ *
+ * Errors:
+ * - NULL_ARGUMENT: `config`, `desc`, `desc->name` or `rule` is NULL.
+ * - INVALID_ARGUMENT: an empty name; unknown flag bits ("region 'sram'
+ *   (id 3): unknown flags 0x8 (known: ...)"); an unknown algorithm; an
+ *   alignment that is not a power of two; `base_address` without
+ *   NNM_REGION_FIXED_BASE, or not a multiple of the alignment; reserved
+ *   bytes above the capacity; `spill_to` empty or naming the description
+ *   itself; a rule that is not live; a string that is not UTF-8.
+ * - ALREADY_EXISTS: the id or the name is already used ("region 'x' (id
+ *   0): id 0 is already used by region 'constant-weights'").
+ * - NOT_FOUND: an unknown level ("region 'fast' (id 9): unknown memory
+ *   level 'sram' (known: memory)").
+ * - OVERFLOW: `reserved_front` + `reserved_back` overflows.
+ *
+ * # Safety
+ * `config` must be NULL or a configuration from `nnm_region_config_new*`
+ * (a freed one is refused unread), used by no other call meanwhile. `desc`
+ * must be NULL or point to a readable `nnm_region_desc` whose strings are
+ * NULL or NUL-terminated. `rule` must be NULL or a rule from
+ * `nnm_region_rule_*` (a freed one is refused unread).
+ */
+enum nnm_status nnm_region_config_append(struct nnm_region_config *config,
+                                         const struct nnm_region_desc *desc,
+                                         const struct nnm_region_rule *rule);
+
+/**
+ * Adds a description at the front of the list (matched before every
+ * other): overrides what later descriptions would take. As
+ * `nnm_region_config_append` otherwise.
+ *
+ * Errors: as `nnm_region_config_append`.
+ *
+ * # Safety
+ * As `nnm_region_config_append`.
+ */
+enum nnm_status nnm_region_config_prepend(struct nnm_region_config *config,
+                                          const struct nnm_region_desc *desc,
+                                          const struct nnm_region_rule *rule);
+
+/**
+ * Sets (or replaces) the string attribute `key` of the description named
+ * `region` to `value`: free-form data for the backend's own use (Glow's
+ * region attributes), which nnmem keeps but never reads.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (empty key, not UTF-8);
+ * NOT_FOUND ("no region description named 'x' (known: a, b)").
+ *
+ * # Safety
+ * `config` must be NULL or a configuration from `nnm_region_config_new*`
+ * (a freed one is refused unread), used by no other call meanwhile.
+ * `region`, `key` and `value` must be NULL or NUL-terminated strings.
+ */
+enum nnm_status nnm_region_config_set_attribute(struct nnm_region_config *config,
+                                                const char *region,
+                                                const char *key,
+                                                const char *value);
+
+/**
+ * Writes the value of attribute `key` of the description named `region`,
+ * NUL-terminated, into `buf` (`len` bytes) and the bytes written (NUL
+ * included) to `out_len`. With `buf` NULL and `len` 0 it writes only the
+ * size needed.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not UTF-8); NOT_FOUND (no such
+ * description; "region 'x' has no attribute 'k' (attributes: bank)");
+ * BUFFER_TOO_SMALL (nothing is written; "attribute 'k' needs 5 B (NUL
+ * included), buffer has 2 B").
+ *
+ * # Safety
+ * `config` must be NULL or a configuration from `nnm_region_config_new*`
+ * (a freed one is refused unread), changed by no call meanwhile. `region`
+ * and `key` must be NULL or NUL-terminated strings. `buf` must be NULL or
+ * valid for writing `len` bytes; `out_len` must be NULL or valid for
+ * writing one value.
+ */
+enum nnm_status nnm_region_config_get_attribute(const struct nnm_region_config *config,
+                                                const char *region,
+                                                const char *key,
+                                                char *buf,
+                                                size_t len,
+                                                size_t *out_len);
+
+/**
+ * Writes the number of descriptions.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `config` must be NULL or a configuration from `nnm_region_config_new*`
+ * (a freed one is refused unread), changed by no call meanwhile.
+ * `out_count` must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_region_config_description_count(const struct nnm_region_config *config,
+                                                    size_t *out_count);
+
+/**
+ * The name of an `nnm_tensor_kind` value ("constant", "mutable", "input",
+ * "output", "input-output", "activation", "view"), or NULL for an unknown
+ * value. Static; never freed.
+ */
+const char *nnm_tensor_kind_name(uint32_t kind);
+
+/**
+ * Writes the `nnm_tensor_kind` value named `name` (as
+ * `nnm_tensor_kind_name` gives it) to `out_kind`.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an unknown name ("unknown
+ * tensor kind 'weights' (known: constant, mutable, ...)").
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string; `out_kind` must be NULL
+ * or valid for writing one value.
+ */
+enum nnm_status nnm_tensor_kind_from_name(const char *name, uint32_t *out_kind);
+
+/**
+ * Creates an empty model. Free it with `nnm_region_model_free`.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_model` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_model_new(struct nnm_region_model **out_model);
+
+/**
+ * Frees a model. NULL is a no-op; a double free is detected and reported
+ * through `nnm_last_error()`. Tables built from it stay valid.
+ *
+ * # Safety
+ * `model` may be any pointer value: only a live model is freed, others are
+ * reported. No other call may use the model meanwhile.
+ */
+void nnm_region_model_free(struct nnm_region_model *model);
+
+/**
+ * Adds the tensor `desc` describes and writes its id (the number of
+ * tensors added before it) to `out_id` when that is not NULL. Every
+ * failure leaves the model as it was.
+ *
+ * Errors:
+ * - NULL_ARGUMENT: `model`, `desc` or `desc->name` is NULL.
+ * - INVALID_ARGUMENT: an unknown `kind` ("unknown tensor kind 99 (0 to
+ *   6)") or `lifetime` value; an empty name or function; size 0; an
+ *   alignment that is not a power of two; a reversed lifetime ("last_use 2
+ *   is before first_use 5") or, with NNM_LIFETIME_FIRST_LAST_USE, a
+ *   negative step other than -1, -1; a weight with a convention other
+ *   than NNM_LIFETIME_WHOLE_RUN; malformed tags ("tag 'op' is not
+ *   key=value (in 'op')"), a repeated or empty tag key; a view without
+ *   `view_of`, `view_of` on another kind, `view_offset` without
+ *   `view_of`; a view reaching past its origin's end ("view 'v' (view,
+ *   function main) reaches past the end of its origin 'a': offset 60 +
+ *   size 8 = 68 B, origin is 64 B"); a weight named like a weight of
+ *   another function but of another kind or size; a string that is not
+ *   UTF-8.
+ * - NOT_FOUND: a view whose origin is not in the model ("view 'v' (view,
+ *   function main) names origin 'x', which is not in function main (nor a
+ *   weight); add the origin first").
+ * - ALREADY_EXISTS: the name is already used in its function.
+ * - OVERFLOW: `view_offset` + `size`, or `end` + 1 with
+ *   NNM_LIFETIME_FIRST_LAST_USE, overflows.
+ *
+ * # Safety
+ * `model` must be NULL or a model from `nnm_region_model_new` (a freed one
+ * is refused without being read), used by no other call meanwhile. `desc`
+ * must be NULL or point to a readable `nnm_region_tensor_desc` whose
+ * strings are NULL or NUL-terminated. `out_id` must be NULL or valid for
+ * writing one value.
+ */
+enum nnm_status nnm_region_model_add(struct nnm_region_model *model,
+                                     const struct nnm_region_tensor_desc *desc,
+                                     size_t *out_id);
+
+/**
+ * Writes the number of tensors added.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `model` must be NULL or a model from `nnm_region_model_new` (a freed one
+ * is refused without being read), changed by no call meanwhile. `out_count`
+ * must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_region_model_tensor_count(const struct nnm_region_model *model,
+                                              size_t *out_count);
+
+/**
+ * Makes the rule every tensor matches. Free it with
+ * `nnm_region_rule_free`.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_rule` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_any(struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor's kind is `kind`" (an `nnm_tensor_kind`).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an unknown kind ("unknown
+ * tensor kind 99 (0 to 6)").
+ *
+ * # Safety
+ * `out_rule` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_kind(uint32_t kind, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor's name is exactly `name`".
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT ("name is empty", not UTF-8).
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string; `out_rule` must be NULL
+ * or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_name(const char *name, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor's name starts with `prefix`".
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT ("prefix is empty", not UTF-8).
+ *
+ * # Safety
+ * `prefix` must be NULL or a NUL-terminated string; `out_rule` must be
+ * NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_name_prefix(const char *prefix, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor's name matches the glob `glob`": `*` matches
+ * any run of characters, `?` one character, anything else itself.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT ("glob is empty", not UTF-8).
+ *
+ * # Safety
+ * `glob` must be NULL or a NUL-terminated string; `out_rule` must be NULL
+ * or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_name_glob(const char *glob, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor's size is in `min..=max` bytes"; `max`
+ * UINT64_MAX: no upper end.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for `max` < `min` ("rule size in
+ * 8..=4 B: size range is reversed (8 B > 4 B)").
+ *
+ * # Safety
+ * `out_rule` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_size(uint64_t min, uint64_t max, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor's dtype is exactly `dtype`".
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT ("dtype is empty", not UTF-8).
+ *
+ * # Safety
+ * `dtype` must be NULL or a NUL-terminated string; `out_rule` must be NULL
+ * or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_dtype(const char *dtype, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor has tag `key`", with the value `value` when
+ * `value` is not NULL ("" is a value: the tag is there and empty).
+ *
+ * Errors: NULL_ARGUMENT (`key`, `out_rule`); INVALID_ARGUMENT ("key is
+ * empty", not UTF-8).
+ *
+ * # Safety
+ * `key` must be NULL or a NUL-terminated string, `value` NULL or a
+ * NUL-terminated string; `out_rule` must be NULL or valid for writing one
+ * pointer.
+ */
+enum nnm_status nnm_region_rule_tag(const char *key,
+                                    const char *value,
+                                    struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor belongs to function `function`".
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT ("function is empty", not
+ * UTF-8).
+ *
+ * # Safety
+ * `function` must be NULL or a NUL-terminated string; `out_rule` must be
+ * NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_function(const char *function, struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "the tensor is a view". Views follow their origin and are
+ * never matched against a region's rule; this is for tools that evaluate
+ * rules themselves.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out_rule` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_is_view(struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "every one of the `count` rules of `rules` matches"
+ * (copies them: the caller still frees each).
+ *
+ * Errors: NULL_ARGUMENT (`rules` with `count` > 0, an element, or
+ * `out_rule`: "rules[1]: rule is NULL"); INVALID_ARGUMENT for `count` 0,
+ * whatever `rules` is ("an AND needs at least one rule (count is 0)"), or
+ * an element that is not a live rule; OVERFLOW for a `count` whose array
+ * exceeds the address space.
+ *
+ * # Safety
+ * `rules` must be NULL or readable for `count` pointers, each NULL or a
+ * rule from `nnm_region_rule_*` (a freed one is refused unread);
+ * `out_rule` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_rule_and(const struct nnm_region_rule *const *rules,
+                                    size_t count,
+                                    struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "at least one of the `count` rules of `rules` matches"
+ * (copies them: the caller still frees each).
+ *
+ * Errors: as `nnm_region_rule_and` ("an OR needs at least one rule (count
+ * is 0)").
+ *
+ * # Safety
+ * As `nnm_region_rule_and`.
+ */
+enum nnm_status nnm_region_rule_or(const struct nnm_region_rule *const *rules,
+                                   size_t count,
+                                   struct nnm_region_rule **out_rule);
+
+/**
+ * Makes the rule "`rule` does not match" (copies it: the caller still
+ * frees it).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`rule` is not a live rule).
+ *
+ * # Safety
+ * `rule` must be NULL or a rule from `nnm_region_rule_*` (a freed one is
+ * refused unread); `out_rule` must be NULL or valid for writing one
+ * pointer.
+ */
+enum nnm_status nnm_region_rule_not(const struct nnm_region_rule *rule,
+                                    struct nnm_region_rule **out_rule);
+
+/**
+ * Writes the rule as messages and reports show it ("(kind = constant AND
+ * tag op = 'fc')"), NUL-terminated, into `buf` (`len` bytes) and the bytes
+ * written (NUL included) to `out_len`. With `buf` NULL and `len` 0 it
+ * writes only the size needed.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live rule);
+ * BUFFER_TOO_SMALL (nothing is written; "rule text needs 24 B (NUL
+ * included), buffer has 8 B").
+ *
+ * # Safety
+ * `rule` must be NULL or a rule from `nnm_region_rule_*` (a freed one is
+ * refused unread). `buf` must be NULL or valid for writing `len` bytes;
+ * `out_len` must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_region_rule_to_string(const struct nnm_region_rule *rule,
+                                          char *buf,
+                                          size_t len,
+                                          size_t *out_len);
+
+/**
+ * Frees a rule. NULL is a no-op; a double free is detected and reported
+ * through `nnm_last_error()`. Rules made from it, and configurations it
+ * was appended to, keep their own copies.
+ *
+ * # Safety
+ * `rule` may be any pointer value: only a live rule is freed, others are
+ * reported. No other call may use the rule meanwhile.
+ */
+void nnm_region_rule_free(struct nnm_region_rule *rule);
+
+/**
+ * Builds the region table of `model` under `config` and writes it to
+ * `out_table`. Free it with `nnm_region_table_free`. Each region is
+ * planned once, by its description's algorithm.
+ *
+ * Errors (building nothing):
+ * - NULL_ARGUMENT: an argument is NULL.
+ * - INVALID_ARGUMENT: a tensor no rule matches ("'x' (activation,
+ *   function main) matches no region; tried: constant-weights: kind =
+ *   constant; ..."); fixed bases that overlap in one level (naming both
+ *   ranges and the level); a spill target that is per-tensor, or spill
+ *   targets that form a cycle; a freed model or configuration.
+ * - NOT_FOUND: a spill target that is not a description.
+ * - DOES_NOT_FIT: a region over its capacity without a spill region, or
+ *   whose spill chain runs out ("region 'sram' needs X B (peak P B +
+ *   reserved R B), capacity C B: M B missing").
+ *
+ * # Safety
+ * `config` and `model` must be NULL or live handles from
+ * `nnm_region_config_new*` and `nnm_region_model_new` (freed ones are
+ * refused unread) that no call changes meanwhile. `out_table` must be NULL
+ * or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_table_build(const struct nnm_region_config *config,
+                                       const struct nnm_region_model *model,
+                                       struct nnm_region_table **out_table);
+
+/**
+ * Frees a table and the strings it handed out. NULL is a no-op; a double
+ * free is detected and reported through `nnm_last_error()`.
+ *
+ * # Safety
+ * `table` may be any pointer value: only a live table is freed, others are
+ * reported. No other call may use the table meanwhile.
+ */
+void nnm_region_table_free(struct nnm_region_table *table);
+
+/**
+ * Writes the number of regions (instances: a per-tensor description gives
+ * one per tensor). Regions are indexed 0 to count - 1, by level rank, then
+ * level name, then layout order.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_count` must be NULL or valid for writing
+ * one value.
+ */
+enum nnm_status nnm_region_table_region_count(const struct nnm_region_table *table,
+                                              size_t *out_count);
+
+/**
+ * Writes region `index` into `out_info` (its strings are the table's,
+ * valid until `nnm_region_table_free`).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "region index
+ * 7 is out of range (the table has 5 regions)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_info` must be NULL or valid for writing one
+ * `nnm_region_info`.
+ */
+enum nnm_status nnm_region_table_region(const struct nnm_region_table *table,
+                                        size_t index,
+                                        struct nnm_region_info *out_info);
+
+/**
+ * Writes the ids of the tensors of region `index` (views included, in
+ * model order) into `ids` (`capacity` entries) and their number to
+ * `out_count`. With `ids` NULL and `capacity` 0 it writes only the number.
+ *
+ * Errors: NULL_ARGUMENT (`ids` NULL with `capacity` > 0 too);
+ * INVALID_ARGUMENT (not a live table, index out of range);
+ * BUFFER_TOO_SMALL (nothing is written; "region 'activations' has 12
+ * tensors, ids has room for 4"); OVERFLOW (a `capacity` whose array
+ * exceeds the address space).
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `ids` must be NULL or valid for writing
+ * `capacity` values; `out_count` must be NULL or valid for writing one
+ * value.
+ */
+enum nnm_status nnm_region_table_region_tensors(const struct nnm_region_table *table,
+                                                size_t index,
+                                                size_t *ids,
+                                                size_t capacity,
+                                                size_t *out_count);
+
+/**
+ * Writes the index of the region named `name` to `out_index`.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table, not UTF-8);
+ * NOT_FOUND ("no region named 'x' in the table (regions: a, b, ...)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `name` must be NULL or a NUL-terminated string;
+ * `out_index` must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_region_table_find_region(const struct nnm_region_table *table,
+                                             const char *name,
+                                             size_t *out_index);
+
+/**
+ * Writes the number of tensors (the model's, views included): tensor ids
+ * run from 0 to count - 1.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_count` must be NULL or valid for writing
+ * one value.
+ */
+enum nnm_status nnm_region_table_tensor_count(const struct nnm_region_table *table,
+                                              size_t *out_count);
+
+/**
+ * Writes where tensor `tensor_id` (its id in the model) went.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "tensor id 9
+ * is out of range (the table has 5 tensors)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_placement` must be NULL or valid for
+ * writing one `nnm_tensor_placement`.
+ */
+enum nnm_status nnm_region_table_placement(const struct nnm_region_table *table,
+                                           size_t tensor_id,
+                                           struct nnm_tensor_placement *out_placement);
+
+/**
+ * Writes the number of tensors moved to a spill region.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_count` must be NULL or valid for writing
+ * one value.
+ */
+enum nnm_status nnm_region_table_spill_count(const struct nnm_region_table *table,
+                                             size_t *out_count);
+
+/**
+ * Writes spill `index` (in the order the tensors were moved) into
+ * `out_spill` (its reason is the table's, valid until
+ * `nnm_region_table_free`).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "spill index
+ * 2 is out of range (the table has 1 spills)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_spill` must be NULL or valid for writing
+ * one `nnm_region_spill`.
+ */
+enum nnm_status nnm_region_table_spill(const struct nnm_region_table *table,
+                                       size_t index,
+                                       struct nnm_region_spill *out_spill);
+
+/**
+ * Writes the report (`format`: an `nnm_report_format`; the JSON keys are
+ * levels, regions, tensors and spills), NUL-terminated, into `buf` (`len`
+ * bytes) and the bytes written (NUL included) to `out_len`. With `buf`
+ * NULL and `len` 0 it writes only the size needed.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; format);
+ * BUFFER_TOO_SMALL (nothing is written; "report needs 812 B (NUL
+ * included), buffer has 64 B").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `buf` must be NULL or valid for writing `len`
+ * bytes; `out_len` must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_region_table_report(const struct nnm_region_table *table,
+                                        uint32_t format,
+                                        char *buf,
+                                        size_t len,
+                                        size_t *out_len);
+
+/**
+ * Writes the table as a standalone SVG picture (one lane per memory level,
+ * regions as bands, tensors inside), NUL-terminated, into `buf` (`len`
+ * bytes) and the bytes written (NUL included) to `out_len`. With `buf`
+ * NULL and `len` 0 it writes only the size needed.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table);
+ * BUFFER_TOO_SMALL (nothing is written; "picture needs 5120 B (NUL
+ * included), buffer has 64 B").
+ *
+ * # Safety
+ * As `nnm_region_table_report`.
+ */
+enum nnm_status nnm_region_table_svg(const struct nnm_region_table *table,
+                                     char *buf,
+                                     size_t len,
+                                     size_t *out_len);
 
 #ifdef __cplusplus
 }  // extern "C"

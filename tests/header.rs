@@ -35,15 +35,21 @@ fn generate(crate_dir: &Path) -> Vec<u8> {
 
 /// cbindgen can only qualify enum values with the enum's own name
 /// (`NNM_STATUS_OK`) and has no per-variant rename; C code knows the
-/// statuses as `NNM_OK`, `NNM_NULL_ARGUMENT`, ... So inside that one enum
-/// `NNM_STATUS_` becomes `NNM_`, and every value must have been renamed.
+/// statuses as `NNM_OK`, `NNM_NULL_ARGUMENT`, ... and the lifetime
+/// conventions as `NNM_LIFETIME_WHOLE_RUN`, ... So inside those enums the
+/// long prefix becomes the short one, and every value must have been renamed.
 fn short_status_names(header: String) -> String {
-    const START: &str = "typedef enum nnm_status {";
-    const END: &str = "} nnm_status;";
-    let start = header.find(START).expect("the header defines enum nnm_status");
-    let end = start + header[start..].find(END).expect("enum nnm_status ends");
-    let body = header[start..end].replace("  NNM_STATUS_", "  NNM_");
-    assert!(!body.contains("NNM_STATUS_"), "every nnm_status value was renamed");
+    let header = short_names(header, "nnm_status", "NNM_STATUS_", "NNM_");
+    short_names(header, "nnm_lifetime_convention", "NNM_LIFETIME_CONVENTION_", "NNM_LIFETIME_")
+}
+
+/// Inside `typedef enum <name> { ... } <name>;`, `long` becomes `short`.
+fn short_names(header: String, name: &str, long: &str, short: &str) -> String {
+    let (start_text, end_text) = (format!("typedef enum {name} {{"), format!("}} {name};"));
+    let start = header.find(&start_text).unwrap_or_else(|| panic!("the header defines enum {name}"));
+    let end = start + header[start..].find(&end_text).unwrap_or_else(|| panic!("enum {name} ends"));
+    let body = header[start..end].replace(&format!("  {long}"), &format!("  {short}"));
+    assert!(!body.contains(long), "every {name} value was renamed");
     format!("{}{body}{}", &header[..start], &header[end..])
 }
 

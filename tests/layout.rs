@@ -31,9 +31,14 @@ use nnmem::ffi::net::{nnm_stack_cache, NNM_STACK_CACHE_INLINE, NNM_STACK_CACHE_T
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP, NNM_VALIDATE_TRUST_FIXED};
 use nnmem::ffi::pool::options::{nnm_pool_options, nnm_pool_stats};
 use nnmem::ffi::pool::strategy_vtable::nnm_strategy_vtable;
+use nnmem::ffi::region::{
+    nnm_region_desc, nnm_region_info, nnm_region_spill, nnm_region_tensor_desc, nnm_tensor_placement,
+    LifetimeConvention, NNM_REGION_FIXED_BASE, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
+};
 use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::plan::Algorithm;
 use nnmem::pool::{DeviceType, StrategyKind};
+use nnmem::region::TensorKind;
 use nnmem::status::Status;
 
 fn header() -> PathBuf {
@@ -197,6 +202,8 @@ fn c_view() -> &'static BTreeMap<String, u64> {
             "nnm_ownership",
             "nnm_strategy",
             "nnm_device_type",
+            "nnm_tensor_kind",
+            "nnm_lifetime_convention",
         ] {
             if b.consts.values().any(|(ty, _)| ty == e) {
                 line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
@@ -212,6 +219,9 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
         line("macro NNM_STACK_CACHE_INLINE %lld", "(long long)(NNM_STACK_CACHE_INLINE)");
         line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
+        for m in ["NNM_REGION_NO_REUSE", "NNM_REGION_PER_TENSOR", "NNM_REGION_FIXED_BASE"] {
+            line(&format!("macro {m} %lld"), &format!("(long long)({m})"));
+        }
         // The initialiser, field by field (pointers as 0/1: NULL or not).
         for f in ["count", "tag", "spill_capacity"] {
             line(
@@ -433,6 +443,48 @@ fn rust_structs() -> Vec<RustStruct> {
             total_referenced_bytes,
             max_batch
         }),
+        rust_struct!(nnm_region_tensor_desc {
+            name,
+            kind,
+            lifetime,
+            size,
+            alignment,
+            start,
+            end,
+            dtype,
+            function,
+            tags,
+            view_of,
+            view_offset
+        }),
+        rust_struct!(nnm_region_desc {
+            id,
+            algorithm,
+            name,
+            flags,
+            alignment,
+            base_address,
+            capacity,
+            level,
+            reserved_front,
+            reserved_back,
+            spill_to
+        }),
+        rust_struct!(nnm_region_info {
+            name,
+            level,
+            description_id,
+            level_rank,
+            base_address,
+            size_bytes,
+            peak_bytes,
+            lower_bound_bytes,
+            algorithm,
+            proven_optimal,
+            tensor_count
+        }),
+        rust_struct!(nnm_tensor_placement { region, offset, address, size_bytes, spilled }),
+        rust_struct!(nnm_region_spill { tensor, from, to, reason }),
     ]
 }
 
@@ -653,5 +705,35 @@ fn pool_enums_match_in_c_and_rust() {
         ("nnm_device_type", size_of::<DeviceType>(), align_of::<DeviceType>()),
     ] {
         assert_eq!((c[&format!("size {e}")] as usize, c[&format!("align {e}")] as usize), (size, align), "enum {e}");
+    }
+}
+
+#[test]
+fn region_enums_and_flags_match_in_c_and_rust() {
+    let b = bindgen();
+    let c = c_view();
+    let kinds: BTreeMap<String, i64> = TensorKind::ALL
+        .iter()
+        .map(|&k| (format!("NNM_TENSOR_KIND_{}", k.name().to_ascii_uppercase().replace('-', "_")), k as i64))
+        .collect();
+    assert_eq!(b.enum_values("nnm_tensor_kind"), kinds, "enum nnm_tensor_kind: C (left) and Rust (right)");
+    let conventions = b.enum_values("nnm_lifetime_convention");
+    let rust: BTreeMap<String, i64> = LifetimeConvention::ALL
+        .iter()
+        .map(|&l| (format!("NNM_LIFETIME_{}", l.name().to_ascii_uppercase().replace('-', "_")), l as i64))
+        .collect();
+    assert_eq!(conventions, rust, "enum nnm_lifetime_convention: C (left) and Rust (right)");
+    for (e, size, align) in [
+        ("nnm_tensor_kind", size_of::<TensorKind>(), align_of::<TensorKind>()),
+        ("nnm_lifetime_convention", size_of::<LifetimeConvention>(), align_of::<LifetimeConvention>()),
+    ] {
+        assert_eq!((c[&format!("size {e}")] as usize, c[&format!("align {e}")] as usize), (size, align), "enum {e}");
+    }
+    for (m, value) in [
+        ("NNM_REGION_NO_REUSE", NNM_REGION_NO_REUSE),
+        ("NNM_REGION_PER_TENSOR", NNM_REGION_PER_TENSOR),
+        ("NNM_REGION_FIXED_BASE", NNM_REGION_FIXED_BASE),
+    ] {
+        assert_eq!(c[&format!("macro {m}")], u64::from(value), "{m} in C and Rust");
     }
 }

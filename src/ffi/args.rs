@@ -100,6 +100,18 @@ pub(crate) unsafe fn read_str<'a>(ptr: *const c_char, what: &str) -> Result<&'a 
     text.to_str().map_err(|_| Error::invalid(format!("{what} is not valid UTF-8")))
 }
 
+/// Reads an optional NUL-terminated UTF-8 string argument: `None` for NULL.
+///
+/// # Safety
+/// As [`read_str`].
+pub(crate) unsafe fn opt_str<'a>(ptr: *const c_char, what: &str) -> Result<Option<&'a str>> {
+    if ptr.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: the caller's promise is `read_str`'s.
+    unsafe { read_str(ptr, what) }.map(Some)
+}
+
 /// A checked out-parameter: written at most once, by [`Out::write`], after
 /// the export's work succeeded (so failures leave it untouched).
 pub(crate) struct Out<'a, T>(&'a mut MaybeUninit<T>);

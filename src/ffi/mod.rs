@@ -22,6 +22,7 @@ pub mod handle;
 pub mod net;
 pub mod plan;
 pub mod pool;
+pub mod region;
 pub mod text;
 
 pub use error::{nnm_last_error, nnm_status_str, nnm_version};

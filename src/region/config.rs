@@ -81,6 +81,43 @@ impl RegionConfig {
         self.descriptions.iter().position(|d| d.rule.matches(tensor))
     }
 
+    /// Sets (or replaces) attribute `key` of the description named
+    /// `region` to `value`. Errors, changing nothing: no description of that
+    /// name (`NotFound`), an empty key.
+    pub fn set_attribute(&mut self, region: &str, key: &str, value: &str) -> Result<()> {
+        if key.is_empty() {
+            return Err(Error::invalid(format!("region '{region}': attribute key is empty")));
+        }
+        let index = self.description_index(region)?;
+        self.descriptions[index].set_attribute(key, value);
+        Ok(())
+    }
+
+    /// The value of attribute `key` of the description named `region`.
+    /// Errors (`NotFound`): no such description, no such attribute.
+    pub fn attribute(&self, region: &str, key: &str) -> Result<&str> {
+        let d = &self.descriptions[self.description_index(region)?];
+        d.attribute(key).ok_or_else(|| {
+            let keys: Vec<&str> = d.attributes.iter().map(|(k, _)| k.as_str()).collect();
+            Error::new(
+                Status::NotFound,
+                format!("region '{region}' has no attribute '{key}' (attributes: {})", keys.join(", ")),
+            )
+        })
+    }
+
+    /// The index of the description named `region`; the `NotFound` error
+    /// lists the names there are.
+    fn description_index(&self, region: &str) -> Result<usize> {
+        self.description(region).map(|(i, _)| i).ok_or_else(|| {
+            let names: Vec<&str> = self.descriptions.iter().map(|d| d.name.as_str()).collect();
+            Error::new(
+                Status::NotFound,
+                format!("no region description named '{region}' (known: {})", names.join(", ")),
+            )
+        })
+    }
+
     /// Checks one description against itself and the list: a valid rule, an
     /// id and a name not yet used (`AlreadyExists`), an alignment that is a
     /// power of two, a known level, reserved bytes that fit the capacity,

@@ -106,12 +106,17 @@ impl RegionDescription {
 
     /// Builder: adds (or replaces) an attribute.
     pub fn with_attribute(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.set_attribute(key, value);
+        self
+    }
+
+    /// Adds (or replaces) an attribute.
+    pub fn set_attribute(&mut self, key: impl Into<String>, value: impl Into<String>) {
         let (key, value) = (key.into(), value.into());
         match self.attributes.iter_mut().find(|(k, _)| *k == key) {
             Some(slot) => slot.1 = value,
             None => self.attributes.push((key, value)),
         }
-        self
     }
 
     /// The value of attribute `key`.

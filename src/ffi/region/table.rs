@@ -1,0 +1,514 @@
+//! C API of region tables (`nnm_region_table_*`): built from a
+//! configuration and a model, then read: regions, placements, spills, the
+//! report and the picture. The table keeps the C strings it hands out.
+
+use std::ffi::{c_char, CString};
+
+use super::config::nnm_region_config;
+use super::model::nnm_region_model;
+use crate::arena::ReportFormat;
+use crate::ffi::args::{handle_query, out_param, read_str, slice_out};
+use crate::ffi::error::{guard, guard_void};
+use crate::ffi::handle::{free_handle, into_handle, value_ref, HandleType};
+use crate::ffi::text::copy_text;
+use crate::region::RegionTable;
+use crate::status::{Error, Result, Status};
+
+/// One region of a built table, from `nnm_region_table_region`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub struct nnm_region_info {
+    /// Its name: the description's, or "<description>/<tensor>" for a
+    /// per-tensor region ("<description>/<function>/<tensor>" for a tensor
+    /// of another function than the first). Owned by the table: valid until
+    /// `nnm_region_table_free`.
+    pub name: *const c_char,
+    /// Its memory level's name. Owned by the table, like `name`.
+    pub level: *const c_char,
+    /// Its description's id.
+    pub description_id: u32,
+    /// Its level's rank.
+    pub level_rank: u32,
+    /// Where it starts in its level.
+    pub base_address: u64,
+    /// Bytes it takes: reserved front, the plan's peak and reserved back,
+    /// rounded up to its alignment.
+    pub size_bytes: u64,
+    /// The plan's peak (its tensors only).
+    pub peak_bytes: u64,
+    /// The planner's lower bound for its tensors: no plan can be smaller.
+    pub lower_bound_bytes: u64,
+    /// The `nnm_algorithm` that produced its plan (for AUTO, the winner).
+    pub algorithm: u32,
+    /// 1 when no plan of its tensors can be smaller, else 0.
+    pub proven_optimal: u8,
+    /// Its tensors, views included (ids from
+    /// `nnm_region_table_region_tensors`).
+    pub tensor_count: usize,
+}
+
+/// Where one tensor went, from `nnm_region_table_placement`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug, Default)]
+pub struct nnm_tensor_placement {
+    /// Its region, as an index for `nnm_region_table_region`.
+    pub region: usize,
+    /// Its offset inside the region (reserved front bytes included).
+    pub offset: u64,
+    /// Its address in its level: the region's base address plus `offset`.
+    pub address: u64,
+    /// Its size.
+    pub size_bytes: u64,
+    /// 1 when it was moved out of the region its rule chose (which exceeded
+    /// its capacity), or is a view of such a tensor; else 0.
+    pub spilled: u8,
+}
+
+/// One tensor moved to a spill region, from `nnm_region_table_spill`.
+#[repr(C)]
+#[derive(Copy, Clone, Debug)]
+pub struct nnm_region_spill {
+    /// The tensor moved (its id in the model).
+    pub tensor: usize,
+    /// The region its rule chose (an index for `nnm_region_table_region`).
+    pub from: usize,
+    /// The region it moved to (an index).
+    pub to: usize,
+    /// Why, with figures (the region's need and capacity, the tensor's
+    /// lifetime pressure). Owned by the table: valid until
+    /// `nnm_region_table_free`.
+    pub reason: *const c_char,
+}
+
+impl Default for nnm_region_info {
+    /// Every field NULL or 0.
+    fn default() -> Self {
+        nnm_region_info {
+            name: std::ptr::null(),
+            level: std::ptr::null(),
+            description_id: 0,
+            level_rank: 0,
+            base_address: 0,
+            size_bytes: 0,
+            peak_bytes: 0,
+            lower_bound_bytes: 0,
+            algorithm: 0,
+            proven_optimal: 0,
+            tensor_count: 0,
+        }
+    }
+}
+
+impl Default for nnm_region_spill {
+    /// Every field NULL or 0.
+    fn default() -> Self {
+        nnm_region_spill { tensor: 0, from: 0, to: 0, reason: std::ptr::null() }
+    }
+}
+
+/// A built region table: every tensor of the model in exactly one region,
+/// with its offset and address. Immutable, so any number of threads may
+/// read one table at once; only `nnm_region_table_free` must not overlap
+/// other calls on it. Independent of the model and configuration it was
+/// built from (they may be freed first). Every call checks that the table
+/// is live (a freed one gives INVALID_ARGUMENT).
+pub struct nnm_region_table {
+    table: RegionTable,
+    /// The regions' names, in region order, NUL-terminated for C.
+    names: Vec<CString>,
+    /// The regions' level names, in region order.
+    levels: Vec<CString>,
+    /// The spills' reasons, in spill order.
+    reasons: Vec<CString>,
+}
+
+// SAFETY: no other handle type is named "nnm_region_table".
+unsafe impl HandleType for nnm_region_table {
+    const NAME: &'static str = "nnm_region_table";
+}
+
+impl nnm_region_table {
+    /// The table with its C strings. Errors on text holding a NUL byte,
+    /// which C could not see whole.
+    fn new(table: RegionTable) -> Result<Self> {
+        let c = |text: &str, what: &str| {
+            CString::new(text)
+                .map_err(|_| Error::invalid(format!("{what} '{}' holds a NUL byte", text.escape_default())))
+        };
+        let names = table.regions.iter().map(|r| c(&r.name, "region name")).collect::<Result<_>>()?;
+        let levels = table.regions.iter().map(|r| c(&r.level, "level name")).collect::<Result<_>>()?;
+        let reasons = table.spills.iter().map(|s| c(&s.reason, "spill reason")).collect::<Result<_>>()?;
+        Ok(nnm_region_table { table, names, levels, reasons })
+    }
+
+    /// Region `index`, or INVALID_ARGUMENT naming the count.
+    fn region_index(&self, index: usize) -> Result<usize> {
+        if index >= self.table.regions.len() {
+            return Err(Error::invalid(format!(
+                "region index {index} is out of range (the table has {} regions)",
+                self.table.regions.len()
+            )));
+        }
+        Ok(index)
+    }
+}
+
+/// Borrows the table behind a handle (NULL, liveness and type checked).
+///
+/// # Safety
+/// `table` must be NULL, a freed table, or a live table.
+unsafe fn table_ref<'a>(table: *const nnm_region_table) -> Result<&'a nnm_region_table> {
+    // SAFETY: the caller's promise is `value_ref`'s; tables are never
+    // mutated after they are built.
+    unsafe { value_ref(table, "table") }
+}
+
+/// Builds the region table of `model` under `config` and writes it to
+/// `out_table`. Free it with `nnm_region_table_free`. Each region is
+/// planned once, by its description's algorithm.
+///
+/// Errors (building nothing):
+/// - NULL_ARGUMENT: an argument is NULL.
+/// - INVALID_ARGUMENT: a tensor no rule matches ("'x' (activation,
+///   function main) matches no region; tried: constant-weights: kind =
+///   constant; ..."); fixed bases that overlap in one level (naming both
+///   ranges and the level); a spill target that is per-tensor, or spill
+///   targets that form a cycle; a freed model or configuration.
+/// - NOT_FOUND: a spill target that is not a description.
+/// - DOES_NOT_FIT: a region over its capacity without a spill region, or
+///   whose spill chain runs out ("region 'sram' needs X B (peak P B +
+///   reserved R B), capacity C B: M B missing").
+///
+/// # Safety
+/// `config` and `model` must be NULL or live handles from
+/// `nnm_region_config_new*` and `nnm_region_model_new` (freed ones are
+/// refused unread) that no call changes meanwhile. `out_table` must be NULL
+/// or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_build(
+    config: *const nnm_region_config,
+    model: *const nnm_region_model,
+    out_table: *mut *mut nnm_region_table,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises both handles are NULL, freed (refused
+        // unread) or live and unchanged, and `out_table` NULL or writable.
+        let (c, m, out) =
+            unsafe { (value_ref(config, "config")?, value_ref(model, "model")?, out_param(out_table, "out_table")?) };
+        let table = nnm_region_table::new(RegionTable::build(&m.model, &c.config)?)?;
+        out.write(into_handle(table));
+        Ok(())
+    })
+}
+
+/// Frees a table and the strings it handed out. NULL is a no-op; a double
+/// free is detected and reported through `nnm_last_error()`.
+///
+/// # Safety
+/// `table` may be any pointer value: only a live table is freed, others are
+/// reported. No other call may use the table meanwhile.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_free(table: *mut nnm_region_table) {
+    // SAFETY: `free_handle` frees only what the registry holds as a live
+    // table; the caller promises nobody else is using it.
+    guard_void(|| unsafe { free_handle(table) })
+}
+
+/// Writes the number of regions (instances: a per-tensor description gives
+/// one per tensor). Regions are indexed 0 to count - 1, by level rank, then
+/// level name, then layout order.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_count` must be NULL or valid for writing
+/// one value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_region_count(
+    table: *const nnm_region_table,
+    out_count: *mut usize,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe { handle_query(table, "table", out_count, "out_count", |t| Ok(t.table.regions.len())) }
+}
+
+/// Writes region `index` into `out_info` (its strings are the table's,
+/// valid until `nnm_region_table_free`).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "region index
+/// 7 is out of range (the table has 5 regions)").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_info` must be NULL or valid for writing one
+/// `nnm_region_info`.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_region(
+    table: *const nnm_region_table,
+    index: usize,
+    out_info: *mut nnm_region_info,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe {
+        handle_query(table, "table", out_info, "out_info", |t| {
+            let i = t.region_index(index)?;
+            let r = &t.table.regions[i];
+            Ok(nnm_region_info {
+                name: t.names[i].as_ptr(),
+                level: t.levels[i].as_ptr(),
+                description_id: r.description_id,
+                level_rank: r.level_rank,
+                base_address: r.base_address,
+                size_bytes: r.size,
+                peak_bytes: r.peak,
+                lower_bound_bytes: r.lower_bound,
+                algorithm: r.algorithm as u32,
+                proven_optimal: u8::from(r.proven_optimal),
+                tensor_count: r.tensors.len(),
+            })
+        })
+    }
+}
+
+/// Writes the ids of the tensors of region `index` (views included, in
+/// model order) into `ids` (`capacity` entries) and their number to
+/// `out_count`. With `ids` NULL and `capacity` 0 it writes only the number.
+///
+/// Errors: NULL_ARGUMENT (`ids` NULL with `capacity` > 0 too);
+/// INVALID_ARGUMENT (not a live table, index out of range);
+/// BUFFER_TOO_SMALL (nothing is written; "region 'activations' has 12
+/// tensors, ids has room for 4"); OVERFLOW (a `capacity` whose array
+/// exceeds the address space).
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `ids` must be NULL or valid for writing
+/// `capacity` values; `out_count` must be NULL or valid for writing one
+/// value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_region_tensors(
+    table: *const nnm_region_table,
+    index: usize,
+    ids: *mut usize,
+    capacity: usize,
+    out_count: *mut usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `table` is NULL, freed (refused
+        // unread) or live, and `out_count` NULL or writable.
+        let (t, out) = unsafe { (table_ref(table)?, out_param(out_count, "out_count")?) };
+        let region = &t.table.regions[t.region_index(index)?];
+        let count = region.tensors.len();
+        if ids.is_null() && capacity == 0 {
+            out.write(count);
+            return Ok(());
+        }
+        // SAFETY: the caller promises `ids` is NULL (refused) or writable
+        // for `capacity` values.
+        let ids = unsafe { slice_out(ids, capacity, "ids") }?;
+        if capacity < count {
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                format!("region '{}' has {count} tensors, ids has room for {capacity}", region.name),
+            ));
+        }
+        ids[..count].copy_from_slice(&region.tensors);
+        out.write(count);
+        Ok(())
+    })
+}
+
+/// Writes the index of the region named `name` to `out_index`.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table, not UTF-8);
+/// NOT_FOUND ("no region named 'x' in the table (regions: a, b, ...)").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `name` must be NULL or a NUL-terminated string;
+/// `out_index` must be NULL or valid for writing one value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_find_region(
+    table: *const nnm_region_table,
+    name: *const c_char,
+    out_index: *mut usize,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s, and `name` is NULL
+    // or NUL-terminated.
+    unsafe {
+        handle_query(table, "table", out_index, "out_index", |t| {
+            let name = read_str(name, "name")?;
+            t.table.find_region(name).ok_or_else(|| {
+                const SHOWN: usize = 8;
+                let regions = &t.table.regions;
+                let mut known: Vec<&str> = regions.iter().take(SHOWN).map(|r| r.name.as_str()).collect();
+                let more = format!("{} more", regions.len().saturating_sub(SHOWN));
+                if regions.len() > SHOWN {
+                    known.push(&more);
+                }
+                Error::new(
+                    Status::NotFound,
+                    format!("no region named '{name}' in the table (regions: {})", known.join(", ")),
+                )
+            })
+        })
+    }
+}
+
+/// Writes the number of tensors (the model's, views included): tensor ids
+/// run from 0 to count - 1.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_count` must be NULL or valid for writing
+/// one value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_tensor_count(
+    table: *const nnm_region_table,
+    out_count: *mut usize,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe { handle_query(table, "table", out_count, "out_count", |t| Ok(t.table.placements.len())) }
+}
+
+/// Writes where tensor `tensor_id` (its id in the model) went.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "tensor id 9
+/// is out of range (the table has 5 tensors)").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_placement` must be NULL or valid for
+/// writing one `nnm_tensor_placement`.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_placement(
+    table: *const nnm_region_table,
+    tensor_id: usize,
+    out_placement: *mut nnm_tensor_placement,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe {
+        handle_query(table, "table", out_placement, "out_placement", |t| {
+            let placements = &t.table.placements;
+            let p = placements.get(tensor_id).ok_or_else(|| {
+                Error::invalid(format!(
+                    "tensor id {tensor_id} is out of range (the table has {} tensors)",
+                    placements.len()
+                ))
+            })?;
+            Ok(nnm_tensor_placement {
+                region: p.region,
+                offset: p.offset,
+                address: p.address,
+                size_bytes: p.size,
+                spilled: u8::from(p.spilled),
+            })
+        })
+    }
+}
+
+/// Writes the number of tensors moved to a spill region.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_count` must be NULL or valid for writing
+/// one value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_spill_count(table: *const nnm_region_table, out_count: *mut usize) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe { handle_query(table, "table", out_count, "out_count", |t| Ok(t.table.spills.len())) }
+}
+
+/// Writes spill `index` (in the order the tensors were moved) into
+/// `out_spill` (its reason is the table's, valid until
+/// `nnm_region_table_free`).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "spill index
+/// 2 is out of range (the table has 1 spills)").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_spill` must be NULL or valid for writing
+/// one `nnm_region_spill`.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_spill(
+    table: *const nnm_region_table,
+    index: usize,
+    out_spill: *mut nnm_region_spill,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s.
+    unsafe {
+        handle_query(table, "table", out_spill, "out_spill", |t| {
+            let spills = &t.table.spills;
+            let s = spills.get(index).ok_or_else(|| {
+                Error::invalid(format!("spill index {index} is out of range (the table has {} spills)", spills.len()))
+            })?;
+            Ok(nnm_region_spill { tensor: s.tensor, from: s.from, to: s.to, reason: t.reasons[index].as_ptr() })
+        })
+    }
+}
+
+/// Writes the report (`format`: an `nnm_report_format`; the JSON keys are
+/// levels, regions, tensors and spills), NUL-terminated, into `buf` (`len`
+/// bytes) and the bytes written (NUL included) to `out_len`. With `buf`
+/// NULL and `len` 0 it writes only the size needed.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; format);
+/// BUFFER_TOO_SMALL (nothing is written; "report needs 812 B (NUL
+/// included), buffer has 64 B").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `buf` must be NULL or valid for writing `len`
+/// bytes; `out_len` must be NULL or valid for writing one value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_report(
+    table: *const nnm_region_table,
+    format: u32,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `table` is NULL, freed (refused
+        // unread) or live.
+        let t = unsafe { table_ref(table) }?;
+        let text = t.table.report(ReportFormat::from_value(format)?);
+        // SAFETY: the caller promises `buf` and `out_len` as `copy_text`
+        // needs.
+        unsafe { copy_text(&text, buf, len, out_len, "report") }
+    })
+}
+
+/// Writes the table as a standalone SVG picture (one lane per memory level,
+/// regions as bands, tensors inside), NUL-terminated, into `buf` (`len`
+/// bytes) and the bytes written (NUL included) to `out_len`. With `buf`
+/// NULL and `len` 0 it writes only the size needed.
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table);
+/// BUFFER_TOO_SMALL (nothing is written; "picture needs 5120 B (NUL
+/// included), buffer has 64 B").
+///
+/// # Safety
+/// As `nnm_region_table_report`.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_svg(
+    table: *const nnm_region_table,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `table` is NULL, freed (refused
+        // unread) or live.
+        let t = unsafe { table_ref(table) }?;
+        // SAFETY: the caller promises `buf` and `out_len` as `copy_text`
+        // needs.
+        unsafe { copy_text(&t.table.svg(), buf, len, out_len, "picture") }
+    })
+}
