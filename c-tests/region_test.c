@@ -541,7 +541,7 @@ static void test_rules(void) {
     for (i = 0; i < 9; ++i) {
         nnm_tensor_placement p = placement_of(t, i);
         nnm_region_info info = region_at(t, p.region);
-        if (!name_is(info.name, regions[i])) fprintf(stderr, "tensor %s went to %s\n", names[i], info.name);
+        if (!name_is(info.name, regions[i])) fprintf(stderr, "tensor %s went to %s\n", names[i], info.name ? info.name : "(none)");
         CHECK(name_is(info.name, regions[i]) && info.tensor_count == 1 && p.offset == 0);
     }
     nnm_region_table_free(t);
