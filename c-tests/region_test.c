@@ -436,7 +436,11 @@ static void test_override(void) {
     CHECK(name_is(buf, "sram0"));
     CHECK_FAILS(nnm_region_config_set_attribute(cfg, "no-such-region", "bank", "1"), NNM_NOT_FOUND);
     CHECK_ERROR_HAS("no-such-region");
-    CHECK_NOT_OK(nnm_region_config_get_attribute(cfg, "fc-weights", "no-such-key", buf, sizeof buf, &written));
+    CHECK_FAILS(nnm_region_config_get_attribute(cfg, "fc-weights", "no-such-key", buf, sizeof buf, &written),
+                NNM_NOT_FOUND);
+    CHECK_ERROR_HAS("bank"); /* the attributes it has */
+    CHECK_FAILS(nnm_region_config_get_attribute(cfg, "fc-weights", "bank", buf, 3, &written), NNM_BUFFER_TOO_SMALL);
+    CHECK(name_is(buf, "sram0") && written == 6); /* nothing written */
 
     REQUIRE_OK(nnm_region_model_new(&m));
     fc1 = add_weight(m, "fc1.weight", NNM_TENSOR_KIND_CONSTANT, 256, NULL, "op=fc");
@@ -793,7 +797,7 @@ static void test_spill(void) {
     CHECK(placed_at(t, 1, "sram-weights", 0, 0));
     CHECK(placed_at(t, 2, "sram-weights", 128, 128));
     CHECK(placed_at(t, 3, "activations", 64, 384));
-    CHECK_NOT_OK(nnm_region_table_spill(t, 1, &s)); /* only one */
+    CHECK_FAILS(nnm_region_table_spill(t, 1, &s), NNM_INVALID_ARGUMENT); /* only one */
     json = table_text(t, report_call, NNM_REPORT_FORMAT_JSON);
     CHECK(contains(json, "\"spills\"") && contains(json, "\"ddr-weights\""));
     CHECK(json_u64(json_find(json, "\"levels\"", "ddr"), "size_bytes") == 0x80000100u);
@@ -911,8 +915,13 @@ static void test_toml(void) {
     nnm_region_table_free(t);
 
     /* A syntax error: status, and the line in the message. */
-    CHECK_NOT_OK(nnm_region_config_from_toml("[[region]]\nid = 1\nname = \n", &bad));
-    CHECK_ERROR_HAS("line");
+    CHECK_FAILS(nnm_region_config_from_toml("[[region]]\nid = 1\nname = \n", &bad), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("line 3");
+    /* A well-formed file with a bad value: its line too. */
+    CHECK_FAILS(nnm_region_config_from_toml("[[region]]\nname = \"w\"\nrule = { kind = \"weights\" }\n", &bad),
+                NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("line 3");
+    CHECK_ERROR_HAS("weights");
     CHECK(bad == NULL);
     CHECK_NOT_OK(nnm_region_config_from_toml_file("/nonexistent/regions.toml", &bad));
     CHECK_ERROR_HAS("/nonexistent/regions.toml");
@@ -1026,6 +1035,16 @@ static void test_bad_config_input(void) {
     CHECK_FAILS(nnm_region_rule_not(NULL, &r), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_region_rule_name(NULL, &r), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_region_rule_any(NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_region_rule_name("", &r), NNM_INVALID_ARGUMENT); /* empty leaves */
+    CHECK_FAILS(nnm_region_rule_name_glob("", &r), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_region_rule_tag("", "x", &r), NNM_INVALID_ARGUMENT);
+    {
+        const nnm_region_rule *with_null[2];
+        with_null[0] = any;
+        with_null[1] = NULL;
+        CHECK_FAILS(nnm_region_rule_or(with_null, 2, &r), NNM_NULL_ARGUMENT);
+        CHECK_ERROR_HAS("rules[1]");
+    }
     CHECK(r == NULL);
     CHECK_FAILS(nnm_region_rule_to_string(any, buf, 2, &n), NNM_BUFFER_TOO_SMALL); /* "any" needs 4 */
     CHECK(n == 99);
@@ -1052,6 +1071,22 @@ static void test_bad_config_input(void) {
     CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
     d = region_desc(9, "fast");
     d.spill_to = "fast";
+    CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
+    d = region_desc(9, "fast");
+    d.flags = 8; /* no such flag */
+    CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("flags");
+    d = region_desc(9, "fast");
+    d.base_address = 4096; /* without NNM_REGION_FIXED_BASE */
+    CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
+    d.flags = NNM_REGION_FIXED_BASE;
+    d.base_address = 4097; /* not a multiple of 64 */
+    CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
+    d = region_desc(9, "fast");
+    d.reserved_front = UINT64_MAX;
+    d.reserved_back = 1;
+    CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_OVERFLOW);
+    d = region_desc(9, "");
     CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
     d = region_desc(9, NULL);
     CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_NULL_ARGUMENT);
@@ -1117,10 +1152,13 @@ static void test_bad_table_input(void) {
     memset(&info, 0x5a, sizeof info);
     memset(&p, 0x5a, sizeof p);
     memset(&s, 0x5a, sizeof s);
-    CHECK_NOT_OK(nnm_region_table_region(t, 5, &info));
-    CHECK_NOT_OK(nnm_region_table_placement(t, 9, &p));
-    CHECK_NOT_OK(nnm_region_table_spill(t, 0, &s));
-    CHECK_NOT_OK(nnm_region_table_region_tensors(t, 5, ids, 2, &n));
+    CHECK_FAILS(nnm_region_table_region(t, 5, &info), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("5 regions");
+    CHECK_FAILS(nnm_region_table_placement(t, 9, &p), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("9");
+    CHECK_FAILS(nnm_region_table_spill(t, 0, &s), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_region_table_region_tensors(t, 5, ids, 2, &n), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_region_table_region_tensors(t, 4, NULL, 2, &n), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_region_table_region_tensors(t, 4, ids, 2, &n), NNM_BUFFER_TOO_SMALL); /* 3 ids */
     CHECK_ERROR_HAS("3");
     CHECK_FAILS(nnm_region_table_find_region(t, "nope", &n), NNM_NOT_FOUND);
