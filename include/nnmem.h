@@ -4345,7 +4345,7 @@ enum nnm_status nnm_region_table_report(const struct nnm_region_table *table,
 
 /**
  * Writes the table as a standalone SVG picture (one lane per memory level,
- * regions as bands, tensors inside), NUL-terminated, into `buf` (`len`
+ * regions as bands with the fixed-base ones marked, tensors inside), NUL-terminated, into `buf` (`len`
  * bytes) and the bytes written (NUL included) to `out_len`. With `buf`
  * NULL and `len` 0 it writes only the size needed.
  *

@@ -11,7 +11,7 @@ use crate::ffi::args::{handle_query, out_param, read_str, slice_out};
 use crate::ffi::error::{guard, guard_void};
 use crate::ffi::handle::{free_handle, into_handle, value_ref, HandleType};
 use crate::ffi::text::copy_text;
-use crate::region::RegionTable;
+use crate::region::{RegionConfig, RegionTable};
 use crate::status::{Error, Result, Status};
 
 /// One region of a built table, from `nnm_region_table_region`.
@@ -113,7 +113,10 @@ impl Default for nnm_region_spill {
 /// built from (they may be freed first). Every call checks that the table
 /// is live (a freed one gives INVALID_ARGUMENT).
 pub struct nnm_region_table {
-    table: RegionTable,
+    pub(crate) table: RegionTable,
+    /// A copy of the configuration it was built under: the picture marks
+    /// the regions whose description fixes their base.
+    config: RegionConfig,
     /// The regions' names, in region order, NUL-terminated for C.
     names: Vec<CString>,
     /// The regions' level names, in region order.
@@ -130,7 +133,7 @@ unsafe impl HandleType for nnm_region_table {
 impl nnm_region_table {
     /// The table with its C strings. Errors on text holding a NUL byte,
     /// which C could not see whole.
-    fn new(table: RegionTable) -> Result<Self> {
+    fn new(table: RegionTable, config: RegionConfig) -> Result<Self> {
         let c = |text: &str, what: &str| {
             CString::new(text)
                 .map_err(|_| Error::invalid(format!("{what} '{}' holds a NUL byte", text.escape_default())))
@@ -138,7 +141,7 @@ impl nnm_region_table {
         let names = table.regions.iter().map(|r| c(&r.name, "region name")).collect::<Result<_>>()?;
         let levels = table.regions.iter().map(|r| c(&r.level, "level name")).collect::<Result<_>>()?;
         let reasons = table.spills.iter().map(|s| c(&s.reason, "spill reason")).collect::<Result<_>>()?;
-        Ok(nnm_region_table { table, names, levels, reasons })
+        Ok(nnm_region_table { table, config, names, levels, reasons })
     }
 
     /// Region `index`, or INVALID_ARGUMENT naming the count.
@@ -195,7 +198,7 @@ pub unsafe extern "C" fn nnm_region_table_build(
         // unread) or live and unchanged, and `out_table` NULL or writable.
         let (c, m, out) =
             unsafe { (value_ref(config, "config")?, value_ref(model, "model")?, out_param(out_table, "out_table")?) };
-        let table = nnm_region_table::new(RegionTable::build(&m.model, &c.config)?)?;
+        let table = nnm_region_table::new(RegionTable::build(&m.model, &c.config)?, c.config.clone())?;
         out.write(into_handle(table));
         Ok(())
     })
@@ -486,7 +489,7 @@ pub unsafe extern "C" fn nnm_region_table_report(
 }
 
 /// Writes the table as a standalone SVG picture (one lane per memory level,
-/// regions as bands, tensors inside), NUL-terminated, into `buf` (`len`
+/// regions as bands with the fixed-base ones marked, tensors inside), NUL-terminated, into `buf` (`len`
 /// bytes) and the bytes written (NUL included) to `out_len`. With `buf`
 /// NULL and `len` 0 it writes only the size needed.
 ///
@@ -509,6 +512,6 @@ pub unsafe extern "C" fn nnm_region_table_svg(
         let t = unsafe { table_ref(table) }?;
         // SAFETY: the caller promises `buf` and `out_len` as `copy_text`
         // needs.
-        unsafe { copy_text(&t.table.svg(), buf, len, out_len, "picture") }
+        unsafe { copy_text(&t.table.svg_with_config(&t.config), buf, len, out_len, "picture") }
     })
 }
