@@ -113,7 +113,7 @@ int main(void) {
         nnm_region_info region;
         TRY(nnm_region_table_placement(table, i, &p));
         TRY(nnm_region_table_region(table, p.region, &region));
-        printf("%-10s %5" PRIu64 " B  %-16s (%-6s) offset %5" PRIu64 "  address 0x%08" PRIx64 "%s\n", MODEL[i].name,
+        printf("%-10s %5" PRIu64 " B  %-22s (%-6s) offset %5" PRIu64 "  address 0x%08" PRIx64 "%s\n", MODEL[i].name,
                p.size_bytes, region.name, region.level, p.offset, p.address, p.spilled ? "  spilled" : "");
     }
     TRY(nnm_region_table_spill_count(table, &spills));
