@@ -22,7 +22,8 @@
  *                base); without a spill region, NNM_DOES_NOT_FIT "missing";
  *   fixed bases  regions at their base addresses, others around them;
  *                overlapping bases refused;
- *   TOML         a configuration from a string; a syntax error's line;
+ *   TOML         a configuration from a string and examples/regions.toml;
+ *                a syntax error's line;
  *   bad input    status and message for each, and nothing changed;
  *   threads      4 threads reading one built table at once.
  *
@@ -39,6 +40,10 @@
 
 #include "nnm_check.h"
 #include "nnmem.h"
+
+#ifndef NNM_DATA_DIR
+#error "build with -DNNM_DATA_DIR=\"<repo>/benches/data\" (examples/ is beside benches/)"
+#endif
 
 static int contains(const char *text, const char *part) { return text != NULL && strstr(text, part) != NULL; }
 
@@ -545,7 +550,9 @@ static void test_rules(void) {
     for (i = 0; i < 9; ++i) {
         nnm_tensor_placement p = placement_of(t, i);
         nnm_region_info info = region_at(t, p.region);
-        if (!name_is(info.name, regions[i])) fprintf(stderr, "tensor %s went to %s\n", names[i], info.name ? info.name : "(none)");
+        if (!name_is(info.name, regions[i])) {
+            fprintf(stderr, "tensor %s went to %s\n", names[i], info.name != NULL ? info.name : "(none)");
+        }
         CHECK(name_is(info.name, regions[i]) && info.tensor_count == 1 && p.offset == 0);
     }
     nnm_region_table_free(t);
@@ -928,6 +935,31 @@ static void test_toml(void) {
     CHECK(bad == NULL);
     CHECK_FAILS(nnm_region_config_from_toml(NULL, &bad), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_region_config_from_toml(text, NULL), NNM_NULL_ARGUMENT);
+    nnm_region_model_free(m);
+    nnm_region_config_free(cfg);
+
+    /* The shipped example file: fc weights (tagged op=fc) in an 8 KiB SRAM
+     * bank at 0x2000_0000 with 256 B reserved at its back, spilling to
+     * ddr-weights, then the five defaults. fc1.w (8000 B) and fc2.w (1000 B
+     * -> 1024 B) need 9280 B: fc1.w, the larger, moves; fc2.w stays. */
+    cfg = NULL;
+    REQUIRE_OK(nnm_region_config_from_toml_file(NNM_DATA_DIR "/../../examples/regions.toml", &cfg));
+    CHECK(description_count(cfg) == 7);
+    REQUIRE_OK(nnm_region_model_new(&m));
+    add_weight(m, "fc1.w", NNM_TENSOR_KIND_CONSTANT, 8000, NULL, "op=fc");
+    add_weight(m, "fc2.w", NNM_TENSOR_KIND_CONSTANT, 1000, NULL, "op=fc");
+    add_weight(m, "conv.w", NNM_TENSOR_KIND_CONSTANT, 512, NULL, "op=conv");
+    t = NULL;
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    {
+        nnm_tensor_placement fc1 = placement_of(t, 0);
+        nnm_region_info fc = region_at(t, region_index(t, "fc-weights"));
+        CHECK(fc.base_address == 0x20000000u && fc.size_bytes == 1280 && name_is(fc.level, "sram"));
+        CHECK(placed_at(t, 1, "fc-weights", 0, 0x20000000u));
+        CHECK(fc1.region == region_index(t, "ddr-weights") && fc1.spilled == 1);
+        CHECK(placement_of(t, 2).region == region_index(t, "constant-weights"));
+    }
+    nnm_region_table_free(t);
     nnm_region_model_free(m);
     nnm_region_config_free(cfg);
 }
