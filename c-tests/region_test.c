@@ -192,6 +192,13 @@ static int placed_at(const nnm_region_table *t, size_t id, const char *region, u
     return p.region == want && p.offset == offset && p.address == address && p.spilled == 0;
 }
 
+/* Frees what a test made (every free accepts NULL). */
+static void free_all(nnm_region_table *t, nnm_region_model *m, nnm_region_config *cfg) {
+    nnm_region_table_free(t);
+    nnm_region_model_free(m);
+    nnm_region_config_free(cfg);
+}
+
 /* A text the table gives through one of the copy_text-style calls: the size
  * query, one byte short (NNM_BUFFER_TOO_SMALL), then the copy. Free it. */
 typedef nnm_status (*text_call)(const nnm_region_table *, uint32_t, char *, size_t, size_t *);
@@ -465,9 +472,7 @@ static void test_override(void) {
     CHECK(placed_at(t, fc2, "fc-weights", 256, 256));
     CHECK(placed_at(t, conv, "constant-weights", 0, 320));
     CHECK(placed_at(t, x, "activations", 0, 448));
-    nnm_region_table_free(t);
-    nnm_region_model_free(m);
-    nnm_region_config_free(cfg);
+    free_all(t, m, cfg);
 }
 
 /* --- every kind of rule -------------------------------------------------------- */
@@ -555,9 +560,7 @@ static void test_rules(void) {
         }
         CHECK(name_is(info.name, regions[i]) && info.tensor_count == 1 && p.offset == 0);
     }
-    nnm_region_table_free(t);
-    nnm_region_model_free(m);
-    nnm_region_config_free(cfg);
+    free_all(t, m, cfg);
 }
 
 /* --- per-tensor regions for inputs ---------------------------------------------- */
@@ -604,9 +607,7 @@ static void test_per_tensor(void) {
         CHECK_FAILS(nnm_region_table_find_region(t, "inputs", &i), NNM_NOT_FOUND); /* no shared one */
         CHECK(i == 77);
     }
-    nnm_region_table_free(t);
-    nnm_region_model_free(m);
-    nnm_region_config_free(cfg);
+    free_all(t, m, cfg);
 }
 
 /* --- views ------------------------------------------------------------------------- */
@@ -657,9 +658,7 @@ static void test_views(void) {
         CHECK(big.offset + 256 <= 384 && other.offset + 128 <= 384);
         CHECK(v1.spilled == 0 && v2.spilled == 0);
     }
-    nnm_region_table_free(t);
-    nnm_region_model_free(m);
-    nnm_region_config_free(cfg);
+    free_all(t, m, cfg);
 }
 
 /* --- two functions sharing constants ------------------------------------------------- */
@@ -711,9 +710,7 @@ static void test_two_functions(void) {
         CHECK(a.base_address == 192 && a.size_bytes == 512 && a.peak_bytes == 512);
         CHECK(y.offset == 0 && y.address == 192 && x.offset + 256 <= 512 && x.address == 192 + x.offset);
     }
-    nnm_region_table_free(t);
-    nnm_region_model_free(m);
-    nnm_region_config_free(cfg);
+    free_all(t, m, cfg);
 }
 
 /* --- capacity and spill ---------------------------------------------------------------- */
@@ -959,9 +956,7 @@ static void test_toml(void) {
         CHECK(fc1.region == region_index(t, "ddr-weights") && fc1.spilled == 1);
         CHECK(placement_of(t, 2).region == region_index(t, "constant-weights"));
     }
-    nnm_region_table_free(t);
-    nnm_region_model_free(m);
-    nnm_region_config_free(cfg);
+    free_all(t, m, cfg);
 }
 
 /* --- bad input ------------------------------------------------------------------------------- */
