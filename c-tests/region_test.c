@@ -1135,6 +1135,10 @@ static void test_bad_config_input(void) {
 
     nnm_region_rule_free(any);
     nnm_region_rule_free(NULL);
+    CHECK_FAILS(nnm_region_rule_to_string(any, buf, sizeof buf, &n), NNM_INVALID_ARGUMENT); /* freed */
+    CHECK(n == 99);
+    nnm_region_rule_free(any); /* a double free, reported */
+    CHECK_ERROR_HAS("nnm_region_rule");
     nnm_region_config_free(cfg);
     nnm_region_config_free(NULL);
 }
@@ -1206,10 +1210,21 @@ static void test_bad_table_input(void) {
         CHECK(memcmp(&info, &info0, sizeof info) == 0 && memcmp(&p, &p0, sizeof p) == 0);
         CHECK(n == 99 && ids[0] == 99 && ids[1] == 99);
     }
-    nnm_region_table_free(t);
     nnm_region_table_free(NULL);
-    nnm_region_config_free(cfg);
+
+    /* Freed handles are refused unread; double frees are reported. */
+    free_all(t, m, cfg);
+    n = 99;
+    CHECK_FAILS(nnm_region_table_region_count(t, &n), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_region_model_tensor_count(m, &n), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_region_config_description_count(cfg, &n), NNM_INVALID_ARGUMENT);
+    CHECK(n == 99);
+    nnm_region_table_free(t);
+    CHECK_ERROR_HAS("nnm_region_table");
     nnm_region_model_free(m);
+    CHECK_ERROR_HAS("nnm_region_model");
+    nnm_region_config_free(cfg);
+    CHECK_ERROR_HAS("nnm_region_config");
 }
 
 /* --- threads ---------------------------------------------------------------------------------- */
