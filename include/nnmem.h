@@ -3731,8 +3731,10 @@ enum nnm_status nnm_region_config_from_toml(const char *text,
 /**
  * Reads a configuration from the TOML file at `path`.
  *
- * Errors: as `nnm_region_config_from_toml`, the message naming the file;
- * NOT_FOUND or INVALID_ARGUMENT when the file cannot be read.
+ * Errors: as `nnm_region_config_from_toml`, the message starting with the
+ * path ("regions.toml: line 4, column 17: ..."); NOT_FOUND when there is
+ * no such file, INVALID_ARGUMENT when it cannot be read otherwise
+ * ("<path>: cannot read the region configuration: ...").
  *
  * # Safety
  * `path` must be NULL or a NUL-terminated string; `out_config` must be

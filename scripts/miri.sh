@@ -83,6 +83,8 @@ skip=(
     pool::tests::the_cuda_default_needs_the_runtime_and_the_device
     # FILE I/O: reads src/plan/algo/*.rs (isolation forbids opendir).
     plan::algo::tests::algorithm_modules_import_no_circle
+    # FILE I/O: reads examples/regions.toml through nnm_region_config_from_toml_file.
+    ffi::region::tests::configurations_are_read_from_toml_files
     # Asks posix_memalign for 2^63 B to provoke OUT_OF_MEMORY; Miri stops
     # with "resource exhaustion" instead of returning ENOMEM.
     pool::device::host::tests::refuses_bad_requests_and_impossible_sizes

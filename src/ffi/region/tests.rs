@@ -205,7 +205,7 @@ fn bad_tensors_are_refused_naming_the_problem_and_change_nothing() {
 
 /// Runs a constructor; the rule on success.
 fn made(make: impl FnOnce(*mut *mut nnm_region_rule) -> Status) -> Result<*mut nnm_region_rule, Status> {
-    let sentinel = 8usize as *mut nnm_region_rule;
+    let sentinel = std::ptr::NonNull::<nnm_region_rule>::dangling().as_ptr();
     let mut r = sentinel;
     match make(&mut r) {
         Status::Ok => Ok(r),
@@ -676,4 +676,499 @@ fn attributes_are_set_replaced_and_read_with_a_size_query() {
     }
     assert_eq!(attribute(c, c"activations", c"bank").as_deref(), Ok("12"));
     free_config(c);
+}
+
+// --- tables -----------------------------------------------------------------------------
+
+use super::table::*;
+use crate::region::RegionTable;
+
+fn build(config: *const nnm_region_config, model: *const nnm_region_model) -> Result<*mut nnm_region_table, Status> {
+    let sentinel = std::ptr::NonNull::<nnm_region_table>::dangling().as_ptr();
+    let mut t = sentinel;
+    // SAFETY: both handles are NULL, live or freed; `t` is writable.
+    match unsafe { nnm_region_table_build(config, model, &mut t) } {
+        Status::Ok => Ok(t),
+        s => {
+            assert_eq!(t, sentinel, "out_table written on failure");
+            Err(s)
+        }
+    }
+}
+
+fn free_table(table: *mut nnm_region_table) {
+    // SAFETY: `table` is live (or freed: reported) and used by nothing else.
+    unsafe { nnm_region_table_free(table) }
+}
+
+fn text_of(ptr: *const c_char) -> String {
+    assert!(!ptr.is_null());
+    // SAFETY: every caller passes a string owned by a live table.
+    unsafe { CStr::from_ptr(ptr) }.to_str().unwrap().to_string()
+}
+
+fn region_info(table: *const nnm_region_table, index: usize) -> nnm_region_info {
+    let mut info = nnm_region_info::default();
+    // SAFETY: `table` is live; `info` is writable.
+    assert_eq!(unsafe { nnm_region_table_region(table, index, &mut info) }, Status::Ok, "{}", last_error());
+    info
+}
+
+fn region_tensors(table: *const nnm_region_table, index: usize) -> Vec<usize> {
+    let mut n = usize::MAX;
+    // SAFETY: a size query: NULL ids and capacity 0.
+    assert_eq!(unsafe { nnm_region_table_region_tensors(table, index, null_mut(), 0, &mut n) }, Status::Ok);
+    let mut ids = vec![usize::MAX; n];
+    let mut written = 0;
+    // SAFETY: `ids` holds `n` writable values.
+    let status = unsafe { nnm_region_table_region_tensors(table, index, ids.as_mut_ptr(), n, &mut written) };
+    assert_eq!((status, written), (Status::Ok, n));
+    ids
+}
+
+fn placement(table: *const nnm_region_table, id: usize) -> nnm_tensor_placement {
+    let mut p = nnm_tensor_placement::default();
+    // SAFETY: `table` is live; `p` is writable.
+    assert_eq!(unsafe { nnm_region_table_placement(table, id, &mut p) }, Status::Ok, "{}", last_error());
+    p
+}
+
+fn count_of(
+    table: *const nnm_region_table,
+    count: unsafe extern "C" fn(*const nnm_region_table, *mut usize) -> Status,
+) -> usize {
+    let mut n = usize::MAX;
+    // SAFETY: `table` is live; `n` is writable.
+    assert_eq!(unsafe { count(table, &mut n) }, Status::Ok);
+    n
+}
+
+fn find_region(table: *const nnm_region_table, name: &CStr) -> Result<usize, Status> {
+    let mut i = usize::MAX;
+    // SAFETY: `table` is live; the name NUL-terminated; `i` writable.
+    match unsafe { nnm_region_table_find_region(table, name.as_ptr(), &mut i) } {
+        Status::Ok => Ok(i),
+        s => {
+            assert_eq!(i, usize::MAX, "out_index written on failure");
+            Err(s)
+        }
+    }
+}
+
+/// Checks that everything the C API says of `table` is what the core's
+/// `expected` table holds.
+fn assert_mirrors(table: *const nnm_region_table, expected: &RegionTable) {
+    assert_eq!(count_of(table, nnm_region_table_region_count), expected.regions.len());
+    for (i, r) in expected.regions.iter().enumerate() {
+        let info = region_info(table, i);
+        assert_eq!((text_of(info.name), text_of(info.level)), (r.name.clone(), r.level.clone()));
+        assert_eq!((info.description_id, info.level_rank), (r.description_id, r.level_rank));
+        assert_eq!(
+            (info.base_address, info.size_bytes, info.peak_bytes, info.lower_bound_bytes),
+            (r.base_address, r.size, r.peak, r.lower_bound)
+        );
+        assert_eq!((info.algorithm, info.proven_optimal), (r.algorithm as u32, u8::from(r.proven_optimal)));
+        assert_eq!(info.tensor_count, r.tensors.len());
+        assert_eq!(region_tensors(table, i), r.tensors);
+        let name = std::ffi::CString::new(r.name.clone()).unwrap();
+        assert_eq!(find_region(table, &name), Ok(i));
+    }
+    assert_eq!(count_of(table, nnm_region_table_tensor_count), expected.placements.len());
+    for (id, p) in expected.placements.iter().enumerate() {
+        let c = placement(table, id);
+        assert_eq!(
+            (c.region, c.offset, c.address, c.size_bytes, c.spilled),
+            (p.region, p.offset, p.address, p.size, u8::from(p.spilled))
+        );
+    }
+    assert_eq!(count_of(table, nnm_region_table_spill_count), expected.spills.len());
+    for (i, s) in expected.spills.iter().enumerate() {
+        let mut c = nnm_region_spill::default();
+        // SAFETY: `table` is live; `c` is writable.
+        assert_eq!(unsafe { nnm_region_table_spill(table, i, &mut c) }, Status::Ok);
+        assert_eq!((c.tensor, c.from, c.to, text_of(c.reason)), (s.tensor, s.from, s.to, s.reason.clone()));
+    }
+}
+
+/// A small model: two constants, an input, an output, three activations in
+/// a chain and a view inside the first.
+fn small_model() -> *mut nnm_region_model {
+    let m = new_model();
+    let fc =
+        |name, size| nnm_region_tensor_desc { tags: c"op=fc".as_ptr(), ..tensor(name, TensorKind::Constant, size) };
+    for desc in [
+        fc(c"fc1.weight", 100),
+        fc(c"fc2.weight", 50),
+        tensor(c"x", TensorKind::Input, 32),
+        tensor(c"y", TensorKind::Output, 16),
+        activation(c"a", 256, 0, 1),
+        activation(c"b", 128, 1, 2),
+        activation(c"c", 256, 2, 3),
+        nnm_region_tensor_desc { view_of: c"a".as_ptr(), view_offset: 64, ..tensor(c"a.tail", TensorKind::View, 64) },
+    ] {
+        add(m, &desc).unwrap();
+    }
+    m
+}
+
+#[test]
+fn a_table_says_what_the_core_built_and_outlives_its_model_and_config() {
+    let (m, c) = (small_model(), new_config(true));
+    // SAFETY: both handles are live and not changed while read.
+    let expected = RegionTable::build(unsafe { &(*m).model }, unsafe { &(*c).config }).unwrap();
+    let t = build(c, m).unwrap();
+    free_model(m);
+    free_config(c);
+    assert_mirrors(t, &expected);
+    // Glow's layout by hand: constants stacked in order at 64-byte
+    // alignment (fc1 at 0, fc2 at 128), then the placeholders, then the
+    // activations; the view sits 64 B into `a`.
+    let constants = find_region(t, c"constant-weights").unwrap();
+    assert_eq!(region_tensors(t, constants), [0, 1]);
+    let (fc1, fc2) = (placement(t, 0), placement(t, 1));
+    assert_eq!((fc1.region, fc1.offset, fc2.offset), (constants, 0, 128));
+    assert_eq!(region_info(t, constants).size_bytes, 192);
+    let (a, view) = (placement(t, 4), placement(t, 7));
+    assert_eq!((view.region, view.offset, view.address), (a.region, a.offset + 64, a.address + 64));
+    assert_eq!(text_of(region_info(t, a.region).name), "activations");
+    assert_eq!(count_of(t, nnm_region_table_spill_count), 0);
+    free_table(t);
+}
+
+#[test]
+fn table_queries_check_their_arguments_and_leave_out_params_untouched() {
+    let (m, c) = (small_model(), new_config(true));
+    let t = build(c, m).unwrap();
+    let regions = count_of(t, nnm_region_table_region_count);
+    let constants = find_region(t, c"constant-weights").unwrap();
+    // SAFETY: every pointer is NULL, live, freed (refused unread) or
+    // writable for the count given.
+    unsafe {
+        fails(build(null(), m).unwrap_err(), Status::NullArgument, "config is NULL");
+        fails(build(c, null()).unwrap_err(), Status::NullArgument, "model is NULL");
+        fails(nnm_region_table_build(c, m, null_mut()), Status::NullArgument, "out_table is NULL");
+        let mut info = nnm_region_info { description_id: 77, ..Default::default() };
+        fails(
+            nnm_region_table_region(t, regions, &mut info),
+            Status::InvalidArgument,
+            &format!("region index {regions} is out of range (the table has {regions} regions)"),
+        );
+        fails(nnm_region_table_region(null(), 0, &mut info), Status::NullArgument, "table is NULL");
+        fails(nnm_region_table_region(t, 0, null_mut()), Status::NullArgument, "out_info is NULL");
+        assert_eq!(info.description_id, 77);
+        let mut ids = [usize::MAX; 1];
+        let mut n = 99;
+        fails(
+            nnm_region_table_region_tensors(t, constants, ids.as_mut_ptr(), 1, &mut n),
+            Status::BufferTooSmall,
+            "region 'constant-weights' has 2 tensors, ids has room for 1",
+        );
+        fails(
+            nnm_region_table_region_tensors(t, constants, null_mut(), 2, &mut n),
+            Status::NullArgument,
+            "ids is NULL",
+        );
+        fails(
+            nnm_region_table_region_tensors(t, constants, ids.as_mut_ptr(), usize::MAX, &mut n),
+            Status::Overflow,
+            "ids: ",
+        );
+        fails(
+            nnm_region_table_region_tensors(t, regions, null_mut(), 0, &mut n),
+            Status::InvalidArgument,
+            "out of range",
+        );
+        fails(
+            nnm_region_table_region_tensors(t, constants, null_mut(), 0, null_mut()),
+            Status::NullArgument,
+            "out_count is NULL",
+        );
+        assert_eq!((ids, n), ([usize::MAX], 99));
+        fails(
+            find_region(t, c"sram").unwrap_err(),
+            Status::NotFound,
+            "no region named 'sram' in the table (regions: constant-weights",
+        );
+        let mut i = 5;
+        fails(nnm_region_table_find_region(t, null(), &mut i), Status::NullArgument, "name is NULL");
+        assert_eq!(i, 5);
+        let mut p = nnm_tensor_placement { offset: 55, ..Default::default() };
+        fails(
+            nnm_region_table_placement(t, 8, &mut p),
+            Status::InvalidArgument,
+            "tensor id 8 is out of range (the table has 8 tensors)",
+        );
+        assert_eq!(p.offset, 55);
+        let mut s = nnm_region_spill { tensor: 66, ..Default::default() };
+        fails(
+            nnm_region_table_spill(t, 0, &mut s),
+            Status::InvalidArgument,
+            "spill index 0 is out of range (the table has 0 spills)",
+        );
+        assert_eq!(s.tensor, 66);
+        for count in [nnm_region_table_region_count, nnm_region_table_tensor_count, nnm_region_table_spill_count] {
+            fails(count(t, null_mut()), Status::NullArgument, "out_count is NULL");
+            fails(count(null(), &mut n), Status::NullArgument, "table is NULL");
+        }
+    }
+    free_table(t);
+    // SAFETY: a freed table is refused unread.
+    fails(
+        unsafe { nnm_region_table_region(t, 0, &mut nnm_region_info::default()) },
+        Status::InvalidArgument,
+        "is not a live nnm_region_table",
+    );
+    free_table(t);
+    assert!(last_error().contains("nnm_region_table_free"), "{}", last_error());
+    free_table(null_mut());
+    free_model(m);
+    free_config(c);
+}
+
+/// A configuration with SRAM (rank 0) and DDR (rank 1) levels: FC weights
+/// in "sram-weights" (capacity `capacity`, spilling to "ddr-weights" when
+/// `spill`), Glow's defaults for the rest.
+fn sram_config(capacity: u64, spill: bool) -> *mut nnm_region_config {
+    let c = new_config(true);
+    // SAFETY: NUL-terminated literals; `c` is live.
+    unsafe {
+        assert_eq!(nnm_region_config_add_level(c, c"sram".as_ptr(), 0), Status::Ok);
+        assert_eq!(nnm_region_config_add_level(c, c"ddr".as_ptr(), 1), Status::Ok);
+    }
+    // SAFETY: NUL-terminated literals; the out pointer is writable.
+    let fc = made(|o| unsafe { nnm_region_rule_tag(c"op".as_ptr(), c"fc".as_ptr(), o) }).unwrap();
+    let weights = |name: &'static CStr, id, level: &'static CStr| nnm_region_desc {
+        algorithm: Algorithm::Sequential as u32,
+        flags: NNM_REGION_NO_REUSE,
+        level: level.as_ptr(),
+        ..region(name, id)
+    };
+    let ddr = weights(c"ddr-weights", 11, c"ddr");
+    let sram = nnm_region_desc {
+        capacity,
+        spill_to: if spill { ddr.name } else { null() },
+        ..weights(c"sram-weights", 10, c"sram")
+    };
+    assert_eq!(prepend(c, &ddr, fc), Status::Ok);
+    assert_eq!(prepend(c, &sram, fc), Status::Ok);
+    free_rule(fc);
+    c
+}
+
+#[test]
+fn a_capacity_overflow_spills_or_fails_with_the_missing_bytes() {
+    let m = small_model();
+    // fc1 (128 B aligned) and fc2 (64 B) need 192 B; 128 B holds one.
+    let c = sram_config(128, true);
+    // SAFETY: both handles are live and not changed while read.
+    let expected = RegionTable::build(unsafe { &(*m).model }, unsafe { &(*c).config }).unwrap();
+    let t = build(c, m).unwrap();
+    free_config(c);
+    assert_mirrors(t, &expected);
+    assert!(count_of(t, nnm_region_table_spill_count) >= 1);
+    let mut s = nnm_region_spill::default();
+    // SAFETY: `t` is live; `s` is writable.
+    assert_eq!(unsafe { nnm_region_table_spill(t, 0, &mut s) }, Status::Ok);
+    assert_eq!(text_of(region_info(t, s.from).name), "sram-weights");
+    assert_eq!(text_of(region_info(t, s.to).name), "ddr-weights");
+    assert_eq!(text_of(region_info(t, s.to).level), "ddr");
+    assert!(!text_of(s.reason).is_empty());
+    assert_eq!(placement(t, s.tensor).spilled, 1);
+    assert_eq!(placement(t, s.tensor).region, s.to);
+    free_table(t);
+
+    let c = sram_config(128, false);
+    fails(build(c, m).unwrap_err(), Status::DoesNotFit, "missing");
+    assert!(last_error().contains("capacity 128 B"), "{}", last_error());
+    free_config(c);
+    free_model(m);
+}
+
+#[test]
+fn bad_tables_are_refused_naming_the_problem() {
+    let m = small_model();
+    // Two fixed bases overlapping in one level.
+    let c = new_config(true);
+    let any = any_rule();
+    let fixed =
+        |name, id, base| nnm_region_desc { flags: NNM_REGION_FIXED_BASE, base_address: base, ..region(name, id) };
+    // SAFETY: NUL-terminated literals; `c` is live.
+    let x = made(|o| unsafe { nnm_region_rule_kind(TensorKind::Input as u32, o) }).unwrap();
+    assert_eq!(prepend(c, &fixed(c"in-a", 20, 0x1000), x), Status::Ok);
+    // SAFETY: as above.
+    let y = made(|o| unsafe { nnm_region_rule_kind(TensorKind::Output as u32, o) }).unwrap();
+    assert_eq!(prepend(c, &fixed(c"out-b", 21, 0x1000), y), Status::Ok);
+    fails(build(c, m).unwrap_err(), Status::InvalidArgument, "overlap");
+    assert!(last_error().contains("in-a") && last_error().contains("out-b"), "{}", last_error());
+    free_config(c);
+    // No rule takes the activations.
+    let c = new_config(false);
+    // SAFETY: as above.
+    let weights = made(|o| unsafe { nnm_region_rule_not(x, o) }).unwrap();
+    assert_eq!(append(c, &region(c"all-but-inputs", 1), weights), Status::Ok);
+    assert_eq!(append(c, &region(c"inputs", 2), x), Status::Ok);
+    let v = nnm_region_tensor_desc { view_of: c"x".as_ptr(), ..tensor(c"x.view", TensorKind::View, 8) };
+    add(m, &v).unwrap();
+    free_table(build(c, m).unwrap());
+    free_config(c);
+    let c = new_config(false);
+    assert_eq!(append(c, &region(c"inputs", 2), x), Status::Ok);
+    fails(
+        build(c, m).unwrap_err(),
+        Status::InvalidArgument,
+        "'fc1.weight' (constant, function main) matches no region; tried: inputs: kind = input",
+    );
+    // A spill target that is not there.
+    let bad = nnm_region_desc { capacity: 64, spill_to: c"nowhere".as_ptr(), ..region(c"all", 3) };
+    assert_eq!(append(c, &bad, any), Status::Ok);
+    fails(build(c, m).unwrap_err(), Status::NotFound, "nowhere");
+    free_config(c);
+    for r in [any, x, y, weights] {
+        free_rule(r);
+    }
+    free_model(m);
+}
+
+/// The text a `(buf, len, out_len)` export gives, through a size query.
+fn copied(write: impl Fn(*mut c_char, usize, *mut usize) -> Status) -> Result<String, Status> {
+    let mut n = 0;
+    let status = write(null_mut(), 0, &mut n);
+    if status != Status::Ok {
+        return Err(status);
+    }
+    let mut buf = vec![0 as c_char; n];
+    let mut written = 0;
+    assert_eq!(write(buf.as_mut_ptr(), n, &mut written), Status::Ok);
+    assert_eq!(written, n);
+    // SAFETY: the export NUL-terminated the text inside `buf`.
+    Ok(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap().to_string())
+}
+
+#[test]
+fn the_report_and_the_picture_are_the_cores() {
+    let m = small_model();
+    let c = sram_config(128, true);
+    // SAFETY: both handles are live and not changed while read.
+    let (model, config) = unsafe { (&(*m).model, &(*c).config) };
+    let expected = RegionTable::build(model, config).unwrap();
+    let t = build(c, m).unwrap();
+    let (text, json, svg) = (
+        expected.report(crate::arena::ReportFormat::Text),
+        expected.report(crate::arena::ReportFormat::Json),
+        expected.svg_with_config(config),
+    );
+    free_model(m);
+    free_config(c);
+    // SAFETY: `t` is live; the buffers are the helper's.
+    let report = |format: u32| copied(|buf, len, out| unsafe { nnm_region_table_report(t, format, buf, len, out) });
+    assert_eq!(report(crate::arena::ReportFormat::Text as u32).unwrap(), text);
+    assert_eq!(report(crate::arena::ReportFormat::Json as u32).unwrap(), json);
+    assert!(json.contains("\"levels\"") && json.contains("\"spills\""), "{json}");
+    fails(report(2).unwrap_err(), Status::InvalidArgument, "unknown report format 2");
+    // SAFETY: as above.
+    let picture = copied(|buf, len, out| unsafe { nnm_region_table_svg(t, buf, len, out) }).unwrap();
+    assert_eq!(picture, svg);
+    let mut small = [7 as c_char; 4];
+    let mut n = 99;
+    // SAFETY: `small` holds 4 writable bytes; NULLs are refused unread.
+    unsafe {
+        fails(
+            nnm_region_table_svg(t, small.as_mut_ptr(), 4, &mut n),
+            Status::BufferTooSmall,
+            &format!("picture needs {} B (NUL included), buffer has 4 B", svg.len() + 1),
+        );
+        fails(nnm_region_table_report(t, 0, small.as_mut_ptr(), 4, &mut n), Status::BufferTooSmall, "report needs");
+        fails(nnm_region_table_report(null(), 0, null_mut(), 0, &mut n), Status::NullArgument, "table is NULL");
+        fails(nnm_region_table_svg(t, null_mut(), 0, null_mut()), Status::NullArgument, "out_written is NULL");
+    }
+    assert_eq!((small, n), ([7; 4], 99));
+    free_table(t);
+}
+
+#[test]
+fn a_table_is_read_by_many_threads_at_once() {
+    let (m, c) = (small_model(), new_config(true));
+    let t = build(c, m).unwrap();
+    free_model(m);
+    free_config(c);
+    // SAFETY: `t` is live for the whole test.
+    let expected = &unsafe { (*t).table.clone() };
+    /// The table pointer, handed to other threads.
+    struct Shared(*const nnm_region_table);
+    // SAFETY: a table is immutable; the header promises concurrent reads.
+    unsafe impl Sync for Shared {}
+    let shared = &Shared(t);
+    std::thread::scope(|s| {
+        for _ in 0..4 {
+            s.spawn(move || {
+                for _ in 0..3 {
+                    let Shared(table) = shared;
+                    assert_mirrors(*table, expected);
+                }
+            });
+        }
+    });
+    free_table(t);
+}
+
+// --- TOML -------------------------------------------------------------------------------
+
+const EXAMPLE: &str = include_str!("../../../examples/regions.toml");
+
+fn from_toml(text: &CStr) -> Result<*mut nnm_region_config, Status> {
+    let sentinel = std::ptr::NonNull::<nnm_region_config>::dangling().as_ptr();
+    let mut c = sentinel;
+    // SAFETY: `text` is NUL-terminated; `c` is writable.
+    match unsafe { nnm_region_config_from_toml(text.as_ptr(), &mut c) } {
+        Status::Ok => Ok(c),
+        s => {
+            assert_eq!(c, sentinel, "out_config written on failure");
+            Err(s)
+        }
+    }
+}
+
+#[test]
+fn configurations_are_read_from_toml_text_with_errors_at_their_line() {
+    let text = std::ffi::CString::new(EXAMPLE).unwrap();
+    let c = from_toml(&text).unwrap();
+    // SAFETY: `c` is live and not changed while read.
+    assert_eq!(unsafe { &(*c).config }, &crate::region::RegionConfig::from_toml_str(EXAMPLE).unwrap());
+    assert!(description_count(c) > 5);
+    free_config(c);
+    fails(from_toml(c"[[region]\n").unwrap_err(), Status::InvalidArgument, "line 1, column");
+    let twice = c"[[region]]\nname = \"a\"\nrule = { all_tensors = true }\n[[region]]\nname = \"a\"\nrule = { all_tensors = true }\n";
+    fails(
+        from_toml(twice).unwrap_err(),
+        Status::AlreadyExists,
+        "line 4, column 1: region 'a' (id 1): a region of that name already exists",
+    );
+    fails(
+        from_toml(c"[[region]]\nname = \"a\"\nlevel = \"hbm\"\nrule = { all_tensors = true }\n").unwrap_err(),
+        Status::NotFound,
+        "unknown memory level 'hbm'",
+    );
+    // SAFETY: NULLs are refused before any read.
+    unsafe {
+        fails(nnm_region_config_from_toml(null(), &mut null_mut()), Status::NullArgument, "text is NULL");
+        fails(nnm_region_config_from_toml(text.as_ptr(), null_mut()), Status::NullArgument, "out_config is NULL");
+        fails(nnm_region_config_from_toml_file(null(), &mut null_mut()), Status::NullArgument, "path is NULL");
+    }
+}
+
+#[test]
+fn configurations_are_read_from_toml_files() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/regions.toml\0");
+    let path = CStr::from_bytes_with_nul(path.as_bytes()).unwrap();
+    let mut c = null_mut();
+    // SAFETY: `path` is NUL-terminated; `c` writable.
+    assert_eq!(unsafe { nnm_region_config_from_toml_file(path.as_ptr(), &mut c) }, Status::Ok, "{}", last_error());
+    // SAFETY: `c` is live and not changed while read.
+    assert_eq!(unsafe { &(*c).config }, &crate::region::RegionConfig::from_toml_str(EXAMPLE).unwrap());
+    free_config(c);
+    let mut c = null_mut();
+    // SAFETY: a NUL-terminated literal; `c` writable.
+    let status = unsafe { nnm_region_config_from_toml_file(c"/no/such/regions.toml".as_ptr(), &mut c) };
+    fails(status, Status::NotFound, "/no/such/regions.toml: cannot read the region configuration");
+    assert!(c.is_null());
 }
