@@ -4168,8 +4168,9 @@ void nnm_region_rule_free(struct nnm_region_rule *rule);
  * - NULL_ARGUMENT: an argument is NULL.
  * - INVALID_ARGUMENT: a tensor no rule matches ("'x' (activation,
  *   function main) matches no region; tried: constant-weights: kind =
- *   constant; ..."); fixed bases that overlap in one level (naming both
- *   ranges and the level); a spill target that is per-tensor, or spill
+ *   constant; ..."); fixed bases that overlap in one level ("regions 'x'
+ *   [0x0, 0x100) and 'z' [0xc0, 0x100) overlap in memory level 'sram'"); a
+ *   spill target that is per-tensor, or spill
  *   targets that form a cycle; a freed model or configuration.
  * - NOT_FOUND: a spill target that is not a description.
  * - DOES_NOT_FIT: a region over its capacity without a spill region, or

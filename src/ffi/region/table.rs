@@ -11,7 +11,7 @@ use crate::ffi::args::{handle_query, out_param, read_str, slice_out};
 use crate::ffi::error::{guard, guard_void};
 use crate::ffi::handle::{free_handle, into_handle, value_ref, HandleType};
 use crate::ffi::text::copy_text;
-use crate::region::{RegionConfig, RegionTable};
+use crate::region::{RegionConfig, RegionInstance, RegionTable};
 use crate::status::{Error, Result, Status};
 
 /// One region of a built table, from `nnm_region_table_region`.
@@ -145,15 +145,17 @@ impl nnm_region_table {
     }
 
     /// Region `index`, or INVALID_ARGUMENT naming the count.
-    fn region_index(&self, index: usize) -> Result<usize> {
-        if index >= self.table.regions.len() {
-            return Err(Error::invalid(format!(
-                "region index {index} is out of range (the table has {} regions)",
-                self.table.regions.len()
-            )));
-        }
-        Ok(index)
+    fn region(&self, index: usize) -> Result<&RegionInstance> {
+        item(&self.table.regions, index, "region index", "regions")
     }
+}
+
+/// `items[index]`, or INVALID_ARGUMENT: "<what> 7 is out of range (the
+/// table has 5 <plural>)".
+fn item<'a, T>(items: &'a [T], index: usize, what: &str, plural: &str) -> Result<&'a T> {
+    items.get(index).ok_or_else(|| {
+        Error::invalid(format!("{what} {index} is out of range (the table has {} {plural})", items.len()))
+    })
 }
 
 /// Borrows the table behind a handle (NULL, liveness and type checked).
@@ -174,8 +176,9 @@ unsafe fn table_ref<'a>(table: *const nnm_region_table) -> Result<&'a nnm_region
 /// - NULL_ARGUMENT: an argument is NULL.
 /// - INVALID_ARGUMENT: a tensor no rule matches ("'x' (activation,
 ///   function main) matches no region; tried: constant-weights: kind =
-///   constant; ..."); fixed bases that overlap in one level (naming both
-///   ranges and the level); a spill target that is per-tensor, or spill
+///   constant; ..."); fixed bases that overlap in one level ("regions 'x'
+///   [0x0, 0x100) and 'z' [0xc0, 0x100) overlap in memory level 'sram'"); a
+///   spill target that is per-tensor, or spill
 ///   targets that form a cycle; a freed model or configuration.
 /// - NOT_FOUND: a spill target that is not a description.
 /// - DOES_NOT_FIT: a region over its capacity without a spill region, or
@@ -255,11 +258,10 @@ pub unsafe extern "C" fn nnm_region_table_region(
     // SAFETY: the caller's promises are `handle_query`'s.
     unsafe {
         handle_query(table, "table", out_info, "out_info", |t| {
-            let i = t.region_index(index)?;
-            let r = &t.table.regions[i];
+            let r = t.region(index)?;
             Ok(nnm_region_info {
-                name: t.names[i].as_ptr(),
-                level: t.levels[i].as_ptr(),
+                name: t.names[index].as_ptr(),
+                level: t.levels[index].as_ptr(),
                 description_id: r.description_id,
                 level_rank: r.level_rank,
                 base_address: r.base_address,
@@ -301,7 +303,7 @@ pub unsafe extern "C" fn nnm_region_table_region_tensors(
         // SAFETY: the caller promises `table` is NULL, freed (refused
         // unread) or live, and `out_count` NULL or writable.
         let (t, out) = unsafe { (table_ref(table)?, out_param(out_count, "out_count")?) };
-        let region = &t.table.regions[t.region_index(index)?];
+        let region = t.region(index)?;
         let count = region.tensors.len();
         if ids.is_null() && capacity == 0 {
             out.write(count);
@@ -395,13 +397,7 @@ pub unsafe extern "C" fn nnm_region_table_placement(
     // SAFETY: the caller's promises are `handle_query`'s.
     unsafe {
         handle_query(table, "table", out_placement, "out_placement", |t| {
-            let placements = &t.table.placements;
-            let p = placements.get(tensor_id).ok_or_else(|| {
-                Error::invalid(format!(
-                    "tensor id {tensor_id} is out of range (the table has {} tensors)",
-                    placements.len()
-                ))
-            })?;
+            let p = item(&t.table.placements, tensor_id, "tensor id", "tensors")?;
             Ok(nnm_tensor_placement {
                 region: p.region,
                 offset: p.offset,
@@ -447,10 +443,7 @@ pub unsafe extern "C" fn nnm_region_table_spill(
     // SAFETY: the caller's promises are `handle_query`'s.
     unsafe {
         handle_query(table, "table", out_spill, "out_spill", |t| {
-            let spills = &t.table.spills;
-            let s = spills.get(index).ok_or_else(|| {
-                Error::invalid(format!("spill index {index} is out of range (the table has {} spills)", spills.len()))
-            })?;
+            let s = item(&t.table.spills, index, "spill index", "spills")?;
             Ok(nnm_region_spill { tensor: s.tensor, from: s.from, to: s.to, reason: t.reasons[index].as_ptr() })
         })
     }
