@@ -876,11 +876,14 @@ static void test_fixed_bases(void) {
     nnm_region_table_free(t);
     nnm_region_config_free(cfg);
 
-    /* bank1 at 128 overlaps bank0's [64, 192): refused, naming the level. */
+    /* bank1 at 128 ([0x80, 0xc0)) overlaps bank0's [0x40, 0xc0): refused,
+     * naming both ranges and the level. */
     t = NULL;
     cfg = bank_config(128);
     CHECK_FAILS(nnm_region_table_build(cfg, m, &t), NNM_INVALID_ARGUMENT);
-    CHECK_ERROR_HAS("memory");
+    CHECK_ERROR_HAS("'bank0' [0x40, 0xc0)");
+    CHECK_ERROR_HAS("'bank1' [0x80, 0xc0)");
+    CHECK_ERROR_HAS("level 'memory'");
     CHECK(t == NULL);
     nnm_region_config_free(cfg);
     nnm_region_model_free(m);
