@@ -152,8 +152,8 @@ fn parse_row(columns: &Columns, record: &csv::StringRecord, line: u64) -> Result
     };
     let mut tensor = Tensor::new(name, kind, size);
     tensor.function = match cell("function") {
-        "" => DEFAULT_FUNCTION.to_string(),
-        function => function.to_string(),
+        "" => DEFAULT_FUNCTION.into(),
+        function => function.into(),
     };
     tensor.dtype = cell("dtype").to_string();
     if !cell("alignment").is_empty() {
@@ -242,17 +242,17 @@ mod tests {
         let t = m.tensors();
         assert_eq!(t.len(), 4);
         // Views after every non-view.
-        assert_eq!(t.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["fc1.weight", "a", "in", "v"]);
+        assert_eq!(t.iter().map(|t| &*t.name).collect::<Vec<_>>(), ["fc1.weight", "a", "in", "v"]);
         assert_eq!(
             (t[0].kind, t[0].lifetime, t[0].alignment, t[0].dtype.as_str()),
             (TensorKind::Constant, None, 16, "f32")
         );
         assert_eq!(t[0].tag("layer"), Some("1"));
         assert_eq!(
-            (t[1].kind, t[1].lifetime, t[1].function.as_str()),
+            (t[1].kind, t[1].lifetime, t[1].function.as_ref()),
             (TensorKind::Activation, Some(Lifetime::half_open(0, 3).unwrap()), "main")
         );
-        assert_eq!((t[2].kind, t[2].function.as_str(), t[2].lifetime), (TensorKind::Input, "g", None));
+        assert_eq!((t[2].kind, t[2].function.as_ref(), t[2].lifetime), (TensorKind::Input, "g", None));
         assert_eq!(t[3].kind, TensorKind::View);
         assert_eq!(t[3].view, Some(ViewOf { origin: "a".into(), offset: 8 }));
     }
@@ -260,7 +260,7 @@ mod tests {
     #[test]
     fn only_id_and_size_are_required_and_views_of_views_follow_their_origin() {
         let m = model("size,id,view_of,kind\n4,vv,v,\n8,v,a,\n16,a,,constant\n");
-        let names: Vec<&str> = m.tensors().iter().map(|t| t.name.as_str()).collect();
+        let names: Vec<&str> = m.tensors().iter().map(|t| &*t.name).collect();
         assert_eq!(names, ["a", "v", "vv"]);
         // No lower/upper columns: an activation cannot be read.
         assert!(error("id,size\na,4\n")
@@ -297,7 +297,7 @@ mod tests {
     #[test]
     fn quoted_names_and_tags_keep_their_commas() {
         let m = model("id,lower,upper,size,name,tags\na,0,1,4,\"x, y\",\"k=a,b\"\n");
-        assert_eq!(m.tensors()[0].name, "x, y");
+        assert_eq!(&*m.tensors()[0].name, "x, y");
         assert_eq!(m.tensors()[0].tag("k"), Some("a,b"));
     }
 }

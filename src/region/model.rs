@@ -1,6 +1,7 @@
 //! A model: its tensors, checked as they are added, in the order given.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use super::tensor::{Tensor, TensorKind};
 use crate::plan::check_alignment;
@@ -21,12 +22,12 @@ pub struct Model {
     origins: Vec<Option<TensorId>>,
     /// For each tensor, its function's index in `functions`.
     function_index: Vec<usize>,
-    /// (function, name) to id.
-    by_function_name: HashMap<(String, String), TensorId>,
+    /// Per function (index in `functions`): its tensors by name.
+    by_function_name: Vec<HashMap<Arc<str>, TensorId>>,
     /// Weights by name: the first of each name.
-    weights_by_name: HashMap<String, TensorId>,
+    weights_by_name: HashMap<Arc<str>, TensorId>,
     /// Functions in the order first seen.
-    functions: Vec<String>,
+    functions: Vec<Arc<str>>,
 }
 
 impl Model {
@@ -51,21 +52,22 @@ impl Model {
         let id = self.tensors.len();
         let mut shared = None;
         if tensor.kind.is_weight() {
-            match self.weights_by_name.get(&tensor.name) {
+            match self.weights_by_name.get(&*tensor.name) {
                 Some(&first) => shared = Some(first),
                 None => {
                     self.weights_by_name.insert(tensor.name.clone(), id);
                 }
             }
         }
-        let function = match self.functions.iter().position(|f| *f == tensor.function) {
+        let function = match self.function_position(&tensor.function) {
             Some(index) => index,
             None => {
                 self.functions.push(tensor.function.clone());
+                self.by_function_name.push(HashMap::new());
                 self.functions.len() - 1
             }
         };
-        self.by_function_name.insert((tensor.function.clone(), tensor.name.clone()), id);
+        self.by_function_name[function].insert(tensor.name.clone(), id);
         self.shared_with.push(shared);
         self.origins.push(origin);
         self.function_index.push(function);
@@ -140,13 +142,13 @@ impl Model {
             }
             (None, _) => {}
         }
-        if self.by_function_name.contains_key(&(t.function.clone(), t.name.clone())) {
+        if self.function_position(&t.function).is_some_and(|f| self.by_function_name[f].contains_key(&*t.name)) {
             return Err(Error::new(
                 Status::AlreadyExists,
                 format!("function {} already has a tensor named '{}'", t.function, t.name),
             ));
         }
-        if let Some(&first) = self.weights_by_name.get(&t.name).filter(|_| t.kind.is_weight()) {
+        if let Some(&first) = self.weights_by_name.get(&*t.name).filter(|_| t.kind.is_weight()) {
             let first = &self.tensors[first];
             if t.kind != first.kind || t.size != first.size {
                 return Err(Error::invalid(format!(
@@ -163,10 +165,15 @@ impl Model {
 
     /// The tensor named `name` in `function`, or the weight of that name.
     pub fn find(&self, function: &str, name: &str) -> Option<TensorId> {
-        self.by_function_name
-            .get(&(function.to_string(), name.to_string()))
-            .copied()
+        self.function_position(function)
+            .and_then(|f| self.by_function_name[f].get(name).copied())
             .or_else(|| self.weights_by_name.get(name).copied())
+    }
+
+    /// The index of `function` in [`Model::functions`]: a linear search, as
+    /// models have a handful of functions.
+    fn function_position(&self, function: &str) -> Option<usize> {
+        self.functions.iter().position(|f| **f == *function)
     }
 
     /// The tensors, in the order added.
@@ -207,7 +214,7 @@ impl Model {
     }
 
     /// The functions, in the order first seen.
-    pub fn functions(&self) -> &[String] {
+    pub fn functions(&self) -> &[Arc<str>] {
         &self.functions
     }
 }
@@ -257,7 +264,7 @@ mod tests {
         assert_eq!(m.shared_with(w2), Some(w));
         let e = m.add(Tensor::new("w", TensorKind::Constant, 32).in_function("h")).unwrap_err();
         assert!(e.message().contains("same kind and size"), "{}", e.message());
-        assert_eq!(m.functions(), ["f", "g"]);
+        assert_eq!(m.functions().iter().map(|f| &**f).collect::<Vec<_>>(), ["f", "g"]);
         let v = m.add(Tensor::view("wv", "w", 8, 8, None).in_function("h")).unwrap();
         assert_eq!(m.tensor(v).unwrap().view.as_ref().unwrap().origin, "w");
     }

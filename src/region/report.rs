@@ -30,7 +30,7 @@ impl RegionTable {
 
     /// The name of tensor `id`, `?` when the table has no such tensor.
     pub(crate) fn tensor_name(&self, id: usize) -> &str {
-        self.placements.get(id).map_or("?", |p| p.name.as_str())
+        self.placements.get(id).map_or("?", |p| &*p.name)
     }
 }
 
@@ -65,8 +65,8 @@ fn text(t: &RegionTable) -> String {
     let mut rows = vec![row(&["tensor", "function", "kind", "region", "offset", "address", "size", ""])];
     for p in &t.placements {
         rows.push(vec![
-            p.name.clone(),
-            p.function.clone(),
+            p.name.to_string(),
+            p.function.to_string(),
             p.kind.name().to_string(),
             t.region_name(p.region).to_string(),
             p.offset.to_string(),

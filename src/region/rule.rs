@@ -57,7 +57,7 @@ impl Rule {
         match self {
             Rule::Any => true,
             Rule::Kind(kind) => tensor.kind == *kind,
-            Rule::Name(name) => tensor.name == *name,
+            Rule::Name(name) => *tensor.name == **name,
             Rule::NamePrefix(prefix) => tensor.name.starts_with(prefix.as_str()),
             Rule::NameGlob(glob) => glob_matches(glob.as_bytes(), tensor.name.as_bytes()),
             Rule::Size { min, max } => tensor.size >= *min && max.is_none_or(|max| tensor.size <= max),
@@ -67,7 +67,7 @@ impl Rule {
                 (Some(_), None) => true,
                 (None, _) => false,
             },
-            Rule::Function(function) => tensor.function == *function,
+            Rule::Function(function) => *tensor.function == **function,
             Rule::IsView => tensor.kind == TensorKind::View,
             Rule::And(rules) => rules.iter().all(|r| r.matches(tensor)),
             Rule::Or(rules) => rules.iter().any(|r| r.matches(tensor)),

@@ -470,7 +470,7 @@ mod tests {
         let base = t.placements.len();
         for i in 0..200u64 {
             let mut p = t.placements[3].clone();
-            p.name = format!("act{i}");
+            p.name = format!("act{i}").into();
             p.size = 16 + i % 7 * 8;
             p.offset = (i * 37) % 3000;
             p.address = 1024 + p.offset;

@@ -1,6 +1,7 @@
 //! The region table: every tensor of a model in exactly one region, with
 //! its offset and address; every region planned once through the planner.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::assign::{assign, Roots};
@@ -51,10 +52,10 @@ pub struct RegionInstance {
 /// Where one tensor went.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TensorPlacement {
-    /// The tensor's name.
-    pub name: String,
-    /// Its function.
-    pub function: String,
+    /// The tensor's name (shared with the model's tensor, not copied).
+    pub name: Arc<str>,
+    /// Its function (shared, like the name).
+    pub function: Arc<str>,
     /// Its kind.
     pub kind: TensorKind,
     /// Its size.

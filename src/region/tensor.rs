@@ -1,6 +1,8 @@
 //! Tensors as a model hands them in: what kind, how large, when live, and
 //! the fields rules match on.
 
+use std::sync::Arc;
+
 use crate::names::c_enum;
 use crate::plan::Lifetime;
 
@@ -68,8 +70,9 @@ pub struct ViewOf {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tensor {
     /// Its name: unique within its function; weights (constants and
-    /// placeholders) are shared by name across functions.
-    pub name: String,
+    /// placeholders) are shared by name across functions. Reference-counted,
+    /// like `function`: a table built from the model shares the text.
+    pub name: Arc<str>,
     /// What it is.
     pub kind: TensorKind,
     /// Bytes (not zero).
@@ -82,7 +85,7 @@ pub struct Tensor {
     /// Its element type, free-form ("f32", "i8"); empty when unknown.
     pub dtype: String,
     /// The function it belongs to.
-    pub function: String,
+    pub function: Arc<str>,
     /// Free-form `key=value` tags, keys unique, in the order given.
     pub tags: Vec<(String, String)>,
     /// For a view: its origin and offset (`kind` is [`TensorKind::View`]
@@ -96,7 +99,7 @@ pub const DEFAULT_FUNCTION: &str = "main";
 impl Tensor {
     /// A tensor with the given name, kind and size; alignment 1, whole-run
     /// lifetime, no dtype, function [`DEFAULT_FUNCTION`], no tags, not a view.
-    pub fn new(name: impl Into<String>, kind: TensorKind, size: u64) -> Self {
+    pub fn new(name: impl Into<Arc<str>>, kind: TensorKind, size: u64) -> Self {
         Tensor {
             name: name.into(),
             kind,
@@ -104,21 +107,21 @@ impl Tensor {
             alignment: 1,
             lifetime: None,
             dtype: String::new(),
-            function: DEFAULT_FUNCTION.to_string(),
+            function: Arc::from(DEFAULT_FUNCTION),
             tags: Vec::new(),
             view: None,
         }
     }
 
     /// An activation live over `lifetime`.
-    pub fn activation(name: impl Into<String>, size: u64, lifetime: Lifetime) -> Self {
+    pub fn activation(name: impl Into<Arc<str>>, size: u64, lifetime: Lifetime) -> Self {
         Tensor { lifetime: Some(lifetime), ..Tensor::new(name, TensorKind::Activation, size) }
     }
 
     /// A view of `origin` at `offset`, live over `lifetime` (`None`: as
     /// long as its origin).
     pub fn view(
-        name: impl Into<String>,
+        name: impl Into<Arc<str>>,
         origin: impl Into<String>,
         offset: u64,
         size: u64,
@@ -137,7 +140,7 @@ impl Tensor {
     }
 
     /// Builder: sets the function.
-    pub fn in_function(mut self, function: impl Into<String>) -> Self {
+    pub fn in_function(mut self, function: impl Into<Arc<str>>) -> Self {
         self.function = function.into();
         self
     }

@@ -271,13 +271,13 @@ unsafe fn tensor_of(desc: &nnm_region_tensor_desc) -> Result<Tensor> {
         None => None,
     };
     Ok(Tensor {
-        name: name.to_string(),
+        name: name.into(),
         kind,
         size: desc.size,
         alignment: desc.alignment.max(1),
         lifetime,
         dtype: dtype.unwrap_or("").to_string(),
-        function: function.unwrap_or(DEFAULT_FUNCTION).to_string(),
+        function: function.unwrap_or(DEFAULT_FUNCTION).into(),
         tags: parse_tags(tags.unwrap_or("")).map_err(|e| in_tensor(name, e))?,
         view,
     })

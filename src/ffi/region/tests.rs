@@ -134,11 +134,11 @@ fn a_model_takes_tensors_in_order_with_every_field() {
     // SAFETY: `m` is live and not changed while read.
     let model = unsafe { &(*m).model };
     let t = model.tensor(1).unwrap();
-    assert_eq!((t.alignment, t.dtype.as_str(), t.function.as_str()), (16, "i8", "f"));
+    assert_eq!((t.alignment, t.dtype.as_str(), &*t.function), (16, "i8", "f"));
     assert_eq!(t.tags, vec![("op".to_string(), "fc".to_string()), ("layer".to_string(), "3".to_string())]);
     assert_eq!(t.lifetime, Some(crate::plan::Lifetime { start: 2, end: 5 }));
     let w = model.tensor(0).unwrap();
-    assert_eq!((w.alignment, w.function.as_str(), w.lifetime, w.dtype.as_str()), (1, "main", None, ""));
+    assert_eq!((w.alignment, &*w.function, w.lifetime, w.dtype.as_str()), (1, "main", None, ""));
     assert_eq!(model.tensor(2).unwrap().lifetime, Some(crate::plan::Lifetime { start: 3, end: 7 }));
     assert_eq!(model.tensor(3).unwrap().view.as_ref().map(|v| (v.origin.as_str(), v.offset)), Some(("a", 32)));
     free_model(m);

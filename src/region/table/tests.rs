@@ -112,7 +112,7 @@ fn names(table: &RegionTable) -> Vec<(&str, u64, u64)> {
 }
 
 fn find(table: &RegionTable, m: &Model, name: &str) -> TensorPlacement {
-    table.placements[m.tensors().iter().position(|t| t.name == name).unwrap()].clone()
+    table.placements[m.tensors().iter().position(|t| *t.name == *name).unwrap()].clone()
 }
 
 #[test]
@@ -242,7 +242,7 @@ fn functions_share_constants_by_name_and_activation_bytes() {
     assert_eq!(t.regions[0].tensors, vec![0, 2, 4, 5]);
     let (w, wg, wv) = (find(&t, &m, "w"), &t.placements[2], find(&t, &m, "wv"));
     assert_eq!((wg.region, wg.offset, wg.address), (w.region, w.offset, w.address));
-    assert_eq!(wg.function, "g");
+    assert_eq!(&*wg.function, "g");
     assert_eq!(wv.address, w.address + 32);
     assert_eq!(find(&t, &m, "k").offset, 64);
     assert_eq!((find(&t, &m, "x").offset, find(&t, &m, "y").offset), (0, 0));
@@ -329,7 +329,7 @@ fn a_region_over_capacity_spills_the_largest_lifetime_pressure_first() {
         "region 'sram-act' needs 3072 B (lower bound 3072 B + reserved 0 B), capacity 2048 B: 1024 B missing; \
          'a' has the largest lifetime pressure live where it is over: 1024 B x 10 steps = 10240"
     );
-    let spilled: Vec<&str> = t.placements.iter().filter(|p| p.spilled).map(|p| p.name.as_str()).collect();
+    let spilled: Vec<&str> = t.placements.iter().filter(|p| p.spilled).map(|p| &*p.name).collect();
     assert_eq!(spilled, vec!["a", "av"], "a view moves with its origin");
     assert_eq!(t.regions[1].tensors, vec![0, 4]);
     let levels: Vec<(&str, u64)> = t.levels.iter().map(|l| (l.name.as_str(), l.size)).collect();
@@ -525,14 +525,14 @@ fn random_model(rng: &mut Lcg) -> Model {
         let mut t = match kind {
             TensorKind::View => {
                 let origins: Vec<&Tensor> =
-                    m.tensors().iter().filter(|t| t.function == function || t.kind.is_weight()).collect();
+                    m.tensors().iter().filter(|t| *t.function == *function || t.kind.is_weight()).collect();
                 if origins.is_empty() {
                     continue;
                 }
                 let origin = origins[rng.below(origins.len() as u64) as usize];
                 let size = 1 + rng.below(origin.size);
                 let offset = rng.below(origin.size - size + 1);
-                Tensor::view(name, origin.name.clone(), offset, size, lifetime)
+                Tensor::view(name, &*origin.name, offset, size, lifetime)
             }
             k if k.is_weight() => Tensor::new(name, k, size),
             k => Tensor { lifetime, ..Tensor::new(name, k, size) },
