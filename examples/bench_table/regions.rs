@@ -133,17 +133,17 @@ fn measure_synthetic() -> Result<Synthetic, String> {
     })
 }
 
-/// `model,glow_used_bytes` rows (a `#` line is a comment).
+/// `model,glow_used_bytes[,...]` rows after a header line.
 fn read_glow_figures(path: &Path) -> Result<BTreeMap<String, u64>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut out = BTreeMap::new();
-    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty() && !l.starts_with('#')) {
-        let (model, bytes) = line.split_once(',').ok_or_else(|| format!("{}:{}: no comma", path.display(), i + 1))?;
-        if i == 0 && bytes.trim() == "glow_used_bytes" {
-            continue;
-        }
-        let bytes = bytes.trim().parse().map_err(|e| format!("{}:{}: {bytes}: {e}", path.display(), i + 1))?;
-        out.insert(model.trim().trim_end_matches(".csv").to_string(), bytes);
+    for (i, line) in text.lines().enumerate().skip(1).filter(|(_, l)| !l.trim().is_empty()) {
+        let mut fields = line.split(',').map(str::trim);
+        let (Some(model), Some(bytes)) = (fields.next(), fields.next()) else {
+            return Err(format!("{}:{}: expected model,glow_used_bytes", path.display(), i + 1));
+        };
+        let bytes = bytes.parse().map_err(|e| format!("{}:{}: '{bytes}': {e}", path.display(), i + 1))?;
+        out.insert(model.to_string(), bytes);
     }
     Ok(out)
 }
