@@ -18,7 +18,8 @@
 #   3. CMake build with NNMEM_SANITIZE=ON  the C tests under ASan + UBSan
 #   4. header check and lean library      include/nnmem.h matches the Rust
 #                                          sources (tests/header.rs), and the
-#                                          library's graph is nnmem and libc
+#                                          library's graph is nnmem, libc and
+#                                          the TOML reader (serde, toml)
 #   5. lint gates                          cargo fmt --check (rustfmt.toml) and
 #                                          cargo clippy --all-targets with
 #                                          -D warnings (src/ffi also denies
@@ -95,14 +96,18 @@ else
     summary+=("include/nnmem.h: FAILED (out of date, or the test failed to build)")
     failed=1
 fi
-# What CMake builds (-p nnmem --lib) must need nothing but libc at build and
-# run time: no code generator, no CLI or benchmark dependency.
-banner "library dependencies: nnmem and libc only"
+# What CMake builds (-p nnmem --lib) must need nothing but libc and the
+# region configuration file's TOML reader (toml with parsing only, serde
+# with its derive: proc-macro2, quote, syn, unicode-ident at build time) at
+# build and run time: no binding generator, no CLI or benchmark dependency.
+# Exactly these crates, so that a new one is a choice.
+banner "library dependencies: nnmem, libc, serde, toml"
 lib_deps=$(cargo tree --locked -e normal,build -p nnmem --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
-if [ "$lib_deps" = "libc nnmem " ]; then
-    summary+=("library dependencies: nnmem, libc")
+lib_expected="libc nnmem proc-macro2 quote serde serde_core serde_derive serde_spanned syn toml toml_datetime toml_parser unicode-ident winnow "
+if [ "$lib_deps" = "$lib_expected" ]; then
+    summary+=("library dependencies: nnmem, libc, serde, toml")
 else
-    echo "the library's graph holds: $lib_deps(expected: libc nnmem)"
+    echo "the library's graph holds: $lib_deps(expected: $lib_expected)"
     summary+=("library dependencies: FAILED ($lib_deps)")
     failed=1
 fi

@@ -10,7 +10,7 @@ use nnmem::plan::{check_alignment, Algorithm, DEFAULT_WORK_LIMIT};
 use nnmem::pool::StrategyKind;
 
 /// The commands with options of their own (clap adds `help`).
-const COMMANDS: [&str; 3] = ["plan", "validate", "pool-replay"];
+const COMMANDS: [&str; 4] = ["plan", "validate", "pool-replay", "regions"];
 
 const MAIN_AFTER_HELP: &str = "\
 Without a command: this text. A command's own help: nnmem help COMMAND, or
@@ -59,6 +59,29 @@ through them), for traces larger than this machine's memory. Both count
 the device calls and bytes themselves, beside the pools' own statistics.
 Exit status: 0 ok, 1 bad input or a pool failed, 2 usage error.";
 
+const REGIONS_ABOUT: &str = "\
+Puts every tensor of a model into a memory region, Glow-style: the regions
+of a TOML configuration (levels, regions, rules, properties), or without
+--config Glow's five defaults (constant weights | mutable weights | input
+weights | output weights | activations). Each region is planned; prints
+the regions (level, base address, size, peak against the lower bound) and
+every tensor's region, offset and address, and the tensors moved to spill
+regions and why. MODEL '-' is standard input.";
+
+const REGIONS_AFTER_HELP: &str = "\
+Outputs: FILE '-' is standard output, which carries one thing: the text
+table unless --json - or --svg - takes it.
+
+Model CSV: the plan CSV's id,lower,upper,size (half-open lifetimes) and
+optional columns kind (constant, mutable, input, output, input-output,
+activation, view; activation when missing), name (the id when missing),
+function (main), dtype, alignment (1), tags (key=value;key=value), view_of
+(the origin's name) and view_offset (0). Weights (every kind but activation
+and view) live for the whole run: their lower and upper are ignored. Views
+are added after the other tensors. Quote cells that hold commas. Errors
+name the file, the line and the column.
+Exit status: 0 ok, 1 bad input, 2 usage error, 3 a region does not fit.";
+
 /// A command's help: its description, usage, arguments and notes; the same
 /// for `-h` and `--help` (clap would otherwise show the one-line `about`
 /// for `-h`, which is what the command list shows).
@@ -73,6 +96,24 @@ pub fn cli() -> clap::Command {
         .subcommand(plan_command())
         .subcommand(validate_command())
         .subcommand(pool_replay_command())
+        .subcommand(regions_command())
+}
+
+fn regions_command() -> clap::Command {
+    clap::Command::new("regions")
+        .about("Put a model's tensors into memory regions (Glow-style) and print the table")
+        .before_help(REGIONS_ABOUT)
+        .help_template(COMMAND_HELP)
+        .after_help(REGIONS_AFTER_HELP)
+        .arg(
+            Arg::new("input")
+                .value_name("MODEL.csv|-")
+                .required(true)
+                .help("The model's tensors ('-': standard input)"),
+        )
+        .arg(path_option("config", "FILE.toml", "The regions: levels, rules and properties (default: Glow's five)"))
+        .arg(path_option("json", "FILE", "Write the table as JSON to FILE"))
+        .arg(path_option("svg", "FILE", "Draw the table as SVG (one lane per memory level)"))
 }
 
 fn plan_command() -> clap::Command {
@@ -267,6 +308,17 @@ pub enum Command {
     Plan(PlanArgs),
     Validate(ValidateArgs),
     PoolReplay(PoolReplayArgs),
+    Regions(RegionsArgs),
+}
+
+/// Options of `nnmem regions`.
+#[derive(Debug, PartialEq)]
+pub struct RegionsArgs {
+    pub input: String,
+    /// The TOML configuration; `None`: Glow's defaults.
+    pub config: Option<String>,
+    pub json: Option<Dest>,
+    pub svg: Option<Dest>,
 }
 
 /// The device `nnmem pool-replay` gives its pools.
@@ -386,6 +438,7 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         Some(("plan", m)) => plan_args(m).map(Command::Plan),
         Some(("validate", m)) => validate_args(m).map(Command::Validate),
         Some(("pool-replay", m)) => Ok(Command::PoolReplay(pool_replay_args(m))),
+        Some(("regions", m)) => regions_args(m).map(Command::Regions),
         _ => return Ok(Command::Print(cli.render_help().to_string())),
     };
     parsed.map_err(|message| Usage::new(&mut cli, command, message))
@@ -446,6 +499,20 @@ fn pool_replay_args(m: &ArgMatches) -> PoolReplayArgs {
         device: m.get_one::<ReplayDevice>("device").copied().unwrap_or(ReplayDevice::Host),
         json: m.get_flag("json"),
     }
+}
+
+fn regions_args(m: &ArgMatches) -> Result<RegionsArgs, String> {
+    let dest = |id: &str| m.get_one::<String>(id).map(|p| Dest::new(p));
+    let a = RegionsArgs {
+        input: m.get_one::<String>("input").cloned().unwrap_or_default(),
+        config: m.get_one::<String>("config").cloned(),
+        json: dest("json"),
+        svg: dest("svg"),
+    };
+    if a.json == Some(Dest::Stdout) && a.svg == Some(Dest::Stdout) {
+        return Err("--json and --svg would both go to standard output".into());
+    }
+    Ok(a)
 }
 
 fn validate_args(m: &ArgMatches) -> Result<ValidateArgs, String> {
@@ -613,11 +680,11 @@ mod tests {
         assert_eq!(usage_error(&["plan", "--bogus=1"]).message, "unknown option '--bogus'");
         assert_eq!(usage_error(&["plan", "--trust-fixed=yes"]).message, "--trust-fixed takes no value, got 'yes'");
         let e = usage_error(&["frobnicate"]);
-        assert_eq!(e.message, "unknown command 'frobnicate' (commands: plan, validate, pool-replay, help)");
+        assert_eq!(e.message, "unknown command 'frobnicate' (commands: plan, validate, pool-replay, regions, help)");
         assert!(e.usage.starts_with("Usage: nnmem [COMMAND]") && e.usage.ends_with("try 'nnmem --help'."), "{e:?}");
         assert_eq!(
             usage_error(&["help", "frobnicate"]).message,
-            "unknown command 'frobnicate' (commands: plan, validate, pool-replay, help)"
+            "unknown command 'frobnicate' (commands: plan, validate, pool-replay, regions, help)"
         );
         let e = usage_error(&["validate", "a.csv", "b.csv"]);
         assert_eq!(e.message, "validate takes one FILE, got also 'b.csv'");
@@ -655,6 +722,31 @@ mod tests {
             (a.iterations, a.strategies, a.json, a.device, a.input.as_str()),
             (7, vec![StrategyKind::Replay], true, ReplayDevice::Virtual, "-")
         );
+    }
+
+    #[test]
+    fn parses_regions_options() {
+        let Ok(Command::Regions(a)) = parse(&v(&["regions", "m.csv"])) else { panic!("not regions") };
+        assert_eq!(a, RegionsArgs { input: "m.csv".into(), config: None, json: None, svg: None });
+        let args = ["regions", "--config", "r.toml", "-", "--json", "-", "--svg=p.svg"];
+        let Ok(Command::Regions(a)) = parse(&v(&args)) else { panic!("not regions") };
+        assert_eq!(
+            a,
+            RegionsArgs {
+                input: "-".into(),
+                config: Some("r.toml".into()),
+                json: Some(Dest::Stdout),
+                svg: Some(Dest::File("p.svg".into()))
+            }
+        );
+        assert_eq!(usage_error(&["regions"]).message, "regions needs <MODEL.csv|->");
+        assert_eq!(usage_error(&["regions", "a.csv", "b.csv"]).message, "regions takes one FILE, got also 'b.csv'");
+        assert_eq!(usage_error(&["regions", "a.csv", "--config"]).message, "--config needs a value (FILE.toml)");
+        let e = usage_error(&["regions", "a.csv", "--json", "-", "--svg", "-"]);
+        assert_eq!(e.message, "--json and --svg would both go to standard output");
+        assert!(e.usage.starts_with("Usage: nnmem regions ") && e.usage.ends_with("'nnmem help regions'."), "{e:?}");
+        let text = help(&["help", "regions"]);
+        assert!(text.contains("Usage: nnmem regions [OPTIONS] <MODEL.csv|->") && text.contains("--config <FILE.toml>"));
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! nnmem validate FILE.csv|- [--fixed-from INPUT.csv [--trust-fixed]]
 //! nnmem pool-replay FILE.csv|- [--iterations N] [--strategy NAME]... [--alignment N]
 //!            [--device host|virtual] [--json]
+//! nnmem regions MODEL.csv|- [--config FILE.toml] [--json FILE|-] [--svg FILE|-]
 //! nnmem help [plan|validate]
 //! ```
 //!
@@ -16,6 +17,7 @@
 
 mod args;
 mod pool_replay;
+mod regions;
 mod report;
 
 use std::io::{Read, Write};
@@ -23,9 +25,11 @@ use std::process::ExitCode;
 
 use nnmem::plan::csv::{self, Row};
 use nnmem::plan::{picture, svg, units, validate, validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner};
+use nnmem::region::{RegionConfig, RegionTable};
+use nnmem::report_format::ReportFormat;
 use nnmem::{Error, Status};
 
-use args::{Command, Dest, PictureDest, PlanArgs, PoolReplayArgs, Usage, ValidateArgs};
+use args::{Command, Dest, PictureDest, PlanArgs, PoolReplayArgs, RegionsArgs, Usage, ValidateArgs};
 
 /// The built-in example: ResNet-50 training trace from MindSpore's SOMAS
 /// planner (idealloc benchmarks, MIT licence; see benches/data/README.md).
@@ -43,6 +47,7 @@ fn main() -> ExitCode {
         Ok(Command::Plan(a)) => finish(run_plan(&a)),
         Ok(Command::Validate(a)) => finish(run_validate(&a)),
         Ok(Command::PoolReplay(a)) => finish(run_pool_replay(&a)),
+        Ok(Command::Regions(a)) => finish(run_regions(&a)),
         Err(Usage { message, usage }) => {
             eprintln!("nnmem: {message}\n\n{usage}");
             ExitCode::from(2)
@@ -74,17 +79,20 @@ fn input_error(name: &str, e: Error) -> Error {
     Error::new(e.status(), format!("{name}: {}", e.message()))
 }
 
-/// Reads and parses a trace; errors name the input and the line.
-fn read_rows(path: &str) -> Result<Vec<Row>, Error> {
-    let name = display_name(path);
-    let bytes = if path == "-" {
+/// Reads an input file, or standard input for `-`; errors name it.
+fn read_input(path: &str) -> Result<Vec<u8>, Error> {
+    if path == "-" {
         let mut bytes = Vec::new();
         std::io::stdin().read_to_end(&mut bytes).map(|_| bytes)
     } else {
         std::fs::read(path)
     }
-    .map_err(|e| Error::invalid(format!("{name}: {e}")))?;
-    csv::parse_bytes(&bytes).map_err(|e| input_error(name, e))
+    .map_err(|e| Error::invalid(format!("{}: {e}", display_name(path))))
+}
+
+/// Reads and parses a trace; errors name the input and the line.
+fn read_rows(path: &str) -> Result<Vec<Row>, Error> {
+    csv::parse_bytes(&read_input(path)?).map_err(|e| input_error(display_name(path), e))
 }
 
 fn write_to(dest: &Dest, text: &str) -> Result<(), Error> {
@@ -283,4 +291,27 @@ fn run_pool_replay(a: &PoolReplayArgs) -> Result<(), Error> {
     let trace = pool_replay::Trace { name, buffers: rows.len(), requests, lower_bound };
     let report = if a.json { pool_replay::json(&trace, a, &results) } else { pool_replay::text(&trace, a, &results) };
     write_to(&Dest::Stdout, &report)
+}
+
+fn run_regions(a: &RegionsArgs) -> Result<(), Error> {
+    let config = match &a.config {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|e| Error::invalid(format!("--config {path}: {e}")))?;
+            RegionConfig::from_toml_str(&text).map_err(|e| input_error(path, e))?
+        }
+        None => RegionConfig::glow_defaults(),
+    };
+    let name = display_name(&a.input);
+    let model = regions::read_model(&read_input(&a.input)?).map_err(|e| input_error(name, e))?;
+    let table = RegionTable::build(&model, &config)?;
+    if let Some(dest) = &a.svg {
+        write_to(dest, &table.svg_with_config(&config))?;
+    }
+    if let Some(dest) = &a.json {
+        write_to(dest, &table.report(ReportFormat::Json))?;
+    }
+    if a.json != Some(Dest::Stdout) && a.svg != Some(Dest::Stdout) {
+        write_to(&Dest::Stdout, &table.report(ReportFormat::Text))?;
+    }
+    Ok(())
 }

@@ -280,7 +280,11 @@ fn usage_errors_exit_2_with_the_commands_usage() {
         (&["validate"], "validate needs <FILE.csv|->", "Usage: nnmem validate "),
         (&["validate", "a.csv", "b.csv"], "validate takes one FILE, got also 'b.csv'", "Usage: nnmem validate "),
         (&["validate", "--strict"], "unknown option '--strict'", "Usage: nnmem validate "),
-        (&["bogus"], "unknown command 'bogus' (commands: plan, validate, pool-replay, help)", "Usage: nnmem [COMMAND]"),
+        (
+            &["bogus"],
+            "unknown command 'bogus' (commands: plan, validate, pool-replay, regions, help)",
+            "Usage: nnmem [COMMAND]",
+        ),
         (&["help", "bogus"], "unknown command 'bogus'", "Usage: nnmem [COMMAND]"),
     ] {
         let out = nnmem(args, None);

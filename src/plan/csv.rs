@@ -88,6 +88,37 @@ impl Bounded for u64 {
     const MAX: u64 = u64::MAX;
 }
 
+/// A cell as a signed 64-bit integer; `what` names the column in errors
+/// (`line 3: size 'four' is not an integer`). Also for the region model CSV
+/// of `nnmem regions`, which extends this format.
+pub fn parse_i64(cell: &str, what: &str, line: usize) -> Result<i64> {
+    integer(cell, what, line)
+}
+
+/// A cell as an unsigned 64-bit integer, as [`parse_i64`].
+pub fn parse_u64(cell: &str, what: &str, line: usize) -> Result<u64> {
+    integer(cell, what, line)
+}
+
+/// Checks the lifetime `[lower, upper)` of the row on `line`: `lower` not
+/// negative, `upper` above it (an empty lifetime is refused: half-open
+/// `[5, 6)` is the buffer live at step 5 only).
+pub fn check_lifetime(lower: i64, upper: i64, line: usize) -> Result<()> {
+    if lower < 0 {
+        return Err(Error::invalid(format!("line {line}: lower {lower} is negative (steps start at 0)")));
+    }
+    if upper < lower {
+        return Err(Error::invalid(format!("line {line}: upper {upper} is below lower {lower}")));
+    }
+    if upper == lower {
+        return Err(Error::invalid(format!(
+            "line {line}: empty lifetime: upper equals lower ({lower}); upper is exclusive, a buffer live at step {lower} only has upper {}",
+            lower.saturating_add(1)
+        )));
+    }
+    Ok(())
+}
+
 /// Parses a trace. Errors name the line (1-based, header is line 1) and the
 /// reason: a malformed header or row, a number that is not an integer or
 /// does not fit 64 bits, a negative size, offset or `lower`, an `upper` not
@@ -136,20 +167,7 @@ pub fn parse(text: &str) -> Result<Vec<Row>> {
             },
             line: line_no,
         };
-        if row.lower < 0 {
-            return Err(Error::invalid(format!("line {line_no}: lower {} is negative (steps start at 0)", row.lower)));
-        }
-        if row.upper < row.lower {
-            return Err(Error::invalid(format!("line {line_no}: upper {} is below lower {}", row.upper, row.lower)));
-        }
-        if row.upper == row.lower {
-            return Err(Error::invalid(format!(
-                "line {line_no}: empty lifetime: upper equals lower ({}); upper is exclusive, a buffer live at step {} only has upper {}",
-                row.lower,
-                row.lower,
-                row.lower.saturating_add(1)
-            )));
-        }
+        check_lifetime(row.lower, row.upper, line_no)?;
         if let Some(first) = seen.insert(row.id.clone(), line_no) {
             return Err(Error::invalid(format!("line {line_no}: id '{}' is already used on line {first}", row.id)));
         }

@@ -197,7 +197,8 @@ fn legend(s: &mut String, any_fixed: bool) {
 
 /// Address ticks from 0 to `top`, a power-of-two apart so that they read as
 /// round binary figures (256 MiB, 512 MiB, 768 MiB), about 4 to 8 of them.
-fn binary_ticks(top: u64) -> Vec<u64> {
+/// Also the address axes of the region picture.
+pub(crate) fn binary_ticks(top: u64) -> Vec<u64> {
     let step = (top / 8).max(1).next_power_of_two();
     (0..=top / step).map(|k| k * step).collect()
 }
@@ -218,7 +219,9 @@ fn decimal_ticks(t0: i64, t1: i64) -> Vec<i64> {
     (0..).map(|k| first + k * step).take_while(|&t| t <= t1 as i128).map(|t| t as i64).collect()
 }
 
-fn escape(text: &str) -> String {
+/// `text` made safe for SVG text and attribute values (also for the region
+/// picture).
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 

@@ -145,31 +145,33 @@ impl RegionConfig {
     /// not per-tensor, and following spill targets never comes back to
     /// where it started.
     pub fn validate(&self) -> Result<()> {
-        for d in &self.descriptions {
-            let mut seen = vec![d.name.as_str()];
-            let mut at = d;
-            while let Some(target) = at.properties.spill_to.as_deref() {
-                let (_, next) = self.description(target).ok_or_else(|| {
-                    Error::new(
-                        Status::NotFound,
-                        format!("region '{}' spills to '{target}', which is not a region", at.name),
-                    )
-                })?;
-                if next.properties.per_tensor {
-                    return Err(Error::invalid(format!(
-                        "region '{}' spills to '{target}', a per-tensor region; spill to a shared region",
-                        at.name
-                    )));
-                }
-                if seen.contains(&target) {
-                    return Err(Error::invalid(format!(
-                        "spill targets form a cycle: {} -> {target}",
-                        seen.join(" -> ")
-                    )));
-                }
-                seen.push(target);
-                at = next;
+        self.descriptions.iter().try_for_each(|d| self.validate_spill_chain(d))
+    }
+
+    /// What [`RegionConfig::validate`] checks, for the spill chain that
+    /// starts at `d` alone: lets a caller (the configuration file) say
+    /// which description's spill target is wrong.
+    pub(crate) fn validate_spill_chain(&self, d: &RegionDescription) -> Result<()> {
+        let mut seen = vec![d.name.as_str()];
+        let mut at = d;
+        while let Some(target) = at.properties.spill_to.as_deref() {
+            let (_, next) = self.description(target).ok_or_else(|| {
+                Error::new(
+                    Status::NotFound,
+                    format!("region '{}' spills to '{target}', which is not a region", at.name),
+                )
+            })?;
+            if next.properties.per_tensor {
+                return Err(Error::invalid(format!(
+                    "region '{}' spills to '{target}', a per-tensor region; spill to a shared region",
+                    at.name
+                )));
             }
+            if seen.contains(&target) {
+                return Err(Error::invalid(format!("spill targets form a cycle: {} -> {target}", seen.join(" -> "))));
+            }
+            seen.push(target);
+            at = next;
         }
         Ok(())
     }

@@ -1,20 +1,443 @@
-//! The configuration file, in TOML.
+//! The configuration file, in TOML: memory levels, regions, their rules and
+//! properties, so that changing where tensors go is a file edit, not a
+//! rebuild. `examples/regions.toml` is a commented example.
+//!
+//! ```toml
+//! defaults = true          # optional, default false: append Glow's five default
+//!                          # regions after this file's regions
+//! [[level]]                # optional; level "memory" rank 0 always exists
+//! name = "sram"            # required, unique ("memory" may be given to change its rank)
+//! rank = 0                 # required: lower is closer to the compute
+//!
+//! [[region]]
+//! name = "fc-weights"      # required, unique
+//! id = 10                  # optional: default = smallest id not used by any region
+//!                          # of the file (or the defaults), in file order
+//! level = "sram"           # default "memory"
+//! planner = "sequential"   # any nnmem algorithm name: "auto" (default), "sequential"
+//!                          # (Glow's preserve allocation order), "floor-first", ...
+//! reuse = false            # default true
+//! per_tensor = false       # default false
+//! alignment = 64           # default 64
+//! base_address = 0x2000_0000   # optional
+//! capacity = "256 KiB"     # optional, not 0: unlimited when left out
+//! reserved_front = 0       # default 0
+//! reserved_back = 0        # default 0
+//! spill = "ddr-weights"    # optional: the region tensors move to past the capacity
+//! rule = { and = [ { kind = "constant" }, { tag = "op=fc" } ] }   # required
+//! [region.attributes]      # optional string attributes for the backend, in file order
+//! bank = "0"
+//! ```
+//!
+//! Byte counts (`alignment`, `base_address`, `capacity`, `reserved_*`, the
+//! ends of a `size` rule) are a non-negative TOML integer (`0x` hex and `_`
+//! separators included) or a string: a decimal or `0x` hex number, then an
+//! optional unit, `B`, `KiB`, `MiB`, `GiB` (powers of 1024) or `KB`, `MB`,
+//! `GB` (powers of 1000): `"256 KiB"`, `"0xFFFF_0000_0000_0000"` (strings
+//! also reach past the largest TOML integer, 2^63 - 1).
+//!
+//! A rule is an inline table. Its keys: `all_tensors = true` (every
+//! tensor), `kind = "constant"` (a tensor kind: constant, mutable, input,
+//! output, input-output, activation, view), `name`, `name_prefix`,
+//! `name_glob` (`*` and `?`), `size = { min = .., max = .. }` (bytes, both
+//! ends inclusive, either one optional), `dtype`, `tag = "key=value"` (the
+//! tag has that value) or `tag = "key"` (the tensor has the tag),
+//! `function`, `view = true`, `and = [rules]`, `or = [rules]`, `not = rule`.
+//! A table of several keys means all of them (AND, in file order).
+//!
+//! Every error, in TOML syntax or in meaning, starts with the line and the
+//! column (1-based, counted in characters) it is about: unknown keys, wrong
+//! types, negative or overflowing numbers, unknown units, kinds and
+//! algorithms, empty rules, empty `and`/`or` lists, and what
+//! [`RegionConfig::add_level`], [`RegionConfig::append`] and
+//! [`RegionConfig::validate`] refuse (at the level or region, the `spill`
+//! key for spill targets).
 
+use std::fmt;
+use std::ops::Range;
 use std::path::Path;
 
+use serde::de::{MapAccess, Visitor};
+use serde::{Deserialize, Deserializer};
+use toml::Spanned;
+
 use super::config::RegionConfig;
-use crate::status::Result;
+use super::defaults::default_descriptions;
+use super::description::{MemoryLevel, RegionDescription, RegionProperties};
+use super::rule::Rule;
+use super::tensor::TensorKind;
+use crate::plan::Algorithm;
+use crate::status::{Error, Result, Status};
 
 impl RegionConfig {
-    /// Reads a configuration from TOML text; errors give line and column.
+    /// Reads a configuration from TOML text (the format is in this module's
+    /// documentation); errors start with `line L, column C: `. With
+    /// `defaults = true`, Glow's five default descriptions come after the
+    /// file's.
     pub fn from_toml_str(text: &str) -> Result<RegionConfig> {
-        let _ = text;
-        unimplemented!("issue 15: the config engineer writes this")
+        let source = Source { text };
+        let file: FileToml = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+        source.build(&file)
     }
 
-    /// Reads a configuration from a TOML file; errors name the file.
+    /// Reads a configuration from a TOML file; errors start with the path
+    /// (`NotFound` when there is no such file).
     pub fn from_toml_path(path: &Path) -> Result<RegionConfig> {
-        let _ = path;
-        unimplemented!("issue 15: the config engineer writes this")
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            let status =
+                if e.kind() == std::io::ErrorKind::NotFound { Status::NotFound } else { Status::InvalidArgument };
+            Error::new(status, format!("{}: cannot read the region configuration: {e}", path.display()))
+        })?;
+        RegionConfig::from_toml_str(&text)
+            .map_err(|e| Error::new(e.status(), format!("{}: {}", path.display(), e.message())))
     }
 }
+
+/// The file as written; `Spanned` keeps where each part is, for errors that
+/// are found after parsing.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileToml {
+    defaults: Option<Spanned<bool>>,
+    #[serde(default)]
+    level: Vec<Spanned<LevelToml>>,
+    #[serde(default)]
+    region: Vec<Spanned<RegionToml>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LevelToml {
+    name: String,
+    rank: u32,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RegionToml {
+    name: String,
+    id: Option<u32>,
+    level: Option<String>,
+    planner: Option<Spanned<String>>,
+    reuse: Option<bool>,
+    per_tensor: Option<bool>,
+    alignment: Option<Bytes>,
+    base_address: Option<Bytes>,
+    capacity: Option<Spanned<Bytes>>,
+    reserved_front: Option<Bytes>,
+    reserved_back: Option<Bytes>,
+    spill: Option<Spanned<String>>,
+    rule: Spanned<RuleToml>,
+    attributes: Option<Attributes>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RuleToml {
+    all_tensors: Option<Spanned<bool>>,
+    kind: Option<Spanned<String>>,
+    name: Option<Spanned<String>>,
+    name_prefix: Option<Spanned<String>>,
+    name_glob: Option<Spanned<String>>,
+    size: Option<Spanned<SizeToml>>,
+    dtype: Option<Spanned<String>>,
+    tag: Option<Spanned<String>>,
+    function: Option<Spanned<String>>,
+    view: Option<Spanned<bool>>,
+    and: Option<Spanned<Vec<Spanned<RuleToml>>>>,
+    or: Option<Spanned<Vec<Spanned<RuleToml>>>>,
+    not: Option<Box<Spanned<RuleToml>>>,
+}
+
+/// The keys of a rule, for the error on an empty one.
+const RULE_KEYS: &str =
+    "all_tensors, kind, name, name_prefix, name_glob, size, dtype, tag, function, view, and, or, not";
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SizeToml {
+    min: Option<Bytes>,
+    max: Option<Bytes>,
+}
+
+/// A byte count: a non-negative TOML integer or a string with a unit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Bytes(u64);
+
+const UNITS: [(&str, u64); 7] = [
+    ("B", 1),
+    ("KiB", 1 << 10),
+    ("MiB", 1 << 20),
+    ("GiB", 1 << 30),
+    ("KB", 1_000),
+    ("MB", 1_000_000),
+    ("GB", 1_000_000_000),
+];
+
+/// Parses `"256 KiB"`, `"0x2000_0000"`, `"64"`: a decimal or `0x` hex
+/// number (`_` separators allowed), then an optional unit.
+fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
+    let t = text.trim();
+    let (digits, radix, rest) = match t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        Some(hex) => {
+            let end = hex.find(|c: char| !(c.is_ascii_hexdigit() || c == '_')).unwrap_or(hex.len());
+            (&hex[..end], 16, &hex[end..])
+        }
+        None => {
+            let end = t.find(|c: char| !(c.is_ascii_digit() || c == '_')).unwrap_or(t.len());
+            (&t[..end], 10, &t[end..])
+        }
+    };
+    let digits: String = digits.chars().filter(|&c| c != '_').collect();
+    if digits.is_empty() {
+        return Err(format!("'{text}' is not a byte count: it does not start with a number (e.g. \"256 KiB\")"));
+    }
+    let number = u64::from_str_radix(&digits, radix).map_err(|_| format!("'{text}' overflows 64 bits"))?;
+    let unit = rest.trim_start();
+    let scale = if unit.is_empty() {
+        1
+    } else {
+        let known: Vec<&str> = UNITS.iter().map(|(name, _)| *name).collect();
+        UNITS
+            .iter()
+            .find(|(name, _)| *name == unit)
+            .map(|(_, scale)| *scale)
+            .ok_or_else(|| format!("unknown unit '{unit}' in '{text}' (known: {})", known.join(", ")))?
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("'{text}' overflows 64 bits"))
+}
+
+impl<'de> Deserialize<'de> for Bytes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct BytesVisitor;
+        impl Visitor<'_> for BytesVisitor {
+            type Value = Bytes;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a byte count: a non-negative integer, or a string such as \"256 KiB\"")
+            }
+
+            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Bytes, E> {
+                u64::try_from(v).map(Bytes).map_err(|_| E::custom(format!("negative byte count {v}")))
+            }
+
+            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Bytes, E> {
+                Ok(Bytes(v))
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Bytes, E> {
+                parse_bytes(v).map(Bytes).map_err(E::custom)
+            }
+        }
+        deserializer.deserialize_any(BytesVisitor)
+    }
+}
+
+/// `[region.attributes]`: string values, in file order (the TOML reader
+/// hands tables over sorted by key; the keys' positions give the order back
+/// without an ordered map).
+#[derive(Default)]
+struct Attributes(Vec<(String, String)>);
+
+impl<'de> Deserialize<'de> for Attributes {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        struct AttributesVisitor;
+        impl<'de> Visitor<'de> for AttributesVisitor {
+            type Value = Attributes;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                write!(f, "a table of string attributes")
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Attributes, A::Error> {
+                let mut entries: Vec<(Spanned<String>, String)> = Vec::new();
+                while let Some(entry) = map.next_entry::<Spanned<String>, String>()? {
+                    entries.push(entry);
+                }
+                entries.sort_by_key(|(key, _)| key.span().start);
+                Ok(Attributes(entries.into_iter().map(|(key, value)| (key.into_inner(), value)).collect()))
+            }
+        }
+        deserializer.deserialize_map(AttributesVisitor)
+    }
+}
+
+/// The text being read, to turn byte offsets into lines and columns.
+struct Source<'t> {
+    text: &'t str,
+}
+
+impl Source<'_> {
+    /// `error`, prefixed with where `span` starts: `line L, column C: `.
+    fn at(&self, span: Range<usize>, error: Error) -> Error {
+        let before = &self.text.as_bytes()[..span.start.min(self.text.len())];
+        let line_start = before.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        let line = before.iter().filter(|&&b| b == b'\n').count() + 1;
+        // Characters, not bytes: count every byte that starts a UTF-8 sequence.
+        let column = before[line_start..].iter().filter(|&&b| b & 0xC0 != 0x80).count() + 1;
+        Error::new(error.status(), format!("line {line}, column {column}: {}", error.message()))
+    }
+
+    fn toml_error(&self, error: &toml::de::Error) -> Error {
+        // The reader gives every error a span; should one come without, the
+        // error still says where reading began rather than nothing.
+        self.at(error.span().unwrap_or(0..0), Error::invalid(error.message().trim_end()))
+    }
+
+    fn build(&self, file: &FileToml) -> Result<RegionConfig> {
+        let mut config = RegionConfig::new();
+        for level in &file.level {
+            let l = level.get_ref();
+            config
+                .add_level(MemoryLevel { name: l.name.clone(), rank: l.rank })
+                .map_err(|e| self.at(level.span(), e))?;
+        }
+        let defaults = file.defaults.as_ref().filter(|d| *d.get_ref());
+        let mut used: Vec<u32> = file.region.iter().filter_map(|r| r.get_ref().id).collect();
+        if defaults.is_some() {
+            used.extend(default_descriptions().iter().map(|d| d.id));
+        }
+        for region in &file.region {
+            let id = match region.get_ref().id {
+                Some(id) => id,
+                None => {
+                    let id = (0..=u32::MAX).find(|id| !used.contains(id)).ok_or_else(|| {
+                        self.at(region.span(), Error::overflow("every region id is taken; give this one an id"))
+                    })?;
+                    used.push(id);
+                    id
+                }
+            };
+            let description = self.description(id, region.get_ref())?;
+            config.append(description).map_err(|e| self.at(region.span(), e))?;
+        }
+        if let Some(defaults) = defaults {
+            for description in default_descriptions() {
+                config.append(description).map_err(|e| {
+                    self.at(defaults.span(), Error::new(e.status(), format!("defaults = true: {}", e.message())))
+                })?;
+            }
+        }
+        for (region, description) in file.region.iter().zip(config.descriptions()) {
+            let span = region.get_ref().spill.as_ref().map_or(region.span(), Spanned::span);
+            config.validate_spill_chain(description).map_err(|e| self.at(span, e))?;
+        }
+        // The defaults spill nowhere, so the file's regions were the whole
+        // check; this keeps it whole should that change.
+        config.validate().map_err(|e| self.at(defaults.map_or(0..0, Spanned::span), e))?;
+        Ok(config)
+    }
+
+    fn description(&self, id: u32, r: &RegionToml) -> Result<RegionDescription> {
+        let defaults = RegionProperties::default();
+        let algorithm = match &r.planner {
+            Some(planner) => Algorithm::from_name(planner.get_ref()).map_err(|e| self.at(planner.span(), e))?,
+            None => defaults.algorithm,
+        };
+        if let Some(capacity) = r.capacity.as_ref().filter(|c| c.get_ref().0 == 0) {
+            return Err(self.at(
+                capacity.span(),
+                Error::invalid(format!("region '{}': capacity 0 holds nothing; leave it out for no limit", r.name)),
+            ));
+        }
+        let properties = RegionProperties {
+            algorithm,
+            reuse: r.reuse.unwrap_or(defaults.reuse),
+            per_tensor: r.per_tensor.unwrap_or(defaults.per_tensor),
+            alignment: r.alignment.map_or(defaults.alignment, |b| b.0),
+            base_address: r.base_address.map(|b| b.0),
+            capacity: r.capacity.as_ref().map(|c| c.get_ref().0),
+            level: r.level.clone().unwrap_or(defaults.level),
+            reserved_front: r.reserved_front.map_or(defaults.reserved_front, |b| b.0),
+            reserved_back: r.reserved_back.map_or(defaults.reserved_back, |b| b.0),
+            spill_to: r.spill.as_ref().map(|s| s.get_ref().clone()),
+        };
+        Ok(RegionDescription {
+            id,
+            name: r.name.clone(),
+            rule: self.rule(&r.rule)?,
+            properties,
+            attributes: r.attributes.as_ref().map_or_else(Vec::new, |a| a.0.clone()),
+        })
+    }
+
+    /// The rule a table says: its keys ANDed in file order, each part
+    /// checked where it is written (nested rules locate their own errors).
+    fn rule(&self, rule: &Spanned<RuleToml>) -> Result<Rule> {
+        let r = rule.get_ref();
+        let mut parts: Vec<(Range<usize>, Rule)> = Vec::new();
+        let mut add = |span: Range<usize>, made: Result<Rule>| -> Result<()> {
+            let rule = made.and_then(|rule| rule.validate().map(|()| rule)).map_err(|e| self.at(span.clone(), e))?;
+            parts.push((span, rule));
+            Ok(())
+        };
+        let texts = [
+            (&r.name, Rule::Name as fn(String) -> Rule),
+            (&r.name_prefix, Rule::NamePrefix),
+            (&r.name_glob, Rule::NameGlob),
+            (&r.dtype, Rule::Dtype),
+            (&r.function, Rule::Function),
+        ];
+        for (field, make) in texts {
+            if let Some(text) = field {
+                add(text.span(), Ok(make(text.get_ref().clone())))?;
+            }
+        }
+        if let Some(all) = &r.all_tensors {
+            let made = if *all.get_ref() {
+                Ok(Rule::Any)
+            } else {
+                Err(Error::invalid("all_tensors = false matches nothing; write all_tensors = true or leave it out"))
+            };
+            add(all.span(), made)?;
+        }
+        if let Some(view) = &r.view {
+            let made = if *view.get_ref() {
+                Ok(Rule::IsView)
+            } else {
+                Err(Error::invalid("view = false is not a rule; write not = { view = true }"))
+            };
+            add(view.span(), made)?;
+        }
+        if let Some(kind) = &r.kind {
+            add(kind.span(), TensorKind::from_name(kind.get_ref()).map(Rule::Kind))?;
+        }
+        if let Some(tag) = &r.tag {
+            let made = match tag.get_ref().split_once('=') {
+                Some((key, value)) => Rule::Tag { key: key.trim().to_string(), value: Some(value.trim().to_string()) },
+                None => Rule::Tag { key: tag.get_ref().trim().to_string(), value: None },
+            };
+            add(tag.span(), Ok(made))?;
+        }
+        if let Some(size) = &r.size {
+            let s = size.get_ref();
+            let made = match (s.min, s.max) {
+                (None, None) => Err(Error::invalid("size = {} bounds nothing; give min, max or both")),
+                (min, max) => Ok(Rule::Size { min: min.map_or(0, |b| b.0), max: max.map(|b| b.0) }),
+            };
+            add(size.span(), made)?;
+        }
+        for (list, make) in [(&r.and, Rule::And as fn(Vec<Rule>) -> Rule), (&r.or, Rule::Or)] {
+            if let Some(list) = list {
+                let rules = list.get_ref().iter().map(|rule| self.rule(rule)).collect::<Result<Vec<Rule>>>()?;
+                add(list.span(), Ok(make(rules)))?;
+            }
+        }
+        if let Some(not) = &r.not {
+            let rule = self.rule(not)?;
+            add(not.span(), Ok(rule.negate()))?;
+        }
+        parts.sort_by_key(|(span, _)| span.start);
+        let mut rules: Vec<Rule> = parts.into_iter().map(|(_, rule)| rule).collect();
+        match rules.len() {
+            0 => {
+                Err(self.at(rule.span(), Error::invalid(format!("a rule needs at least one key (keys: {RULE_KEYS})"))))
+            }
+            1 => Ok(rules.remove(0)),
+            _ => Ok(Rule::And(rules)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -13,16 +13,22 @@
 //!   levels; [`defaults`]: Glow's five standard descriptions.
 //! - [`table`]: the region table, planned through [`crate::plan`].
 
+mod assign;
+mod build;
 pub mod config;
 mod config_file;
 pub mod defaults;
 pub mod description;
+mod instance;
+mod layout;
 pub mod model;
 mod report;
 pub mod rule;
+mod spill;
 mod svg;
 pub mod table;
 pub mod tensor;
+mod timeline;
 
 pub use config::RegionConfig;
 pub use description::{MemoryLevel, RegionDescription, RegionProperties, DEFAULT_LEVEL, DEFAULT_REGION_ALIGNMENT};

@@ -17,6 +17,10 @@ pub struct Model {
     /// For each tensor, the first tensor of that name when it is a weight
     /// seen again in another function (it shares that one's place).
     shared_with: Vec<Option<TensorId>>,
+    /// For each view, its origin's id (resolved once, when added).
+    origins: Vec<Option<TensorId>>,
+    /// For each tensor, its function's index in `functions`.
+    function_index: Vec<usize>,
     /// (function, name) to id.
     by_function_name: HashMap<(String, String), TensorId>,
     /// Weights by name: the first of each name.
@@ -42,6 +46,8 @@ impl Model {
     /// like a weight of another function but with another kind or size.
     pub fn add(&mut self, tensor: Tensor) -> Result<TensorId> {
         self.check(&tensor)?;
+        // Before this tensor is indexed: a view may share its origin's name.
+        let origin = tensor.view.as_ref().and_then(|v| self.find(&tensor.function, &v.origin));
         let id = self.tensors.len();
         let mut shared = None;
         if tensor.kind.is_weight() {
@@ -52,11 +58,17 @@ impl Model {
                 }
             }
         }
-        if !self.functions.contains(&tensor.function) {
-            self.functions.push(tensor.function.clone());
-        }
+        let function = match self.functions.iter().position(|f| *f == tensor.function) {
+            Some(index) => index,
+            None => {
+                self.functions.push(tensor.function.clone());
+                self.functions.len() - 1
+            }
+        };
         self.by_function_name.insert((tensor.function.clone(), tensor.name.clone()), id);
         self.shared_with.push(shared);
+        self.origins.push(origin);
+        self.function_index.push(function);
         self.tensors.push(tensor);
         Ok(id)
     }
@@ -181,6 +193,17 @@ impl Model {
     /// tensor of that name, whose region and offset it shares.
     pub fn shared_with(&self, id: TensorId) -> Option<TensorId> {
         self.shared_with.get(id).copied().flatten()
+    }
+
+    /// For a view: its origin (a tensor of its function, or a weight of
+    /// that name), resolved when the view was added.
+    pub fn origin(&self, id: TensorId) -> Option<TensorId> {
+        self.origins.get(id).copied().flatten()
+    }
+
+    /// The index in [`Model::functions`] of a tensor's function.
+    pub fn function_index(&self, id: TensorId) -> Option<usize> {
+        self.function_index.get(id).copied()
     }
 
     /// The functions, in the order first seen.

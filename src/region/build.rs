@@ -1,0 +1,255 @@
+//! Building the table from the assignment: region instances created on
+//! demand, each fitted and planned once its spill sources are done, then
+//! laid out, then every tensor placed through its root.
+
+use std::collections::VecDeque;
+
+use super::assign::Roots;
+use super::config::RegionConfig;
+use super::description::MemoryLevel;
+use super::instance::PlanContext;
+use super::layout::{lay_out, Block};
+use super::model::{Model, TensorId};
+use super::spill::{fit, Fitted};
+use super::table::{RegionInstance, RegionTable, SpillRecord, TensorPlacement};
+use crate::plan::align_up;
+use crate::status::{Error, Result};
+
+/// A region instance before planning.
+struct Pending {
+    description: usize,
+    name: String,
+    /// Root tensors it plans (spilled-in ones appended as they come).
+    tensors: Vec<TensorId>,
+}
+
+/// The instances of one build, and what fitting them did.
+pub struct Work<'a> {
+    model: &'a Model,
+    config: &'a RegionConfig,
+    levels: Vec<MemoryLevel>,
+    instances: Vec<Pending>,
+    /// Per description: its shared instance, once created.
+    shared: Vec<Option<usize>>,
+    /// Per description: its instances, in creation order.
+    by_description: Vec<Vec<usize>>,
+    /// Moves, with instance indices in creation order.
+    spills: Vec<SpillRecord>,
+}
+
+impl<'a> Work<'a> {
+    /// No instances yet. `config` must be valid.
+    pub fn new(model: &'a Model, config: &'a RegionConfig) -> Self {
+        let n = config.descriptions().len();
+        let levels = config
+            .descriptions()
+            .iter()
+            .map(|d| config.level(&d.properties.level).expect("a valid configuration knows its levels"))
+            .collect();
+        Work {
+            model,
+            config,
+            levels,
+            instances: Vec::new(),
+            shared: vec![None; n],
+            by_description: vec![Vec::new(); n],
+            spills: Vec::new(),
+        }
+    }
+
+    fn create(&mut self, description: usize, name: String) -> usize {
+        self.instances.push(Pending { description, name, tensors: Vec::new() });
+        self.by_description[description].push(self.instances.len() - 1);
+        self.instances.len() - 1
+    }
+
+    /// Description `d`'s shared instance, created on demand.
+    fn shared_instance(&mut self, d: usize) -> usize {
+        match self.shared[d] {
+            Some(i) => i,
+            None => {
+                let i = self.create(d, self.config.descriptions()[d].name.clone());
+                self.shared[d] = Some(i);
+                i
+            }
+        }
+    }
+
+    /// Root `id` goes to description `d`: its shared instance, or one of
+    /// its own, named `<description>/<tensor>` (`<description>/<function>/
+    /// <tensor>` outside the first function).
+    pub fn take(&mut self, d: usize, id: TensorId) {
+        let description = &self.config.descriptions()[d];
+        let instance = if description.properties.per_tensor {
+            let t = &self.model.tensors()[id];
+            let name = if self.model.function_index(id) == Some(0) {
+                format!("{}/{}", description.name, t.name)
+            } else {
+                format!("{}/{}/{}", description.name, t.function, t.name)
+            };
+            self.create(d, name)
+        } else {
+            self.shared_instance(d)
+        };
+        self.instances[instance].tensors.push(id);
+    }
+
+    /// Descriptions ordered so that every one comes after those spilling
+    /// into it (spill targets form no cycle in a valid configuration).
+    fn spill_order(&self) -> Vec<usize> {
+        let descriptions = self.config.descriptions();
+        let target = |d: usize| {
+            descriptions[d].properties.spill_to.as_deref().and_then(|to| self.config.description(to)).map(|(i, _)| i)
+        };
+        let mut sources = vec![0usize; descriptions.len()];
+        for d in 0..descriptions.len() {
+            if let Some(t) = target(d) {
+                sources[t] += 1;
+            }
+        }
+        let mut ready: VecDeque<usize> = (0..descriptions.len()).filter(|&d| sources[d] == 0).collect();
+        let mut order = Vec::with_capacity(descriptions.len());
+        while let Some(d) = ready.pop_front() {
+            order.push(d);
+            if let Some(t) = target(d) {
+                sources[t] -= 1;
+                if sources[t] == 0 {
+                    ready.push_back(t);
+                }
+            }
+        }
+        debug_assert_eq!(order.len(), descriptions.len(), "validated: no spill cycle");
+        order
+    }
+
+    /// Fits and plans every instance, moving spilled tensors on.
+    pub fn fit_all(&mut self, ctx: &mut PlanContext) -> Result<Vec<Fitted>> {
+        let config = self.config;
+        let mut fitted: Vec<Option<Fitted>> = Vec::new();
+        for d in self.spill_order() {
+            let props = &config.descriptions()[d].properties;
+            let mut k = 0;
+            while let Some(&i) = self.by_description[d].get(k) {
+                k += 1;
+                let mut tensors = std::mem::take(&mut self.instances[i].tensors);
+                tensors.sort_unstable();
+                let f = fit(ctx, &self.instances[i].name, tensors, props)?;
+                if !f.moved.is_empty() {
+                    let to_name = props.spill_to.as_deref().expect("only a region with a spill region moves");
+                    let (to_d, _) = config.description(to_name).expect("validated spill target");
+                    let to = self.shared_instance(to_d);
+                    for (tensor, reason) in &f.moved {
+                        self.instances[to].tensors.push(*tensor);
+                        self.spills.push(SpillRecord { tensor: *tensor, from: i, to, reason: reason.clone() });
+                    }
+                }
+                if fitted.len() < self.instances.len() {
+                    fitted.resize_with(self.instances.len(), || None);
+                }
+                fitted[i] = Some(f);
+            }
+        }
+        Ok(fitted.into_iter().map(|f| f.expect("every instance's description was fitted")).collect())
+    }
+
+    /// Lays out the instances and places every tensor through its root.
+    pub fn finish(self, roots: &Roots, fitted: Vec<Fitted>) -> Result<RegionTable> {
+        let descriptions = self.config.descriptions();
+        // Description order, per-tensor instances in model order (the order
+        // they were created in).
+        let mut given: Vec<usize> = (0..self.instances.len()).collect();
+        given.sort_by_key(|&i| self.instances[i].description);
+        // A per-tensor description with a base address stacks its
+        // instances from there, in model order, each at its alignment.
+        let mut blocks: Vec<Block> = Vec::with_capacity(given.len());
+        let mut next_base: Option<u64> = None;
+        for (k, &i) in given.iter().enumerate() {
+            let d = self.instances[i].description;
+            let plan = &fitted[i].plan;
+            let name = &self.instances[i].name;
+            let first_of_description = k == 0 || self.instances[given[k - 1]].description != d;
+            let base = match descriptions[d].properties.base_address {
+                None => None,
+                Some(base) if first_of_description => Some(base),
+                Some(_) => Some(align_up(next_base.expect("set by the previous instance"), plan.alignment)?),
+            };
+            if let Some(at) = base {
+                next_base = Some(at.checked_add(plan.size).ok_or_else(|| {
+                    Error::overflow(format!("region '{name}' of {} B at {at:#x} ends past 64-bit addresses", plan.size))
+                })?);
+            }
+            blocks.push(Block {
+                name,
+                level: &self.levels[d].name,
+                rank: self.levels[d].rank,
+                size: plan.size,
+                alignment: plan.alignment,
+                base,
+            });
+        }
+        let layout = lay_out(&blocks)?;
+        // Instance (creation order) to its index in the table, and its base.
+        let mut index = vec![0usize; self.instances.len()];
+        let mut base = vec![0u64; self.instances.len()];
+        for (at, &b) in layout.order.iter().enumerate() {
+            index[given[b]] = at;
+            base[given[b]] = layout.addresses[b];
+        }
+        let n = self.model.len();
+        let (mut root_instance, mut root_offset) = (vec![0usize; n], vec![0u64; n]);
+        for (i, f) in fitted.iter().enumerate() {
+            let front = descriptions[self.instances[i].description].properties.reserved_front;
+            for (&id, &offset) in f.tensors.iter().zip(&f.plan.offsets) {
+                root_instance[id] = i;
+                root_offset[id] = front + offset;
+            }
+        }
+        let mut spilled = vec![false; n];
+        for s in &self.spills {
+            spilled[s.tensor] = true;
+        }
+        let mut regions: Vec<RegionInstance> = layout
+            .order
+            .iter()
+            .map(|&b| {
+                let i = given[b];
+                let d = self.instances[i].description;
+                let plan = &fitted[i].plan;
+                RegionInstance {
+                    name: self.instances[i].name.clone(),
+                    description: d,
+                    description_id: descriptions[d].id,
+                    level: self.levels[d].name.clone(),
+                    level_rank: self.levels[d].rank,
+                    base_address: base[i],
+                    size: plan.size,
+                    peak: plan.peak,
+                    lower_bound: plan.lower_bound,
+                    algorithm: plan.algorithm,
+                    proven_optimal: plan.proven_optimal,
+                    tensors: Vec::new(),
+                }
+            })
+            .collect();
+        let mut placements = Vec::with_capacity(n);
+        for (id, t) in self.model.tensors().iter().enumerate() {
+            let (root, inside) = roots.of[id];
+            let i = root_instance[root];
+            let offset = root_offset[root] + inside;
+            regions[index[i]].tensors.push(id);
+            placements.push(TensorPlacement {
+                name: t.name.clone(),
+                function: t.function.clone(),
+                kind: t.kind,
+                size: t.size,
+                region: index[i],
+                offset,
+                address: base[i] + offset,
+                spilled: spilled[root],
+            });
+        }
+        let spills =
+            self.spills.into_iter().map(|s| SpillRecord { from: index[s.from], to: index[s.to], ..s }).collect();
+        Ok(RegionTable { levels: layout.levels, regions, placements, spills })
+    }
+}
