@@ -6,18 +6,24 @@
 //! tensors live at a step where the region is over its capacity are
 //! candidates, since moving any other frees nothing where it is needed.
 //!
-//! Order of work, so that a region far over its capacity does not cost one
-//! replan per moved tensor:
+//! Order of work, so that a region far over its capacity costs one plan,
+//! not one per moved tensor:
 //! 1. While the region's lower bound (the most bytes live at one step,
 //!    sizes aligned) plus its reserved bytes exceeds the capacity, move the
 //!    candidate of largest pressure. No plan is needed for this: a segment
 //!    tree over the steps keeps the live bytes per step (range add, range
-//!    max), and as moving only lowers them, a tensor found live at no
-//!    over-capacity step never becomes a candidate again, so one pass over
-//!    the tensors in pressure order does it, O(n log n).
-//! 2. Then plan; while the plan's size still exceeds the capacity, move the
-//!    candidate of largest pressure (live at a step where some tensor ends
-//!    above the usable bytes) and plan again.
+//!    max).
+//! 2. Then plan once; while the plan still exceeds the capacity, move the
+//!    candidate of largest pressure, where the over-capacity steps are
+//!    those at which a tensor ends above the usable bytes (the same tree,
+//!    counting such tensors per step). The rest keep their planned offsets:
+//!    a plan less some tensors is still a valid plan, and its peak only
+//!    drops, so it fits once no step is over (its peak, lower bound and
+//!    size are then those of the tensors kept).
+//!
+//! In both, moving only ever removes over-capacity steps, so a tensor live
+//! at none never becomes a candidate later: one pass over the tensors in
+//! pressure order does each stage, O(n log n).
 //!
 //! A region without a spill region is planned once and, if over its
 //! capacity, is an error with the bytes it needs and misses.
@@ -27,7 +33,7 @@ use std::cmp::Reverse;
 use super::description::RegionProperties;
 use super::instance::{region_size, InstancePlan, PlanContext};
 use super::model::TensorId;
-use crate::plan::{align_up, Lifetime};
+use crate::plan::{align_up, lower_bound, Buffer, Lifetime};
 use crate::status::{Error, Result, Status};
 
 /// A region's tensors after fitting it, its plan, and the tensors moved out.
@@ -45,37 +51,39 @@ pub struct Fitted {
 /// tensors out while it exceeds its capacity if it has a spill region.
 pub fn fit(ctx: &mut PlanContext, name: &str, tensors: Vec<TensorId>, props: &RegionProperties) -> Result<Fitted> {
     let mut fitting = Fitting { name, props, tensors, moved: Vec::new() };
-    let Some(capacity) = props.capacity else {
-        let plan = ctx.plan(name, &fitting.tensors, props)?;
-        return Ok(Fitted { tensors: fitting.tensors, plan, moved: fitting.moved });
-    };
-    if props.spill_to.is_some() {
+    let spill = props.spill_to.is_some();
+    // Whether the region fits its capacity at all, empty.
+    let can_fit = |capacity| usable_bytes(capacity, props.alignment, props).is_some();
+    if let Some(capacity) = props.capacity.filter(|&c| spill && can_fit(c)) {
         fitting.below_lower_bound(ctx, capacity)?;
     }
-    loop {
-        let plan = ctx.plan(name, &fitting.tensors, props)?;
-        if plan.size <= capacity {
-            return Ok(Fitted { tensors: fitting.tensors, plan, moved: fitting.moved });
+    let mut plan = ctx.plan(name, &fitting.tensors, props)?;
+    if let Some(capacity) = props.capacity.filter(|&c| plan.size > c) {
+        if spill && can_fit(capacity) {
+            plan = fitting.below_plan(ctx, plan, capacity)?;
         }
-        let need = fitting.need("peak", plan.peak, plan.size, capacity);
-        // With the alignment its tensors ask for, not even an empty region
-        // may fit: then every byte is over, and moving them may lower it.
-        let usable = usable_bytes(capacity, plan.alignment, props).unwrap_or(0);
-        let empty_fits = usable_bytes(capacity, props.alignment, props).is_some();
-        let candidate = match props.spill_to {
-            Some(_) if empty_fits => fitting.over_plan_candidate(ctx, &plan, usable),
-            _ => None,
-        };
-        let Some(at) = candidate else {
-            let why = match props.spill_to {
-                None => "; it has no spill region".to_string(),
-                Some(_) if fitting.tensors.is_empty() => "; no tensors are left to move".to_string(),
-                Some(_) => "; moving its tensors cannot make it fit".to_string(),
+        if plan.size > capacity {
+            let why = if spill {
+                "; moving the tensors live where it is over does not make it fit"
+            } else {
+                "; it has no spill region"
             };
+            let need = need(name, props, "peak", plan.peak, plan.size, capacity);
             return Err(Error::new(Status::DoesNotFit, format!("{need}{why}")));
-        };
-        fitting.move_out(ctx, at, &need);
+        }
     }
+    Ok(Fitted { tensors: fitting.tensors, plan, moved: fitting.moved })
+}
+
+/// `region 'x' needs N B (peak P B + reserved R B), capacity C B: M B
+/// missing`, where N is the region's size for P bytes of tensors.
+fn need(name: &str, props: &RegionProperties, what: &str, bytes: u64, size: u64, capacity: u64) -> String {
+    let reserved = props.reserved_front + props.reserved_back;
+    let aligned = if size != bytes.saturating_add(reserved) { ", aligned" } else { "" };
+    format!(
+        "region '{name}' needs {size} B ({what} {bytes} B + reserved {reserved} B{aligned}), capacity {capacity} B: {} B missing",
+        size - capacity
+    )
 }
 
 struct Fitting<'a> {
@@ -86,24 +94,6 @@ struct Fitting<'a> {
 }
 
 impl Fitting<'_> {
-    /// `region 'x' needs N B (peak P B + reserved R B), capacity C B: M B
-    /// missing`.
-    fn need(&self, what: &str, bytes: u64, size: u64, capacity: u64) -> String {
-        let reserved = self.props.reserved_front + self.props.reserved_back;
-        let aligned = if size != bytes.saturating_add(reserved) { ", aligned" } else { "" };
-        format!(
-            "region '{}' needs {size} B ({what} {bytes} B + reserved {reserved} B{aligned}), capacity {capacity} B: {} B missing",
-            self.name,
-            size - capacity
-        )
-    }
-
-    /// Moves `self.tensors[at]` out, saying why.
-    fn move_out(&mut self, ctx: &PlanContext, at: usize, need: &str) {
-        let id = self.tensors.remove(at);
-        self.record(ctx, id, need);
-    }
-
     /// Records `id` as moved, with the region's `need` as the reason.
     fn record(&mut self, ctx: &PlanContext, id: TensorId, need: &str) {
         let t = &ctx.model.tensors()[id];
@@ -117,72 +107,114 @@ impl Fitting<'_> {
         self.moved.push((id, reason));
     }
 
+    /// One pass over the tensors in pressure order: `weights[at]` is added
+    /// over each tensor's planned steps; a step is over while its total
+    /// exceeds `threshold`; a tensor live at an over step moves (its
+    /// weight leaves), the reason from `need` (given the moved flags so
+    /// far). Returns the moved flags, by index in `self.tensors`.
+    fn sweep(
+        &mut self,
+        ctx: &PlanContext,
+        weights: &[i128],
+        threshold: i128,
+        mut need: impl FnMut(&MaxTree, &[bool]) -> Result<String>,
+    ) -> Result<Vec<bool>> {
+        let lifetimes: Vec<Lifetime> = self.tensors.iter().map(|&id| ctx.planned_lifetime(id, self.props)).collect();
+        let axis = Axis::new(&lifetimes);
+        let mut tree = MaxTree::new(axis.segments());
+        for (lt, &w) in lifetimes.iter().zip(weights) {
+            let (a, b) = axis.range(lt);
+            tree.add(a, b, w);
+        }
+        let mut moved = vec![false; self.tensors.len()];
+        for at in by_pressure(ctx, &self.tensors) {
+            if tree.max() <= threshold {
+                break;
+            }
+            let (a, b) = axis.range(&lifetimes[at]);
+            if a < b && tree.query(a, b) > threshold {
+                let reason = need(&tree, &moved)?;
+                tree.add(a, b, -weights[at]);
+                moved[at] = true;
+                self.record(ctx, self.tensors[at], &reason);
+            }
+        }
+        Ok(moved)
+    }
+
     /// Stage 1: moves tensors while the lower bound plus the reserved bytes
     /// exceeds the capacity.
     fn below_lower_bound(&mut self, ctx: &PlanContext, capacity: u64) -> Result<()> {
         let alignment = ctx.alignment(&self.tensors, self.props);
         let Some(usable) = usable_bytes(capacity, alignment, self.props) else { return Ok(()) };
-        let lifetimes: Vec<Lifetime> = self.tensors.iter().map(|&id| ctx.planned_lifetime(id, self.props)).collect();
-        let axis = Axis::new(&lifetimes);
-        let mut live = MaxTree::new(axis.segments());
-        let mut sizes = Vec::with_capacity(self.tensors.len());
-        for (&id, lt) in self.tensors.iter().zip(&lifetimes) {
-            let size = align_up(ctx.model.tensors()[id].size, alignment)?;
-            sizes.push(size);
-            let (a, b) = axis.range(lt);
-            live.add(a, b, size as i128);
-        }
-        let usable = usable as i128;
-        let mut moved = vec![false; self.tensors.len()];
-        for at in by_pressure(ctx, &self.tensors) {
-            let peak = live.max();
-            if peak <= usable {
-                break;
-            }
-            let (a, b) = axis.range(&lifetimes[at]);
-            if a < b && live.query(a, b) > usable {
-                let peak = u64::try_from(peak).unwrap_or(u64::MAX);
-                let need =
-                    self.need("lower bound", peak, region_size(self.name, peak, self.props, alignment)?, capacity);
-                live.add(a, b, -(sizes[at] as i128));
-                moved[at] = true;
-                self.record(ctx, self.tensors[at], &need);
-            }
-        }
-        let mut keep = moved.iter().map(|m| !m);
-        self.tensors.retain(|_| keep.next().expect("one flag per tensor"));
+        let sizes = self.aligned_sizes(ctx, alignment)?;
+        let weights: Vec<i128> = sizes.iter().map(|&s| i128::from(s)).collect();
+        let (name, props) = (self.name, self.props);
+        let moved = self.sweep(ctx, &weights, i128::from(usable), |tree, _| {
+            let bound = u64::try_from(tree.max()).unwrap_or(u64::MAX);
+            Ok(need(name, props, "lower bound", bound, region_size(name, bound, props, alignment)?, capacity))
+        })?;
+        self.keep_unmoved(&moved);
         Ok(())
     }
 
-    /// Stage 2: the index (in `self.tensors`) of the tensor of largest
-    /// pressure live at a step where some tensor of `plan` ends above
-    /// `usable`.
-    fn over_plan_candidate(&self, ctx: &PlanContext, plan: &InstancePlan, usable: u64) -> Option<usize> {
-        let lifetimes: Vec<Lifetime> = self.tensors.iter().map(|&id| ctx.planned_lifetime(id, self.props)).collect();
-        let axis = Axis::new(&lifetimes);
-        let mut cover = vec![0i64; axis.segments() + 1];
-        for (at, &id) in self.tensors.iter().enumerate() {
-            let size = align_up(ctx.model.tensors()[id].size, plan.alignment).unwrap_or(u64::MAX);
-            if plan.offsets[at].saturating_add(size) > usable {
-                let (a, b) = axis.range(&lifetimes[at]);
-                cover[a] += 1;
-                cover[b] -= 1;
+    /// Stage 2: moves tensors while `plan` (less the tensors moved) has a
+    /// tensor ending above the usable bytes; returns the plan of the rest.
+    fn below_plan(&mut self, ctx: &PlanContext, plan: InstancePlan, capacity: u64) -> Result<InstancePlan> {
+        // Not even an empty region fits at the tensors' alignment: every
+        // byte is over, and moving tensors may lower the alignment.
+        let usable = usable_bytes(capacity, plan.alignment, self.props).unwrap_or(0);
+        let sizes = self.aligned_sizes(ctx, plan.alignment)?;
+        let ends: Vec<u64> = plan.offsets.iter().zip(&sizes).map(|(&o, &s)| o + s).collect();
+        let weights: Vec<i128> = ends.iter().map(|&e| i128::from(e > usable)).collect();
+        // The plan's peak as tensors leave: the highest end not moved.
+        let mut by_end: Vec<usize> =
+            (0..ends.len()).filter(|&at| !ctx.planned_lifetime(self.tensors[at], self.props).is_empty()).collect();
+        by_end.sort_unstable_by_key(|&at| Reverse(ends[at]));
+        let mut top = 0;
+        let (name, props) = (self.name, self.props);
+        let moved = self.sweep(ctx, &weights, 0, |_, moved| {
+            while top < by_end.len() && moved[by_end[top]] {
+                top += 1;
             }
+            let peak = by_end.get(top).map_or(0, |&at| ends[at]);
+            Ok(need(name, props, "peak", peak, region_size(name, peak, props, plan.alignment)?, capacity))
+        })?;
+        if !moved.contains(&true) {
+            return Ok(plan);
         }
-        // over_before[i]: over-capacity segments before segment i.
-        let mut over_before = Vec::with_capacity(cover.len());
-        let (mut depth, mut count) = (0i64, 0usize);
-        for c in &cover {
-            over_before.push(count);
-            depth += c;
-            count += usize::from(depth > 0);
-        }
-        (0..self.tensors.len())
-            .filter(|&at| {
-                let (a, b) = axis.range(&lifetimes[at]);
-                over_before[b] > over_before[a]
+        let offsets: Vec<u64> = plan.offsets.iter().zip(&moved).filter(|(_, &m)| !m).map(|(&o, _)| o).collect();
+        self.keep_unmoved(&moved);
+        let buffers: Vec<Buffer> = self
+            .tensors
+            .iter()
+            .map(|&id| -> Result<Buffer> {
+                let size = align_up(ctx.model.tensors()[id].size, plan.alignment)?;
+                Ok(Buffer { size, lifetime: ctx.planned_lifetime(id, self.props), fixed_offset: None })
             })
-            .min_by_key(|&at| pressure_key(ctx, self.tensors[at]))
+            .collect::<Result<_>>()?;
+        let peak = buffers.iter().zip(&offsets).filter(|(b, _)| b.occupies()).map(|(b, &o)| o + b.size).max();
+        let peak = peak.unwrap_or(0);
+        let bound = lower_bound(&buffers).bytes;
+        let alignment = ctx.alignment(&self.tensors, self.props);
+        Ok(InstancePlan {
+            size: region_size(self.name, peak, self.props, alignment)?,
+            offsets,
+            peak,
+            lower_bound: bound,
+            algorithm: plan.algorithm,
+            proven_optimal: peak == bound,
+            alignment,
+        })
+    }
+
+    fn aligned_sizes(&self, ctx: &PlanContext, alignment: u64) -> Result<Vec<u64>> {
+        self.tensors.iter().map(|&id| align_up(ctx.model.tensors()[id].size, alignment)).collect()
+    }
+
+    fn keep_unmoved(&mut self, moved: &[bool]) {
+        let mut keep = moved.iter().map(|m| !m);
+        self.tensors.retain(|_| keep.next().expect("one flag per tensor"));
     }
 }
 
