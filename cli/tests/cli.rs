@@ -556,3 +556,226 @@ fn pool_replay_refuses_bad_input_and_usage() {
         assert!(err.contains("Usage: nnmem pool-replay "), "{args:?}: {err}");
     }
 }
+
+/// A small model for `nnmem regions`: two constants, an input, an output,
+/// two activations live together, and a view inside the first.
+const REGIONS_MODEL: &str = "id,lower,upper,size,kind,name,tags,view_of,view_offset
+w1,,,1024,constant,fc1.weight,op=fc,,
+w2,,,256,constant,fc2.weight,op=fc,,
+x,,,512,input,image,,,
+y,,,64,output,logits,,,
+a1,0,2,2048,,,,,
+a2,1,3,1024,activation,,,,
+v1,1,2,512,view,,,a1,512
+";
+
+/// `nnmem regions ... --json -` on [`REGIONS_MODEL`].
+fn regions_json(extra: &[&str]) -> serde_json::Value {
+    let mut args = vec!["regions", "-", "--json", "-"];
+    args.extend_from_slice(extra);
+    let out = nnmem(&args, Some(REGIONS_MODEL));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    json(&out)
+}
+
+/// The tensor named `name` in a regions JSON, and its region.
+fn tensor<'j>(j: &'j serde_json::Value, name: &str) -> (&'j serde_json::Value, &'j serde_json::Value) {
+    let t = j["tensors"].as_array().unwrap().iter().find(|t| t["name"] == name).unwrap();
+    let r = j["regions"].as_array().unwrap().iter().find(|r| r["name"] == t["region"]).unwrap();
+    (t, r)
+}
+
+#[test]
+fn regions_with_the_defaults_place_every_tensor() {
+    let j = regions_json(&[]);
+    let region_of = |name: &str| tensor(&j, name).0["region"].as_str().unwrap().to_string();
+    assert_eq!(region_of("fc1.weight"), "constant-weights");
+    assert_eq!(region_of("fc2.weight"), "constant-weights");
+    assert_eq!(region_of("image"), "mutable-input-weights");
+    assert_eq!(region_of("logits"), "mutable-output-weights");
+    assert_eq!(region_of("a1"), "activations");
+    assert_eq!(region_of("v1"), "activations");
+    // Every address is its region's base plus its offset; the view sits
+    // 512 B into its origin.
+    for t in j["tensors"].as_array().unwrap() {
+        let (t, r) = tensor(&j, t["name"].as_str().unwrap());
+        assert_eq!(t["address"].as_u64().unwrap(), r["base_address"].as_u64().unwrap() + t["offset"].as_u64().unwrap());
+        assert_eq!(t["spilled"], false);
+    }
+    assert_eq!(tensor(&j, "v1").0["address"].as_u64().unwrap(), tensor(&j, "a1").0["address"].as_u64().unwrap() + 512);
+    // Constants stacked in model order, no reuse.
+    assert_eq!(
+        (tensor(&j, "fc1.weight").0["offset"].as_u64(), tensor(&j, "fc2.weight").0["offset"].as_u64()),
+        (Some(0), Some(1024))
+    );
+    // The two activations are live together: the region reaches its lower
+    // bound, 3 KiB.
+    let activations = tensor(&j, "a1").1;
+    assert_eq!(
+        (activations["peak_bytes"].as_u64(), activations["lower_bound_bytes"].as_u64()),
+        (Some(3072), Some(3072))
+    );
+    assert_eq!(activations["tensors"], serde_json::json!(["a1", "a2", "v1"]));
+    // Regions of one level do not overlap.
+    let mut spans: Vec<(u64, u64)> = j["regions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["size_bytes"].as_u64().unwrap() > 0)
+        .map(|r| {
+            (
+                r["base_address"].as_u64().unwrap(),
+                r["base_address"].as_u64().unwrap() + r["size_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    spans.sort();
+    assert!(spans.windows(2).all(|w| w[0].1 <= w[1].0), "{spans:?}");
+    // The text table by default, the same figures.
+    let out = nnmem(&["regions", "-"], Some(REGIONS_MODEL));
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let table = text(&out.stdout);
+    assert!(table.contains("level   region") || table.contains("level  region"), "{table}");
+    let line = table.lines().find(|l| l.starts_with("v1 ")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains(" view ") && line.contains(" activations ") && line.contains(" 512 B"), "{line}");
+}
+
+#[test]
+fn regions_json_has_the_keys_backends_read() {
+    let j = regions_json(&[]);
+    for r in j["regions"].as_array().unwrap() {
+        for key in ["name", "level", "base_address", "size_bytes", "peak_bytes", "lower_bound_bytes"] {
+            assert!(!r[key].is_null(), "{key}: {r}");
+        }
+        assert!(r["tensors"].is_array(), "{r}");
+        assert_eq!(r["level"], "memory");
+    }
+    assert_eq!(j["tensors"].as_array().unwrap().len(), 7);
+    for t in j["tensors"].as_array().unwrap() {
+        for key in ["name", "region", "offset", "address", "spilled"] {
+            assert!(!t[key].is_null(), "{key}: {t}");
+        }
+    }
+    assert!(j["levels"].is_array() && j["spills"].as_array().unwrap().is_empty(), "{j}");
+}
+
+#[test]
+fn regions_reads_a_config_and_spills_what_does_not_fit() {
+    let dir = temp_dir("regions-config");
+    let config = dir.join("regions.toml");
+    std::fs::write(
+        &config,
+        r#"defaults = true
+[[level]]
+name = "sram"
+rank = 0
+[[level]]
+name = "memory"
+rank = 1
+[[region]]
+name = "fc-weights"
+level = "sram"
+planner = "sequential"
+reuse = false
+base_address = 0x1000
+capacity = 1024
+spill = "ddr-weights"
+rule = { and = [{ kind = "constant" }, { tag = "op=fc" }] }
+[[region]]
+name = "ddr-weights"
+planner = "sequential"
+reuse = false
+rule = { not = { all_tensors = true } }
+"#,
+    )
+    .unwrap();
+    let svg = dir.join("regions.svg");
+    let j = regions_json(&["--config", config.to_str().unwrap(), "--svg", svg.to_str().unwrap()]);
+    // The SRAM region needs 1280 B: fc1.weight, the larger lifetime
+    // pressure, moves to DDR; fc2.weight then fits.
+    let (fc2, sram) = tensor(&j, "fc2.weight");
+    assert_eq!(
+        (fc2["region"].as_str(), fc2["address"].as_u64(), fc2["spilled"].as_bool()),
+        (Some("fc-weights"), Some(0x1000), Some(false))
+    );
+    assert_eq!(sram["level"], "sram");
+    let (fc1, ddr) = tensor(&j, "fc1.weight");
+    assert_eq!((fc1["region"].as_str(), fc1["spilled"].as_bool()), (Some("ddr-weights"), Some(true)), "{j}");
+    assert_eq!(ddr["level"], "memory");
+    let spill = &j["spills"][0];
+    assert_eq!(
+        (spill["tensor"].as_str(), spill["from"].as_str(), spill["to"].as_str()),
+        (Some("fc1.weight"), Some("fc-weights"), Some("ddr-weights"))
+    );
+    assert!(spill["reason"].as_str().unwrap().contains("1280 B"), "{spill}");
+    assert_eq!(j["spills"].as_array().unwrap().len(), 1);
+    assert_eq!(j["levels"][0]["name"], "sram");
+    // The picture: a lane per level, the fixed-base SRAM region marked,
+    // the spilled tensor drawn.
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    assert!(picture.starts_with("<svg ") && picture.trim_end().ends_with("</svg>"));
+    assert_eq!(picture.matches(r#"<g class="lane""#).count(), 2);
+    assert!(
+        picture.contains("region fc-weights (level sram, description") && picture.contains("fixed base: base 0x1000"),
+        "{picture}"
+    );
+    assert!(
+        picture.contains("fc1.weight (constant, function main): region ddr-weights")
+            && picture.contains(", spilled</title>")
+    );
+    // Without the spill region, the error says what is missing, exit 3.
+    std::fs::write(&config, std::fs::read_to_string(&config).unwrap().replace("spill = \"ddr-weights\"\n", ""))
+        .unwrap();
+    let out = nnmem(&["regions", "-", "--config", config.to_str().unwrap()], Some(REGIONS_MODEL));
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("region 'fc-weights' needs") && e.contains("capacity 1024 B") && e.contains("missing"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn regions_refuses_bad_input_with_the_line_and_column() {
+    let cases: [(&[&str], Option<&str>, &str); 6] = [
+        (&["regions", "no-such-model.csv"], None, "nnmem: no-such-model.csv: "),
+        (
+            &["regions", "-"],
+            Some("id,lower,upper,size,kind\na,0,1,4,activation\nb,0,1,4,weights\n"),
+            "nnmem: stdin: line 3, column kind: unknown tensor kind 'weights' (known: constant, mutable, input, output, input-output, activation, view)",
+        ),
+        (
+            &["regions", "-"],
+            Some("id,lower,upper,size,colour\na,0,1,4,red\n"),
+            "nnmem: stdin: line 1: unknown column 'colour' (known: id, lower, upper, size, kind, name",
+        ),
+        (
+            &["regions", "-"],
+            Some("id,lower,upper,size,view_of\na,0,1,4,\nv,0,1,4,b\n"),
+            "nnmem: stdin: line 3: view 'v' (view, function main) names origin 'b', which is not in function main",
+        ),
+        (&["regions", "-", "--config", "no-such-config.toml"], Some(REGIONS_MODEL), "nnmem: --config no-such-config.toml: "),
+        (
+            &["regions", "-"],
+            Some("id,lower,upper,size,kind,view_of,view_offset\na,0,1,4,,,\nv,0,1,4,view,a,2\n"),
+            "nnmem: stdin: line 3: view 'v' (view, function main) reaches past the end of its origin 'a'",
+        ),
+    ];
+    for (args, stdin, want) in cases {
+        let out = nnmem(args, stdin);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {}", text(&out.stderr));
+        assert!(text(&out.stderr).starts_with(want), "{args:?}\n  got: {}\n want: {want}", text(&out.stderr));
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+    // A config that does not parse: its file and where.
+    let dir = temp_dir("regions-bad-config");
+    let config = dir.join("bad.toml");
+    std::fs::write(&config, "[[region]]\nname = \"x\"\nrule = { kind = \"weights\" }\n").unwrap();
+    let out = nnmem(&["regions", "-", "--config", config.to_str().unwrap()], Some(REGIONS_MODEL));
+    assert_eq!(out.status.code(), Some(1));
+    let e = text(&out.stderr);
+    assert!(e.starts_with(&format!("nnmem: {}: ", config.display())) && e.contains("line 3"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    // Usage errors exit 2.
+    let out = nnmem(&["regions"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(text(&out.stderr).starts_with("nnmem: regions needs <MODEL.csv|->"), "{}", text(&out.stderr));
+}

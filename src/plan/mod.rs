@@ -27,6 +27,7 @@ pub mod bound;
 pub mod csv;
 pub mod fixed;
 mod interval_set;
+pub(crate) mod max_tree;
 mod occupancy;
 pub mod picture;
 pub mod problem;

@@ -383,21 +383,19 @@ impl Source<'_> {
                 add(text.span(), Ok(make(text.get_ref().clone())))?;
             }
         }
-        if let Some(all) = &r.all_tensors {
-            let made = if *all.get_ref() {
-                Ok(Rule::Any)
-            } else {
-                Err(Error::invalid("all_tensors = false matches nothing; write all_tensors = true or leave it out"))
-            };
-            add(all.span(), made)?;
-        }
-        if let Some(view) = &r.view {
-            let made = if *view.get_ref() {
-                Ok(Rule::IsView)
-            } else {
-                Err(Error::invalid("view = false is not a rule; write not = { view = true }"))
-            };
-            add(view.span(), made)?;
+        // Keys that only take `true`.
+        let flags = [
+            (
+                &r.all_tensors,
+                Rule::Any,
+                "all_tensors = false matches nothing; write all_tensors = true or leave it out",
+            ),
+            (&r.view, Rule::IsView, "view = false is not a rule; write not = { view = true }"),
+        ];
+        for (flag, rule, refusal) in flags {
+            if let Some(flag) = flag {
+                add(flag.span(), if *flag.get_ref() { Ok(rule) } else { Err(Error::invalid(refusal)) })?;
+            }
         }
         if let Some(kind) = &r.kind {
             add(kind.span(), TensorKind::from_name(kind.get_ref()).map(Rule::Kind))?;

@@ -33,6 +33,7 @@ use std::cmp::Reverse;
 use super::description::RegionProperties;
 use super::instance::{region_size, InstancePlan, PlanContext};
 use super::model::TensorId;
+use crate::plan::max_tree::MaxTree;
 use crate::plan::{align_up, lower_bound, Buffer, Lifetime};
 use crate::status::{Error, Result, Status};
 
@@ -267,81 +268,5 @@ impl Axis {
         }
         let at = |step| self.points.binary_search(&step).expect("every lifetime's ends are points");
         (at(lifetime.start), at(lifetime.end))
-    }
-}
-
-/// Range add, range max over segments (a lazy segment tree without
-/// push-down: a node's max includes its own pending add).
-struct MaxTree {
-    n: usize,
-    max: Vec<i128>,
-    add: Vec<i128>,
-}
-
-impl MaxTree {
-    fn new(n: usize) -> MaxTree {
-        let nodes = 4 * n.max(1);
-        MaxTree { n, max: vec![0; nodes], add: vec![0; nodes] }
-    }
-
-    fn max(&self) -> i128 {
-        if self.n == 0 {
-            0
-        } else {
-            self.max[1]
-        }
-    }
-
-    fn add(&mut self, a: usize, b: usize, value: i128) {
-        if a < b {
-            self.update(1, 0, self.n, a, b, value);
-        }
-    }
-
-    fn update(&mut self, node: usize, lo: usize, hi: usize, a: usize, b: usize, value: i128) {
-        if b <= lo || hi <= a {
-            return;
-        }
-        if a <= lo && hi <= b {
-            self.max[node] += value;
-            self.add[node] += value;
-            return;
-        }
-        let mid = (lo + hi) / 2;
-        self.update(2 * node, lo, mid, a, b, value);
-        self.update(2 * node + 1, mid, hi, a, b, value);
-        self.max[node] = self.max[2 * node].max(self.max[2 * node + 1]) + self.add[node];
-    }
-
-    fn query(&self, a: usize, b: usize) -> i128 {
-        self.ask(1, 0, self.n, a, b)
-    }
-
-    fn ask(&self, node: usize, lo: usize, hi: usize, a: usize, b: usize) -> i128 {
-        if b <= lo || hi <= a {
-            return i128::MIN;
-        }
-        if a <= lo && hi <= b {
-            return self.max[node];
-        }
-        let mid = (lo + hi) / 2;
-        let below = self.ask(2 * node, lo, mid, a, b).max(self.ask(2 * node + 1, mid, hi, a, b));
-        below.saturating_add(self.add[node])
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_max_tree_adds_and_asks_over_ranges() {
-        let mut t = MaxTree::new(5);
-        t.add(0, 3, 4);
-        t.add(2, 5, 3);
-        assert_eq!((t.max(), t.query(0, 2), t.query(2, 3), t.query(3, 5)), (7, 4, 7, 3));
-        t.add(1, 3, -5);
-        assert_eq!((t.max(), t.query(0, 1), t.query(1, 3), t.query(1, 2)), (4, 4, 2, -1));
-        assert_eq!(MaxTree::new(0).max(), 0);
     }
 }

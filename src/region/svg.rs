@@ -73,11 +73,15 @@ impl RegionTable {
         for (li, level) in self.levels.iter().enumerate() {
             let regions: Vec<usize> =
                 (0..self.regions.len()).filter(|&r| self.regions[r].level == level.name).collect();
-            // The lane spans the level's size, and at least every band in
-            // it (a hand-made table may say less).
+            // The lane spans from its lowest region (a level whose regions
+            // sit at a fixed base far from 0, an SRAM bank at 0x20000000,
+            // would be a hairline otherwise) to the level's size, and at
+            // least to every band's end (a hand-made table may say less).
+            let start = regions.iter().map(|&r| self.regions[r].base_address).min().unwrap_or(0);
             let end = regions.iter().map(|&r| end_of(&self.regions[r])).chain([level.size]).max().unwrap_or(0);
-            let scale = plot_w / (end.max(1) as f64);
-            let x = |address: u64| LEFT + address as f64 * scale;
+            let span = end.saturating_sub(start).max(1);
+            let scale = plot_w / span as f64;
+            let x = |address: u64| LEFT + address.saturating_sub(start) as f64 * scale;
             let rows: Vec<Vec<(usize, usize)>> =
                 regions.iter().map(|&r| stack_rows(&self.regions[r], &self.placements)).collect();
             let row_count =
@@ -93,7 +97,7 @@ impl RegionTable {
             );
             let _ = writeln!(
                 body,
-                r#"<text x="12" y="{:.1}" font-size="15" font-weight="bold">{}</text><text x="12" y="{:.1}" font-size="12">rank {}, {}</text><text x="12" y="{:.1}" font-size="12">{} region{}</text>"#,
+                r#"<text x="12" y="{:.1}" font-size="15" font-weight="bold">{}</text><text x="12" y="{:.1}" font-size="12">rank {}, {}</text><text x="12" y="{:.1}" font-size="12">{} region{}</text>{}"#,
                 band_top + 18.0,
                 escape(&level.name),
                 band_top + 34.0,
@@ -101,18 +105,24 @@ impl RegionTable {
                 binary(level.size),
                 band_top + 49.0,
                 regions.len(),
-                if regions.len() == 1 { "" } else { "s" }
+                if regions.len() == 1 { "" } else { "s" },
+                if start > 0 {
+                    format!(r#"<text x="12" y="{:.1}" font-size="12">from {start:#x}</text>"#, band_top + 64.0)
+                } else {
+                    String::new()
+                }
             );
-            // Address axis.
+            // Address axis: sizes from 0, or addresses in hex when the lane
+            // starts elsewhere.
             let _ = writeln!(body, r##"<g class="axis" font-size="11" fill="#444" text-anchor="middle">"##);
-            for a in binary_ticks(end.max(1)) {
+            for a in binary_ticks(span).into_iter().map(|a| start + a) {
                 let _ = writeln!(
                     body,
                     r##"<line x1="{0:.1}" y1="{band_bottom:.1}" x2="{0:.1}" y2="{1:.1}" stroke="#999"/><text x="{0:.1}" y="{2:.1}">{3}</text>"##,
                     x(a),
                     band_bottom + 4.0,
                     band_bottom + 15.0,
-                    binary(a)
+                    if start == 0 { binary(a) } else { format!("{a:#x}") }
                 );
             }
             let _ = writeln!(body, "</g>");
@@ -439,6 +449,24 @@ mod tests {
         assert_eq!(svg.matches("fixed base:").count(), 1);
         let fixed = svg.lines().find(|l| l.contains(r#"class="region""#) && l.contains("activations")).unwrap();
         assert!(fixed.contains(r#"stroke-dasharray="6 3""#), "{fixed}");
+    }
+
+    #[test]
+    fn a_level_far_from_address_0_starts_at_its_lowest_region() {
+        let t = sample();
+        let svg = t.svg();
+        // ddr's one region sits at 0x10000: the lane starts there, its
+        // band spans the whole plot, the axis reads in hex.
+        assert!(svg.contains(">1 region</text><text x=\"12\" y=\"") && svg.contains(">from 0x10000</text>"), "{svg}");
+        let band = svg.lines().find(|l| l.contains(r#"class="region""#) && l.contains("ddr-weights")).unwrap();
+        assert!(
+            band.contains(&format!(r#"x="{LEFT:.2}""#))
+                && band.contains(&format!(r#"width="{:.2}""#, WIDTH - LEFT - RIGHT)),
+            "{band}"
+        );
+        assert!(svg.contains(">0x10000</text>") && svg.contains(">0x10100</text>"), "{svg}");
+        // sram starts at 0: sizes in binary units.
+        assert!(svg.contains(">2 regions</text>") && svg.contains(">4 KiB</text>"), "{svg}");
     }
 
     #[test]

@@ -8,53 +8,11 @@
 //! the largest unplaced buffer live at a step. O(n log T) in all.
 
 use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use crate::plan::max_tree::MaxTree;
 use crate::plan::problem::Problem;
 
 /// Largest live step first, first fit.
 pub struct LiveStep;
-
-/// Range add, global max and its position over `n` leaves.
-struct MaxTree {
-    leaves: usize,
-    max: Vec<i128>,
-    add: Vec<i128>,
-}
-
-impl MaxTree {
-    fn new(n: usize) -> Self {
-        let leaves = n.max(1).next_power_of_two();
-        MaxTree { leaves, max: vec![0; 2 * leaves], add: vec![0; 2 * leaves] }
-    }
-
-    /// Adds `delta` (negative to remove) over leaves `[a, b)`.
-    fn update(&mut self, v: usize, lo: usize, hi: usize, a: usize, b: usize, delta: i128) {
-        if b <= lo || hi <= a {
-            return;
-        }
-        if a <= lo && hi <= b {
-            self.max[v] += delta;
-            self.add[v] += delta;
-            return;
-        }
-        let mid = (lo + hi) / 2;
-        self.update(2 * v, lo, mid, a, b, delta);
-        self.update(2 * v + 1, mid, hi, a, b, delta);
-        self.max[v] = self.max[2 * v].max(self.max[2 * v + 1]) + self.add[v];
-    }
-
-    fn range(&mut self, a: usize, b: usize, delta: i128) {
-        self.update(1, 0, self.leaves, a, b, delta);
-    }
-
-    /// The leaf holding the maximum (leftmost on ties).
-    fn argmax(&self) -> usize {
-        let mut v = 1;
-        while v < self.leaves {
-            v = if self.max[2 * v] >= self.max[2 * v + 1] { 2 * v } else { 2 * v + 1 };
-        }
-        v - self.leaves
-    }
-}
 
 /// The live-step placement order of the unfixed buffers.
 pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
@@ -73,7 +31,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
     let seg = |t: i64| points.binary_search(&t).expect("known point");
 
     let mut live = MaxTree::new(segments);
-    let leaves = live.leaves;
+    let leaves = live.leaves();
     // Buffers at their canonical nodes; each node's list sorted by size
     // descending with a cursor past the already-placed ones.
     let mut lists: Vec<Vec<usize>> = vec![Vec::new(); 2 * leaves];
@@ -85,7 +43,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
         }
         let (a, e) = (seg(b.lifetime.start), seg(b.lifetime.end));
         ranges[i] = (a, e);
-        live.range(a, e, b.size as i128);
+        live.add(a, e, b.size as i128);
         let (mut l, mut r) = (a + leaves, e + leaves);
         while l < r {
             if l & 1 == 1 {
@@ -106,7 +64,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
     let mut cursor = vec![0usize; 2 * leaves];
     let mut placed = vec![false; buffers.len()];
     let mut order = Vec::with_capacity(candidates.len());
-    while live.max[1] > 0 {
+    while live.max() > 0 {
         let step = live.argmax();
         // The largest unplaced buffer covering `step` sits in one of the
         // lists on the path from its leaf to the root.
@@ -128,7 +86,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
         placed[i] = true;
         order.push(i);
         let (a, e) = ranges[i];
-        live.range(a, e, -(buffers[i].size as i128));
+        live.add(a, e, -(buffers[i].size as i128));
     }
     // Buffers that occupy nothing go last; their offset does not matter.
     order.extend(candidates.into_iter().filter(|&i| !placed[i]));

@@ -210,6 +210,10 @@ fn syntax_and_type_errors_say_line_and_column() {
         invalid,
         "expected a sequence",
     );
+    // Nesting is bounded by the reader, not by the stack.
+    let deep =
+        format!("[[region]]\nname = \"a\"\nrule = {}{{ view = true }}{}\n", "{ not = ".repeat(1000), " }".repeat(1000));
+    fails_at(&deep, 3, 648, invalid, "max recursion depth met");
 }
 
 #[test]
