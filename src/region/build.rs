@@ -133,14 +133,14 @@ impl<'a> Work<'a> {
                 k += 1;
                 let mut tensors = std::mem::take(&mut self.instances[i].tensors);
                 tensors.sort_unstable();
-                let f = fit(ctx, &self.instances[i].name, tensors, props)?;
+                let mut f = fit(ctx, &self.instances[i].name, tensors, props)?;
                 if !f.moved.is_empty() {
                     let to_name = props.spill_to.as_deref().expect("only a region with a spill region moves");
                     let (to_d, _) = config.description(to_name).expect("validated spill target");
                     let to = self.shared_instance(to_d);
-                    for (tensor, reason) in &f.moved {
-                        self.instances[to].tensors.push(*tensor);
-                        self.spills.push(SpillRecord { tensor: *tensor, from: i, to, reason: reason.clone() });
+                    for (tensor, reason) in std::mem::take(&mut f.moved) {
+                        self.instances[to].tensors.push(tensor);
+                        self.spills.push(SpillRecord { tensor, from: i, to, reason });
                     }
                 }
                 if fitted.len() < self.instances.len() {
