@@ -3,7 +3,8 @@
 //! targets checked against the results, the criterion medians of
 //! `cargo bench --bench plan`, `--bench ffi`, `--bench arena` and
 //! `--bench pool`, and the real traces replayed through every memory pool
-//! strategy (`nnmem pool-replay`, the CLI built beside this example).
+//! strategy (`nnmem pool-replay`, the CLI built beside this example), and
+//! the memory region tables (`bench_table/regions.rs`).
 //!
 //! ```text
 //! cargo run --release --example bench_table -- [--data DIR] [--criterion DIR] [--since UNIX_SECONDS]
@@ -30,6 +31,12 @@ use nnmem::plan::{Algorithm, Lifetime, Planner};
 // benchmarks' tables and targets.
 #[path = "bench_table/pools.rs"]
 mod pools;
+// Memory regions: the synthetic 100,000-tensor table and the Glow models
+// through the default configuration.
+#[path = "bench_table/region_model.rs"]
+mod region_model;
+#[path = "bench_table/regions.rs"]
+mod regions;
 
 /// Instances at least this large are timed once instead of 3 times.
 const SINGLE_RUN_FROM: usize = 5000;
@@ -140,12 +147,16 @@ fn main() {
     }
     let exact = measure_exact(&measured);
     let replays = pools::replay_traces(&args.data);
+    let glow: Vec<&Instance> = measured.iter().filter(|m| m.instance.set == "glow").map(|m| &m.instance).collect();
+    let regions = regions::measure(&args.data, &glow);
     let criterion = args.criterion.as_deref().map(|d| read_criterion(d, args.since)).unwrap_or_default();
     let generated_in = started.elapsed();
-    let pool_targets = pools::targets(&replays, &criterion);
-    print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in, pool_targets));
+    let mut more_targets = pools::targets(&replays, &criterion);
+    more_targets.extend(regions::targets(&regions));
+    print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in, more_targets));
     print!("{}", render_exact(&exact));
     print!("{}", pools::render(&replays, &criterion));
+    print!("{}", regions::render(&regions, &criterion));
 }
 
 // --- the exact search --------------------------------------------------------
@@ -371,7 +382,7 @@ fn collect_csv(dir: &Path, out: &mut Vec<PathBuf>) {
         let path = entry.path();
         if path.is_dir() {
             collect_csv(&path, out);
-        } else if path.extension().is_some_and(|e| e == "csv") {
+        } else if path.extension().is_some_and(|e| e == "csv") && !path.ends_with(regions::GLOW_FIGURES) {
             out.push(path);
         }
     }
@@ -1113,7 +1124,7 @@ fn render(
     let others: Vec<(&String, &f64)> = criterion
         .iter()
         .filter(|(k, _)| {
-            !["plan-", "ffi/", "arena/", "pool/", "pool-core/", "pool-threads/"]
+            !["plan-", "ffi/", "arena/", "pool/", "pool-core/", "pool-threads/", "region-build/"]
                 .iter()
                 .any(|prefix| k.starts_with(prefix))
         })
