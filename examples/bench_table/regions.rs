@@ -157,7 +157,7 @@ fn measure_synthetic() -> Result<Synthetic, String> {
         v[v.len() / 2]
     };
     let tensors = model.tensors();
-    let mut functions: Vec<&str> = tensors.iter().map(|t| t.function.as_str()).collect();
+    let mut functions: Vec<&str> = tensors.iter().map(|t| &*t.function).collect();
     functions.sort_unstable();
     functions.dedup();
     Ok(Synthetic {
