@@ -481,6 +481,7 @@ fn rust_structs() -> Vec<RustStruct> {
             lower_bound_bytes,
             algorithm,
             proven_optimal,
+            fixed_base,
             tensor_count
         }),
         rust_struct!(nnm_tensor_placement { region, offset, address, size_bytes, spilled }),
