@@ -990,6 +990,7 @@ static void test_bad_model_input(void) {
     d.view_of = "av"; /* a view of a view, past the 32 B of av */
     d.view_offset = 24;
     CHECK_FAILS(nnm_region_model_add(m, &d, &id), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("past the end");
     d.view_offset = UINT64_MAX; /* offset + size overflows */
     CHECK_FAILS(nnm_region_model_add(m, &d, &id), NNM_OVERFLOW);
     d = tensor_desc("v", NNM_TENSOR_KIND_VIEW, 16); /* a view without an origin */
@@ -1059,7 +1060,25 @@ static void test_bad_config_input(void) {
 
     /* Empty rules: AND / OR of nothing; a reversed size range. */
     CHECK_FAILS(nnm_region_rule_and(ops, 0, &r), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("an AND needs at least one rule");
     CHECK_FAILS(nnm_region_rule_or(ops, 0, &r), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("an OR needs at least one rule");
+    {
+        /* NOT of NOT of ... any: 100 levels are taken, the 101st refused
+         * (matching recurses, and a stack overflow could not be caught). */
+        nnm_region_rule *chain = NULL, *next = NULL;
+        REQUIRE_OK(nnm_region_rule_any(&chain));
+        for (int level = 2; level <= 100; ++level) {
+            REQUIRE_OK(nnm_region_rule_not(chain, &next));
+            nnm_region_rule_free(chain);
+            chain = next;
+        }
+        next = NULL;
+        CHECK_FAILS(nnm_region_rule_not(chain, &next), NNM_INVALID_ARGUMENT);
+        CHECK_ERROR_HAS("rule nests deeper than 100 levels");
+        CHECK(next == NULL);
+        nnm_region_rule_free(chain);
+    }
     CHECK_FAILS(nnm_region_rule_size(8, 4, &r), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_region_rule_kind(7, &r), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_region_rule_and(NULL, 1, &r), NNM_NULL_ARGUMENT);

@@ -295,9 +295,9 @@ fn run_pool_replay(a: &PoolReplayArgs) -> Result<(), Error> {
 
 fn run_regions(a: &RegionsArgs) -> Result<(), Error> {
     let config = match &a.config {
+        // Its errors name the file (and the line and column in it).
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| Error::invalid(format!("--config {path}: {e}")))?;
-            RegionConfig::from_toml_str(&text).map_err(|e| input_error(path, e))?
+            RegionConfig::from_toml_path(std::path::Path::new(path)).map_err(|e| input_error("--config", e))?
         }
         None => RegionConfig::glow_defaults(),
     };

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use super::assign::Roots;
 use super::config::RegionConfig;
 use super::description::MemoryLevel;
-use super::instance::PlanContext;
+use super::instance::{front_bytes, PlanContext};
 use super::layout::{lay_out, Block};
 use super::model::{Model, TensorId};
 use super::spill::{fit, Fitted};
@@ -155,6 +155,18 @@ impl<'a> Work<'a> {
     /// Lays out the instances and places every tensor through its root.
     pub fn finish(self, roots: &Roots, fitted: Vec<Fitted>) -> Result<RegionTable> {
         let descriptions = self.config.descriptions();
+        // A per-tensor name (`d/f/x`) can equal another instance's (a
+        // tensor `f/x` of the first function, or a description named so):
+        // regions are found by name, so two may not share one.
+        let mut names: Vec<&str> = self.instances.iter().map(|p| p.name.as_str()).collect();
+        names.sort_unstable();
+        if let Some(pair) = names.windows(2).find(|pair| pair[0] == pair[1]) {
+            return Err(Error::invalid(format!(
+                "two regions would both be named '{}' (a per-tensor region is named <description>/<tensor>, or \
+                 <description>/<function>/<tensor> outside the first function): rename a tensor, function or region",
+                pair[0]
+            )));
+        }
         // Description order, per-tensor instances in model order (the order
         // they were created in).
         let mut given: Vec<usize> = (0..self.instances.len()).collect();
@@ -168,8 +180,19 @@ impl<'a> Work<'a> {
             let plan = &fitted[i].plan;
             let name = &self.instances[i].name;
             let first_of_description = k == 0 || self.instances[given[k - 1]].description != d;
-            let base = match descriptions[d].properties.base_address {
+            let props = &descriptions[d].properties;
+            // A tensor aligned above its region's alignment raises the
+            // plan's; a fixed base that is not a multiple of it would
+            // misalign that tensor's address.
+            let base = match props.base_address {
                 None => None,
+                Some(base) if base % plan.alignment != 0 => {
+                    return Err(Error::invalid(format!(
+                        "region '{name}': its fixed base address {base:#x} is not a multiple of {} B, the largest \
+                         alignment of the region and its tensors",
+                        plan.alignment
+                    )))
+                }
                 Some(base) if first_of_description => Some(base),
                 Some(_) => Some(align_up(next_base.expect("set by the previous instance"), plan.alignment)?),
             };
@@ -198,7 +221,7 @@ impl<'a> Work<'a> {
         let n = self.model.len();
         let (mut root_instance, mut root_offset) = (vec![0usize; n], vec![0u64; n]);
         for (i, f) in fitted.iter().enumerate() {
-            let front = descriptions[self.instances[i].description].properties.reserved_front;
+            let front = front_bytes(&descriptions[self.instances[i].description].properties, f.plan.alignment)?;
             for (&id, &offset) in f.tensors.iter().zip(&f.plan.offsets) {
                 root_instance[id] = i;
                 root_offset[id] = front + offset;

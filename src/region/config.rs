@@ -3,7 +3,7 @@
 
 use super::description::{MemoryLevel, RegionDescription, DEFAULT_LEVEL};
 use super::tensor::Tensor;
-use crate::plan::check_alignment;
+use crate::plan::{align_up, check_alignment};
 use crate::status::{Error, Result, Status};
 
 /// Memory levels and region descriptions. The first description whose rule
@@ -161,9 +161,14 @@ impl RegionConfig {
             Error::overflow(format!("{what}: reserved bytes {} + {} overflow", p.reserved_front, p.reserved_back))
         })?;
         if let Some(capacity) = p.capacity {
-            if reserved > capacity {
+            // Even empty, the region takes its reserved bytes rounded up to
+            // its alignment.
+            let empty = align_up(reserved, p.alignment)?;
+            if empty > capacity {
                 return Err(Error::invalid(format!(
-                    "{what}: reserved bytes ({reserved} B, front and back) exceed its capacity {capacity} B"
+                    "{what}: reserved bytes ({reserved} B, front and back; {empty} B aligned to {}) exceed its \
+                     capacity {capacity} B",
+                    p.alignment
                 )));
             }
         }

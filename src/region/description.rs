@@ -41,7 +41,8 @@ pub struct RegionProperties {
     pub capacity: Option<u64>,
     /// The memory level, by name. Default [`DEFAULT_LEVEL`].
     pub level: String,
-    /// Bytes kept free at the front of the region, before its first tensor.
+    /// Bytes kept free at the front of the region, before its first tensor
+    /// (rounded up to the region's plan alignment, so tensors stay aligned).
     pub reserved_front: u64,
     /// Bytes kept free at the back of the region, after its last tensor.
     pub reserved_back: u64,

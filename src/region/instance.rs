@@ -89,10 +89,10 @@ impl PlanContext<'_> {
     }
 }
 
-/// `align_up(reserved_front + bytes + reserved_back, alignment)`.
+/// `align_up(front + bytes + reserved_back, alignment)`, where `front` is
+/// [`front_bytes`].
 pub fn region_size(name: &str, bytes: u64, props: &RegionProperties, alignment: u64) -> Result<u64> {
-    props
-        .reserved_front
+    front_bytes(props, alignment)?
         .checked_add(bytes)
         .and_then(|s| s.checked_add(props.reserved_back))
         .ok_or_else(|| {
@@ -102,4 +102,11 @@ pub fn region_size(name: &str, bytes: u64, props: &RegionProperties, alignment: 
             ))
         })
         .and_then(|s| align_up(s, alignment))
+}
+
+/// Where a region's tensors start: its reserved front bytes rounded up to
+/// the plan's alignment, so that offsets planned at that alignment stay
+/// aligned.
+pub fn front_bytes(props: &RegionProperties, alignment: u64) -> Result<u64> {
+    align_up(props.reserved_front, alignment)
 }

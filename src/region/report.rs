@@ -36,7 +36,19 @@ impl RegionTable {
 
 fn text(t: &RegionTable) -> String {
     let mut out = String::new();
-    let levels: Vec<String> = t.levels.iter().map(|l| format!("{} (rank {}, {} B)", l.name, l.rank, l.size)).collect();
+    // A level whose regions start far from 0 (an SRAM bank at 0x20000000)
+    // reads as its span, not as the bytes from address 0.
+    let levels: Vec<String> = t
+        .levels
+        .iter()
+        .map(|l| {
+            let start = t.regions.iter().filter(|r| r.level == l.name).map(|r| r.base_address).min().unwrap_or(0);
+            match start {
+                0 => format!("{} (rank {}, {} B)", l.name, l.rank, l.size),
+                _ => format!("{} (rank {}, {} B from {start:#x})", l.name, l.rank, l.size.saturating_sub(start)),
+            }
+        })
+        .collect();
     let _ = writeln!(
         out,
         "{} region{} in {} level{}: {}",
@@ -356,7 +368,7 @@ pub(crate) mod tests {
     fn text_lists_regions_tensors_and_spills_in_columns() {
         let text = sample().report(ReportFormat::Text);
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines[0], "3 regions in 2 levels: sram (rank 0, 4096 B), ddr (rank 1, 65792 B)");
+        assert_eq!(lines[0], "3 regions in 2 levels: sram (rank 0, 4096 B), ddr (rank 1, 256 B from 0x10000)");
         assert_eq!(lines[1], "level  region           base    size    peak  lower bound  tensors  algorithm");
         assert_eq!(lines[2], "sram   sram-weights      0x0  1024 B  1024 B        512 B        1  sequential");
         assert_eq!(

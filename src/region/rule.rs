@@ -6,6 +6,10 @@ use std::fmt;
 use super::tensor::{Tensor, TensorKind};
 use crate::status::{Error, Result};
 
+/// How deep rules may nest (see [`Rule::validate`]); the TOML reader stops
+/// nesting earlier.
+const MAX_RULE_DEPTH: usize = 100;
+
 /// A predicate over a tensor.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Rule {
@@ -75,10 +79,36 @@ impl Rule {
         }
     }
 
-    /// Checks the rule is well formed: AND and OR have at least one rule,
-    /// names, prefixes, globs, dtypes, tag keys and functions are not empty,
-    /// size ranges are not reversed. The error names the part.
+    /// Checks the rule is well formed: it nests at most 100 levels deep
+    /// (matching, checking and printing recurse, and a stack overflow
+    /// cannot be caught), AND and OR have at least one rule, names,
+    /// prefixes, globs, dtypes, tag keys and functions are not empty, size
+    /// ranges are not reversed. The error names the part.
     pub fn validate(&self) -> Result<()> {
+        if self.nests_deeper_than(MAX_RULE_DEPTH) {
+            return Err(Error::invalid(format!("rule nests deeper than {MAX_RULE_DEPTH} levels")));
+        }
+        self.validate_parts()
+    }
+
+    /// Whether some path from this rule down passes more than `limit`
+    /// rules: without recursion, so that any depth can be asked.
+    fn nests_deeper_than(&self, limit: usize) -> bool {
+        let mut stack = vec![(self, 1usize)];
+        while let Some((rule, depth)) = stack.pop() {
+            if depth > limit {
+                return true;
+            }
+            match rule {
+                Rule::And(rules) | Rule::Or(rules) => stack.extend(rules.iter().map(|r| (r, depth + 1))),
+                Rule::Not(rule) => stack.push((rule, depth + 1)),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    fn validate_parts(&self) -> Result<()> {
         let empty = |what: &str| Err(Error::invalid(format!("rule {self}: empty {what}")));
         match self {
             Rule::Any | Rule::Kind(_) | Rule::IsView => Ok(()),
@@ -98,8 +128,8 @@ impl Rule {
                 "rule {self}: an {} needs at least one rule",
                 if matches!(self, Rule::And(_)) { "AND" } else { "OR" }
             ))),
-            Rule::And(rules) | Rule::Or(rules) => rules.iter().try_for_each(Rule::validate),
-            Rule::Not(rule) => rule.validate(),
+            Rule::And(rules) | Rule::Or(rules) => rules.iter().try_for_each(Rule::validate_parts),
+            Rule::Not(rule) => rule.validate_parts(),
         }
     }
 
@@ -234,5 +264,9 @@ mod tests {
         assert!(Rule::Name(String::new()).validate().is_err());
         assert!(Rule::Size { min: 8, max: Some(4) }.validate().is_err());
         assert!(Rule::Any.and(Rule::IsView.negate()).validate().is_ok());
+        let deep = |levels: usize| (1..levels).fold(Rule::Any, |r, _| r.negate());
+        assert!(deep(MAX_RULE_DEPTH).validate().is_ok());
+        let e = deep(MAX_RULE_DEPTH + 1).validate().unwrap_err();
+        assert_eq!(e.message(), "rule nests deeper than 100 levels");
     }
 }

@@ -16,7 +16,8 @@
 //! 2. Then plan once; while the plan still exceeds the capacity, move the
 //!    candidate of largest pressure, where the over-capacity steps are
 //!    those at which a tensor ends above the usable bytes (the same tree,
-//!    counting such tensors per step). The rest keep their planned offsets:
+//!    counting such tensors per step) and the candidates are those tensors
+//!    (moving one below frees nothing). The rest keep their planned offsets:
 //!    a plan less some tensors is still a valid plan, and its peak only
 //!    drops, so it fits once no step is over (its peak, lower bound and
 //!    size are then those of the tensors kept).
@@ -31,7 +32,7 @@
 use std::cmp::Reverse;
 
 use super::description::RegionProperties;
-use super::instance::{region_size, InstancePlan, PlanContext};
+use super::instance::{front_bytes, region_size, InstancePlan, PlanContext};
 use super::model::TensorId;
 use crate::plan::max_tree::MaxTree;
 use crate::plan::{align_up, lower_bound, Buffer, Lifetime};
@@ -110,9 +111,12 @@ impl Fitting<'_> {
 
     /// One pass over the tensors in pressure order: `weights[at]` is added
     /// over each tensor's planned steps; a step is over while its total
-    /// exceeds `threshold`; a tensor live at an over step moves (its
-    /// weight leaves), the reason from `need` (given the moved flags so
-    /// far). Returns the moved flags, by index in `self.tensors`.
+    /// exceeds `threshold`; a tensor of positive weight live at an over
+    /// step moves (its weight leaves), the reason from `need` (given the
+    /// moved flags so far). Returns the moved flags, by index in
+    /// `self.tensors`. A tensor of weight 0 never moves: taking it out
+    /// lowers no step (in stage 2, the tensors kept keep their offsets, so
+    /// only those ending above the usable bytes are worth moving).
     fn sweep(
         &mut self,
         ctx: &PlanContext,
@@ -133,7 +137,7 @@ impl Fitting<'_> {
                 break;
             }
             let (a, b) = axis.range(&lifetimes[at]);
-            if a < b && tree.query(a, b) > threshold {
+            if weights[at] > 0 && a < b && tree.query(a, b) > threshold {
                 let reason = need(&tree, &moved)?;
                 tree.add(a, b, -weights[at]);
                 moved[at] = true;
@@ -223,7 +227,8 @@ impl Fitting<'_> {
 /// rounded down to the alignment, less the reserved bytes; `None` when not
 /// even an empty region fits.
 fn usable_bytes(capacity: u64, alignment: u64, props: &RegionProperties) -> Option<u64> {
-    (capacity & !(alignment - 1)).checked_sub(props.reserved_front + props.reserved_back)
+    let reserved = front_bytes(props, alignment).ok()?.checked_add(props.reserved_back)?;
+    (capacity & !(alignment - 1)).checked_sub(reserved)
 }
 
 /// Size times lifetime length on the run's timeline.

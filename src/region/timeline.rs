@@ -60,11 +60,13 @@ pub fn lifetimes(model: &Model, roots: &Roots) -> Result<Vec<Lifetime>> {
         let f = model.function_index(id).expect("every tensor has a function");
         let lifetime = match (t.lifetime, t.kind.is_weight()) {
             (_, true) => whole_run,
-            // Shifting by `base - first` stays inside the run, whose length
-            // was checked to fit.
+            // A step's distance from its function's first step is at most
+            // the function's length, and base plus that at most the run's,
+            // both checked to fit (`base - first` alone may not: a first
+            // step near i64::MIN).
             (Some(lt), false) => {
-                let shift = spans.base[f] - spans.first[f];
-                Lifetime { start: lt.start + shift, end: lt.end + shift }
+                let at = |step: i64| spans.base[f] + (step - spans.first[f]);
+                Lifetime { start: at(lt.start), end: at(lt.end) }
             }
             (None, false) if t.view.is_some() => out[model.origin(id).unwrap_or(roots.of[id].0)],
             (None, false) => Lifetime { start: spans.base[f], end: spans.base[f] + spans.len[f] },

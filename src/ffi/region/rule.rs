@@ -246,8 +246,9 @@ unsafe fn operands(rules: *const *const nnm_region_rule, count: usize, op: &str)
 ///
 /// Errors: NULL_ARGUMENT (`rules` with `count` > 0, an element, or
 /// `out_rule`: "rules[1]: rule is NULL"); INVALID_ARGUMENT for `count` 0,
-/// whatever `rules` is ("an AND needs at least one rule (count is 0)"), or
-/// an element that is not a live rule; OVERFLOW for a `count` whose array
+/// whatever `rules` is ("an AND needs at least one rule (count is 0)"), an
+/// element that is not a live rule, or a result nesting deeper than 100
+/// levels ("rule nests deeper than 100 levels"); OVERFLOW for a `count` whose array
 /// exceeds the address space.
 ///
 /// # Safety
@@ -285,7 +286,9 @@ pub unsafe extern "C" fn nnm_region_rule_or(
 /// Makes the rule "`rule` does not match" (copies it: the caller still
 /// frees it).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`rule` is not a live rule).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`rule` is not a live rule, or
+/// the result would nest deeper than 100 levels: "rule nests deeper than
+/// 100 levels").
 ///
 /// # Safety
 /// `rule` must be NULL or a rule from `nnm_region_rule_*` (a freed one is

@@ -185,6 +185,12 @@ unsafe fn table_ref<'a>(table: *const nnm_region_table) -> Result<&'a nnm_region
 /// - DOES_NOT_FIT: a region over its capacity without a spill region, or
 ///   whose spill chain runs out ("region 'sram' needs X B (peak P B +
 ///   reserved R B), capacity C B: M B missing").
+/// - OVERFLOW: the functions' steps, one after another, overflow 64-bit
+///   steps; a region's size or its end address overflows 64 bits.
+/// - INVALID_ARGUMENT also: a fixed base address that is not a multiple of
+///   the largest alignment of its region and tensors; two regions that
+///   would share a name (a per-tensor `<description>/<function>/<tensor>`
+///   equal to another region's name).
 ///
 /// # Safety
 /// `config` and `model` must be NULL or live handles from

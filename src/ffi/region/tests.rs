@@ -555,7 +555,7 @@ fn bad_descriptions_are_refused_and_change_nothing() {
         (
             nnm_region_desc { reserved_front: 64, capacity: 32, ..ok },
             Status::InvalidArgument,
-            "reserved bytes (64 B, front and back) exceed its capacity 32 B",
+            "reserved bytes (64 B, front and back; 64 B aligned to 64) exceed its capacity 32 B",
         ),
         (nnm_region_desc { spill_to: c"fast".as_ptr(), ..ok }, Status::InvalidArgument, "spills to itself"),
         (nnm_region_desc { spill_to: c"".as_ptr(), ..ok }, Status::InvalidArgument, "spill_to is empty"),

@@ -73,6 +73,9 @@ fn check(m: &Model, c: &RegionConfig, table: &RegionTable) {
         }
         let rp = &table.placements[root];
         assert_eq!((p.region, p.offset, p.spilled), (rp.region, rp.offset + inside, rp.spilled));
+        if root == id {
+            assert_eq!(p.address % m.tensors()[id].alignment, 0, "{} aligned", p.name);
+        }
         assert!(p.offset + p.size <= rp.offset + rp.size);
     }
     for region in &table.regions {
@@ -282,12 +285,14 @@ fn reserved_bytes_and_alignment_count_in_sizes_and_offsets() {
     ]);
     let t = build(&m, &c);
     // The largest tensor alignment, 128, rules: 128 + 128 B live together,
-    // 16 + 256 + 8 = 280 B rounded up to 384.
-    assert_eq!(names(&t), vec![("act", 0, 384), ("w", 384, 64)]);
+    // after the 16 reserved front bytes rounded up to 128 (so that t1 stays
+    // aligned): 128 + 256 + 8 = 392 B rounded up to 512.
+    assert_eq!(names(&t), vec![("act", 0, 512), ("w", 512, 64)]);
     assert_eq!(t.regions[0].peak, 256);
     let mut offsets = vec![find(&t, &m, "t1").offset, find(&t, &m, "t2").offset];
     offsets.sort_unstable();
-    assert_eq!(offsets, vec![16, 144]);
+    assert_eq!(offsets, vec![128, 256]);
+    assert_eq!(find(&t, &m, "t1").address % 128, 0);
 }
 
 fn spill_config(sram: u64, l2: Option<u64>) -> RegionConfig {
@@ -390,6 +395,69 @@ fn a_plan_over_capacity_moves_tensors_live_where_it_is_over() {
     let act = &t.regions[0];
     assert_eq!((act.peak, act.lower_bound, act.proven_optimal, act.algorithm), (64, 64, true, Algorithm::Linear));
     assert_eq!(act.tensors, vec![0]);
+}
+
+#[test]
+fn a_plan_over_capacity_moves_only_tensors_ending_above_it() {
+    // linear: x 0, y 64, z 128; the lower bound (128 B) fits 128 B, the
+    // plan (192 B) does not. x has the largest pressure and is live where
+    // the plan is over, but ends below the capacity: moving it frees
+    // nothing, as the tensors kept keep their offsets. Only z moves.
+    let props = RegionProperties {
+        algorithm: Algorithm::Linear,
+        capacity: Some(128),
+        spill_to: Some("ddr".into()),
+        ..RegionProperties::default()
+    };
+    let c = config(
+        &[],
+        vec![
+            region(0, "act", Rule::Kind(TensorKind::Activation), props),
+            region(1, "ddr", Rule::Any, RegionProperties::default()),
+        ],
+    );
+    let m = model(vec![act("x", 64, 0, 10), act("y", 64, 0, 1), act("z", 64, 1, 2)]);
+    let t = build(&m, &c);
+    assert_eq!(t.spills.iter().map(|s| s.tensor).collect::<Vec<_>>(), vec![2]);
+    assert_eq!(t.regions[0].tensors, vec![0, 1]);
+    assert_eq!(t.regions[0].size, 128);
+}
+
+#[test]
+fn a_fixed_base_below_a_tensors_alignment_is_an_error() {
+    let props = RegionProperties { base_address: Some(64), ..RegionProperties::default() };
+    let c = config(&[], vec![region(0, "act", Rule::Any, props)]);
+    let m = model(vec![act("x", 64, 0, 1).with_alignment(4096)]);
+    let e = RegionTable::build(&m, &c).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(
+        e.message(),
+        "region 'act': its fixed base address 0x40 is not a multiple of 4096 B, the largest alignment of the region \
+         and its tensors"
+    );
+}
+
+#[test]
+fn steps_anywhere_in_the_64_bit_range_line_up_without_overflow() {
+    let c = RegionConfig::glow_defaults();
+    let m = model(vec![
+        act("a", 64, 0, 1),
+        act("b", 64, i64::MIN, i64::MIN + 1).in_function("g"),
+        act("c", 64, i64::MAX - 1, i64::MAX).in_function("h"),
+    ]);
+    let t = build(&m, &c);
+    // One after another, the three never live together: 64 B.
+    assert_eq!(names(&t), vec![("activations", 0, 64)]);
+}
+
+#[test]
+fn two_regions_of_one_name_are_an_error() {
+    let inputs = RegionProperties { per_tensor: true, ..RegionProperties::default() };
+    let c = config(&[], vec![region(0, "in", Rule::Any, inputs)]);
+    let m = model(vec![act("g/x", 64, 0, 1), act("x", 64, 0, 1).in_function("g")]);
+    let e = RegionTable::build(&m, &c).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert!(e.message().starts_with("two regions would both be named 'in/g/x'"), "{}", e.message());
 }
 
 #[test]
