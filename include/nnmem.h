@@ -4092,8 +4092,9 @@ enum nnm_status nnm_region_rule_is_view(struct nnm_region_rule **out_rule);
  *
  * Errors: NULL_ARGUMENT (`rules` with `count` > 0, an element, or
  * `out_rule`: "rules[1]: rule is NULL"); INVALID_ARGUMENT for `count` 0,
- * whatever `rules` is ("an AND needs at least one rule (count is 0)"), or
- * an element that is not a live rule; OVERFLOW for a `count` whose array
+ * whatever `rules` is ("an AND needs at least one rule (count is 0)"), an
+ * element that is not a live rule, or a result nesting deeper than 100
+ * levels ("rule nests deeper than 100 levels"); OVERFLOW for a `count` whose array
  * exceeds the address space.
  *
  * # Safety
@@ -4123,7 +4124,9 @@ enum nnm_status nnm_region_rule_or(const struct nnm_region_rule *const *rules,
  * Makes the rule "`rule` does not match" (copies it: the caller still
  * frees it).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`rule` is not a live rule).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`rule` is not a live rule, or
+ * the result would nest deeper than 100 levels: "rule nests deeper than
+ * 100 levels").
  *
  * # Safety
  * `rule` must be NULL or a rule from `nnm_region_rule_*` (a freed one is
@@ -4181,6 +4184,12 @@ void nnm_region_rule_free(struct nnm_region_rule *rule);
  * - DOES_NOT_FIT: a region over its capacity without a spill region, or
  *   whose spill chain runs out ("region 'sram' needs X B (peak P B +
  *   reserved R B), capacity C B: M B missing").
+ * - OVERFLOW: the functions' steps, one after another, overflow 64-bit
+ *   steps; a region's size or its end address overflows 64 bits.
+ * - INVALID_ARGUMENT also: a fixed base address that is not a multiple of
+ *   the largest alignment of its region and tensors; two regions that
+ *   would share a name (a per-tensor `<description>/<function>/<tensor>`
+ *   equal to another region's name).
  *
  * # Safety
  * `config` and `model` must be NULL or live handles from
