@@ -296,9 +296,7 @@ fn run_pool_replay(a: &PoolReplayArgs) -> Result<(), Error> {
 fn run_regions(a: &RegionsArgs) -> Result<(), Error> {
     let config = match &a.config {
         // Its errors name the file (and the line and column in it).
-        Some(path) => {
-            RegionConfig::from_toml_path(std::path::Path::new(path)).map_err(|e| input_error("--config", e))?
-        }
+        Some(path) => RegionConfig::from_toml_path(std::path::Path::new(path))?,
         None => RegionConfig::glow_defaults(),
     };
     let name = display_name(&a.input);

@@ -752,7 +752,7 @@ fn regions_refuses_bad_input_with_the_line_and_column() {
             Some("id,lower,upper,size,view_of\na,0,1,4,\nv,0,1,4,b\n"),
             "nnmem: stdin: line 3: view 'v' (view, function main) names origin 'b', which is not in function main",
         ),
-        (&["regions", "-", "--config", "no-such-config.toml"], Some(REGIONS_MODEL), "nnmem: --config: no-such-config.toml: cannot read the region configuration: "),
+        (&["regions", "-", "--config", "no-such-config.toml"], Some(REGIONS_MODEL), "nnmem: no-such-config.toml: cannot read the region configuration: "),
         (
             &["regions", "-"],
             Some("id,lower,upper,size,kind,view_of,view_offset\na,0,1,4,,,\nv,0,1,4,view,a,2\n"),

@@ -83,7 +83,9 @@ impl RegionTable {
                 escape(&level.name),
                 band_top + 34.0,
                 level.rank,
-                binary(level.size),
+                // Its span, like the text report's: the bytes from its
+                // lowest region (the "from" line), not from address 0.
+                binary(level.size.saturating_sub(start)),
                 band_top + 49.0,
                 regions.len(),
                 if regions.len() == 1 { "" } else { "s" },
@@ -395,11 +397,12 @@ mod tests {
         assert_eq!(svg.matches(r#"<g class="lane""#).count(), 2);
         assert_eq!(svg.matches(r#"<rect class="region""#).count(), 3);
         assert_eq!(svg.matches(r#"<rect class="tensor""#).count(), 5);
-        // Lanes in the table's (rank) order, labelled with name and rank.
+        // Lanes in the table's (rank) order, labelled with name, rank and span
+        // (ddr's one region of 256 B sits at 0x10000).
         let sram = svg.find(">sram</text>").unwrap();
         let ddr = svg.find(">ddr</text>").unwrap();
         assert!(sram < ddr);
-        assert!(svg.contains(">rank 0, 4 KiB</text>") && svg.contains(">rank 1, 64.25 KiB</text>"), "{svg}");
+        assert!(svg.contains(">rank 0, 4 KiB</text>") && svg.contains(">rank 1, 256 B</text>"), "{svg}");
         // Names are escaped, tooltips give the figures.
         assert!(svg.contains("<title>x &quot;in&quot; (activation, function main): region activations, offset 0, address 0x400, size 2048 B (2.00 KiB)</title>"), "{svg}");
         assert!(svg.contains("region activations (level sram, description 7): base 0x400, size 3072 B"), "{svg}");
