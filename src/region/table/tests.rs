@@ -360,24 +360,31 @@ fn spilled_tensors_may_spill_further_down_the_chain() {
     assert!(find(&t, &m, "b").spilled && !find(&t, &m, "c").spilled);
 }
 
-#[test]
-fn a_plan_over_capacity_moves_tensors_live_where_it_is_over() {
-    // linear stacks x and y (128 B) though they are never live together:
-    // the lower bound fits, the plan does not; only y is live where the
-    // plan is over, though x has the larger pressure.
+/// Activations planned by `linear` (which stacks them, so its plan may
+/// exceed a capacity the lower bound fits) into `capacity` bytes, spilling
+/// to an unlimited "ddr".
+fn linear_spill_config(capacity: u64) -> RegionConfig {
     let props = RegionProperties {
         algorithm: Algorithm::Linear,
-        capacity: Some(64),
+        capacity: Some(capacity),
         spill_to: Some("ddr".into()),
         ..RegionProperties::default()
     };
-    let c = config(
+    config(
         &[],
         vec![
             region(0, "act", Rule::Kind(TensorKind::Activation), props),
             region(1, "ddr", Rule::Any, RegionProperties::default()),
         ],
-    );
+    )
+}
+
+#[test]
+fn a_plan_over_capacity_moves_tensors_live_where_it_is_over() {
+    // linear stacks x and y (128 B) though they are never live together:
+    // the lower bound fits, the plan does not; only y is live where the
+    // plan is over, though x has the larger pressure.
+    let c = linear_spill_config(64);
     let m = model(vec![act("x", 64, 0, 5), act("y", 64, 5, 6), act("z", 64, 6, 7)]);
     let t = build(&m, &c);
     // One plan: x 0, y 64, z 128. y and z (equal pressure: model order)
@@ -403,19 +410,7 @@ fn a_plan_over_capacity_moves_only_tensors_ending_above_it() {
     // plan (192 B) does not. x has the largest pressure and is live where
     // the plan is over, but ends below the capacity: moving it frees
     // nothing, as the tensors kept keep their offsets. Only z moves.
-    let props = RegionProperties {
-        algorithm: Algorithm::Linear,
-        capacity: Some(128),
-        spill_to: Some("ddr".into()),
-        ..RegionProperties::default()
-    };
-    let c = config(
-        &[],
-        vec![
-            region(0, "act", Rule::Kind(TensorKind::Activation), props),
-            region(1, "ddr", Rule::Any, RegionProperties::default()),
-        ],
-    );
+    let c = linear_spill_config(128);
     let m = model(vec![act("x", 64, 0, 10), act("y", 64, 0, 1), act("z", 64, 1, 2)]);
     let t = build(&m, &c);
     assert_eq!(t.spills.iter().map(|s| s.tensor).collect::<Vec<_>>(), vec![2]);
