@@ -66,6 +66,7 @@ impl PlanContext<'_> {
     /// Plans `tensors` (roots, in model order) as a region with `props`.
     pub fn plan(&mut self, name: &str, tensors: &[TensorId], props: &RegionProperties) -> Result<InstancePlan> {
         let alignment = self.alignment(tensors, props);
+        let in_region = |e: Error| Error::new(e.status(), format!("region '{name}': {}", e.message()));
         let (offsets, peak, lower_bound, algorithm, proven_optimal) = if tensors.is_empty() {
             (Vec::new(), 0, 0, props.algorithm, true)
         } else {
@@ -74,14 +75,12 @@ impl PlanContext<'_> {
             planner.set_alignment(alignment)?;
             for &id in tensors {
                 let size = self.model.tensors()[id].size;
-                planner
-                    .add_buffer(size, self.planned_lifetime(id, props), None)
-                    .map_err(|e| Error::new(e.status(), format!("region '{name}': {}", e.message())))?;
+                planner.add_buffer(size, self.planned_lifetime(id, props), None).map_err(in_region)?;
             }
             let started = Instant::now();
             let planned = planner.plan();
             self.planning += started.elapsed();
-            let o = planned.map_err(|e| Error::new(e.status(), format!("region '{name}': {}", e.message())))?;
+            let o = planned.map_err(in_region)?;
             (o.offsets.clone(), o.peak, o.lower_bound, o.algorithm, o.proven_optimal)
         };
         let size = region_size(name, peak, props, alignment)?;

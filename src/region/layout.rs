@@ -51,7 +51,8 @@ pub fn lay_out(blocks: &[Block]) -> Result<Layout> {
         let n = rest.iter().position(|&i| blocks[i].level != level).unwrap_or(rest.len());
         let (group, tail) = rest.split_at(n);
         let size = lay_out_level(blocks, group, &mut addresses)?;
-        levels.push(LevelLayout { name: level.to_string(), rank: blocks[first].rank, size });
+        let start = group.iter().map(|&i| addresses[i]).min().unwrap_or(0);
+        levels.push(LevelLayout { name: level.to_string(), rank: blocks[first].rank, start, size });
         rest = tail;
     }
     Ok(Layout { order, addresses, levels })

@@ -41,12 +41,9 @@ fn text(t: &RegionTable) -> String {
     let levels: Vec<String> = t
         .levels
         .iter()
-        .map(|l| {
-            let start = t.regions.iter().filter(|r| r.level == l.name).map(|r| r.base_address).min().unwrap_or(0);
-            match start {
-                0 => format!("{} (rank {}, {} B)", l.name, l.rank, l.size),
-                _ => format!("{} (rank {}, {} B from {start:#x})", l.name, l.rank, l.size.saturating_sub(start)),
-            }
+        .map(|l| match l.start {
+            0 => format!("{} (rank {}, {} B)", l.name, l.rank, l.size),
+            start => format!("{} (rank {}, {} B from {start:#x})", l.name, l.rank, l.size.saturating_sub(start)),
         })
         .collect();
     let _ = writeln!(
@@ -264,8 +261,8 @@ pub(crate) mod tests {
     pub(crate) fn sample() -> RegionTable {
         let mut t = RegionTable {
             levels: vec![
-                LevelLayout { name: "sram".into(), rank: 0, size: 4096 },
-                LevelLayout { name: "ddr".into(), rank: 1, size: 0x10000 + 256 },
+                LevelLayout { name: "sram".into(), rank: 0, start: 0, size: 4096 },
+                LevelLayout { name: "ddr".into(), rank: 1, start: 0x10000, size: 0x10000 + 256 },
             ],
             regions: vec![
                 region("sram-weights", "sram", 0, 0, 1024, vec![0]),

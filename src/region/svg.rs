@@ -58,7 +58,7 @@ impl RegionTable {
             // sit at a fixed base far from 0, an SRAM bank at 0x20000000,
             // would be a hairline otherwise) to the level's size, and at
             // least to every band's end (a hand-made table may say less).
-            let start = regions.iter().map(|&r| self.regions[r].base_address).min().unwrap_or(0);
+            let start = level.start;
             let end = regions.iter().map(|&r| end_of(&self.regions[r])).chain([level.size]).max().unwrap_or(0);
             let span = end.saturating_sub(start).max(1);
             let scale = plot_w / span as f64;

@@ -92,6 +92,9 @@ pub struct LevelLayout {
     pub name: String,
     /// Its rank.
     pub rank: u32,
+    /// The lowest base address of its regions (0 when laid out from 0; an
+    /// SRAM bank at 0x20000000 starts there).
+    pub start: u64,
     /// The highest end address of its regions: the bytes the level needs
     /// from address 0.
     pub size: u64,

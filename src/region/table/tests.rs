@@ -141,7 +141,7 @@ fn defaults_lay_out_constants_placeholders_activations_in_one_level() {
             ("activations", 384, 192),
         ]
     );
-    assert_eq!(t.levels, vec![LevelLayout { name: "memory".into(), rank: 0, size: 576 }]);
+    assert_eq!(t.levels, vec![LevelLayout { name: "memory".into(), rank: 0, start: 0, size: 576 }]);
     assert_eq!(t.regions[0].tensors, vec![1, 4]);
     assert_eq!(t.regions[4].tensors, vec![0, 3, 7]);
     let ids: Vec<u32> = t.regions.iter().map(|r| r.description_id).collect();
