@@ -15,6 +15,8 @@
 //! - [`pool`]: memory pools over pluggable device allocators.
 //! - [`region`]: Glow-style memory regions: rule-based region tables
 //!   planned through the planner.
+//! - [`workbuffer`]: workbuffer provisioning (OpenVINO GPU-plugin style):
+//!   the network model, so far.
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
@@ -35,6 +37,7 @@ pub mod pool;
 pub mod region;
 pub mod report_format;
 pub mod status;
+pub mod workbuffer;
 
 pub use status::{Error, Result, Status};
 

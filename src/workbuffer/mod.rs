@@ -1,0 +1,10 @@
+//! Workbuffer provisioning, OpenVINO GPU-plugin style: operators' inputs,
+//! outputs and scratch memory for parallel infer requests.
+//!
+//! - [`model`]: the network as the runtime describes it (operators in
+//!   execution order, constants, aliases, concat parents, workbuffer
+//!   requests), checked as it is built.
+
+pub mod model;
+
+pub use model::{BufferId, BufferSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest};

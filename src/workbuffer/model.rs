@@ -1,0 +1,394 @@
+//! A network as an inference runtime describes it to the workbuffer
+//! planner: operators in execution order, the buffers they read and write,
+//! constants, reshape-like aliases, concat parents, and each operator's
+//! workbuffer request. Every failing call leaves the builder as it was.
+//!
+//! One id space serves constants, tensors and concat parents (OpenVINO's
+//! plugin numbers them with one counter in execution order); workbuffers
+//! are named by their operator and position, not by id.
+
+use std::collections::HashMap;
+
+use crate::status::{Error, Result, Status};
+
+/// A buffer's id, unique among constants, tensors and concat parents.
+pub type BufferId = u64;
+
+/// An operator's index: its position in execution order, from 0.
+pub type OpIndex = usize;
+
+/// What an operator asks for besides its inputs and outputs: byte sizes of
+/// immutable workbuffers (whole-network life, initialised once at build)
+/// and of mutable ones (alive for the operator's own step only).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WorkbufferRequest {
+    /// Immutable workbuffer sizes, in the order the operator wants them.
+    pub immutable: Vec<u64>,
+    /// Mutable workbuffer sizes, in the order the operator wants them.
+    pub mutable: Vec<u64>,
+}
+
+/// An output an operator produces: a new buffer of `size` bytes, or, for a
+/// reshape-like operator, the buffer of one of its inputs under a new id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSpec {
+    /// The output's id.
+    pub id: BufferId,
+    /// Its size in bytes (not zero). An alias may be smaller than what it
+    /// aliases, never larger.
+    pub size: u64,
+    /// For a reshape-like output: the input whose buffer it is.
+    pub alias_of: Option<BufferId>,
+}
+
+impl OutputSpec {
+    /// A new buffer.
+    pub fn new(id: BufferId, size: u64) -> Self {
+        OutputSpec { id, size, alias_of: None }
+    }
+
+    /// The buffer of input `of`, under id `id`.
+    pub fn alias(id: BufferId, size: u64, of: BufferId) -> Self {
+        OutputSpec { id, size, alias_of: Some(of) }
+    }
+}
+
+/// One operator, in execution order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OperatorSpec {
+    /// Its name, for reports and errors (may repeat).
+    pub name: String,
+    /// What it reads, in order: constants, tensors, concat parents.
+    pub inputs: Vec<BufferId>,
+    /// What it writes, in order.
+    pub outputs: Vec<OutputSpec>,
+    /// Its workbuffers.
+    pub request: WorkbufferRequest,
+}
+
+/// Where a buffer's bytes come from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// A constant, with its bytes when given (else zero-filled at build).
+    Constant {
+        /// The bytes (`size` of them), if the runtime handed them in.
+        bytes: Option<Vec<u8>>,
+    },
+    /// Written by operator `producer`.
+    Produced {
+        /// The producing operator.
+        producer: OpIndex,
+    },
+    /// The buffer of another id (reshape-like), resolved to a root when the
+    /// model is built.
+    Alias {
+        /// The buffer it is.
+        of: BufferId,
+    },
+    /// One parent buffer whose parts are other buffers placed inside it at
+    /// byte offsets (an optimised concat: its producers write in place).
+    ConcatParent {
+        /// `(part, offset)`, in the order given.
+        parts: Vec<(BufferId, u64)>,
+    },
+}
+
+/// One buffer of the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BufferSpec {
+    /// Its id.
+    pub id: BufferId,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Where its bytes come from.
+    pub origin: Origin,
+    /// The last operator reading it (`None`: nobody reads it).
+    pub last_consumer: Option<OpIndex>,
+    /// Pinned for the whole run (a graph input or output).
+    pub pinned: bool,
+}
+
+/// The network being described.
+#[derive(Clone, Debug, Default)]
+pub struct ModelBuilder {
+    buffers: Vec<BufferSpec>,
+    by_id: HashMap<BufferId, usize>,
+    operators: Vec<OperatorSpec>,
+    /// For a buffer that is a part of a concat parent: that parent's index.
+    part_of: HashMap<usize, usize>,
+}
+
+impl ModelBuilder {
+    /// An empty model.
+    pub fn new() -> Self {
+        ModelBuilder::default()
+    }
+
+    /// Adds a constant of `size` bytes, with its bytes when given. Errors:
+    /// a zero size, a taken id (`AlreadyExists`), bytes of another length.
+    pub fn add_constant(&mut self, id: BufferId, size: u64, bytes: Option<Vec<u8>>) -> Result<()> {
+        self.check_new(id, size, "constant")?;
+        if let Some(b) = &bytes {
+            if b.len() as u64 != size {
+                return Err(Error::invalid(format!("constant {id}: {} bytes given for a size of {size} B", b.len())));
+            }
+        }
+        self.push(BufferSpec { id, size, origin: Origin::Constant { bytes }, last_consumer: None, pinned: false });
+        Ok(())
+    }
+
+    /// Adds the next operator and returns its index. Errors, adding
+    /// nothing: an input that is not a buffer yet, an output id taken or
+    /// repeated, a zero output or workbuffer size, an alias of something
+    /// that is not one of its inputs or larger than it, a constant or an
+    /// alias of a constant as an output ("constants can never be outputs").
+    pub fn add_operator(&mut self, op: OperatorSpec) -> Result<OpIndex> {
+        let index = self.operators.len();
+        let what = format!("operator {index} '{}'", op.name);
+        for &input in &op.inputs {
+            if !self.by_id.contains_key(&input) {
+                return Err(Error::new(Status::NotFound, format!("{what}: input {input} is not a buffer yet")));
+            }
+        }
+        for (k, out) in op.outputs.iter().enumerate() {
+            self.check_new(out.id, out.size, &format!("{what}: output"))?;
+            if op.outputs[..k].iter().any(|o| o.id == out.id) {
+                return Err(Error::new(Status::AlreadyExists, format!("{what}: output {} is listed twice", out.id)));
+            }
+            if let Some(of) = out.alias_of {
+                if op.outputs.iter().any(|o| o.id == of) {
+                    return Err(Error::invalid(format!(
+                        "{what}: output {} aliases {of}, an output of the same operator: an alias cycle",
+                        out.id
+                    )));
+                }
+                if !op.inputs.contains(&of) {
+                    return Err(Error::invalid(format!(
+                        "{what}: output {} aliases {of}, which is not one of its inputs",
+                        out.id
+                    )));
+                }
+                let source = &self.buffers[self.by_id[&of]];
+                if matches!(self.root_origin(of), Origin::Constant { .. }) {
+                    return Err(Error::invalid(format!(
+                        "{what}: output {} would alias constant {of}: constants can never be outputs",
+                        out.id
+                    )));
+                }
+                if out.size > source.size {
+                    return Err(Error::invalid(format!(
+                        "{what}: output {} of {} B aliases {of} of {} B: an alias cannot be larger",
+                        out.id, out.size, source.size
+                    )));
+                }
+            }
+        }
+        for (kind, sizes) in [("immutable", &op.request.immutable), ("mutable", &op.request.mutable)] {
+            if let Some(k) = sizes.iter().position(|&s| s == 0) {
+                return Err(Error::invalid(format!("{what}: {kind} workbuffer {k} has size 0")));
+            }
+        }
+        for &input in &op.inputs {
+            let at = self.by_id[&input];
+            self.buffers[at].last_consumer = Some(index);
+        }
+        for out in &op.outputs {
+            let origin = match out.alias_of {
+                Some(of) => Origin::Alias { of },
+                None => Origin::Produced { producer: index },
+            };
+            self.push(BufferSpec { id: out.id, size: out.size, origin, last_consumer: None, pinned: false });
+        }
+        self.operators.push(op);
+        Ok(index)
+    }
+
+    /// Declares `parent` (`size` bytes) as one buffer holding `parts` at
+    /// byte offsets: their producers write straight into it (an optimised
+    /// concat). The parts must be produced tensors, each in at most one
+    /// parent, inside it and not overlapping one another. Errors change
+    /// nothing.
+    pub fn add_concat_parent(&mut self, parent: BufferId, size: u64, parts: &[(BufferId, u64)]) -> Result<()> {
+        self.check_new(parent, size, "concat parent")?;
+        let what = format!("concat parent {parent}");
+        if parts.is_empty() {
+            return Err(Error::invalid(format!("{what} has no parts")));
+        }
+        let mut spans: Vec<(u64, u64, BufferId)> = Vec::with_capacity(parts.len());
+        for &(part, offset) in parts {
+            let at = *self
+                .by_id
+                .get(&part)
+                .ok_or_else(|| Error::new(Status::NotFound, format!("{what}: part {part} is not a buffer")))?;
+            let b = &self.buffers[at];
+            if !matches!(b.origin, Origin::Produced { .. }) {
+                return Err(Error::invalid(format!("{what}: part {part} is not a tensor an operator produces")));
+            }
+            if self.part_of.contains_key(&at) || spans.iter().any(|s| s.2 == part) {
+                return Err(Error::invalid(format!("{what}: part {part} is already inside a concat parent")));
+            }
+            let end = offset.checked_add(b.size).filter(|&end| end <= size).ok_or_else(|| {
+                Error::invalid(format!(
+                    "{what}: part {part} at offset {offset} ({} B) reaches past the parent's {size} B",
+                    b.size
+                ))
+            })?;
+            spans.push((offset, end, part));
+        }
+        spans.sort_unstable();
+        if let Some(w) = spans.windows(2).find(|w| w[1].0 < w[0].1) {
+            return Err(Error::invalid(format!(
+                "{what}: parts {} [{}, {}) and {} [{}, {}) overlap",
+                w[0].2, w[0].0, w[0].1, w[1].2, w[1].0, w[1].1
+            )));
+        }
+        let parent_index = self.buffers.len();
+        for &(part, _) in parts {
+            self.part_of.insert(self.by_id[&part], parent_index);
+        }
+        self.push(BufferSpec {
+            id: parent,
+            size,
+            origin: Origin::ConcatParent { parts: parts.to_vec() },
+            last_consumer: None,
+            pinned: false,
+        });
+        Ok(())
+    }
+
+    /// Pins a buffer for the whole run (a graph input or output). Errors:
+    /// an unknown id.
+    pub fn pin(&mut self, id: BufferId) -> Result<()> {
+        let at = *self.by_id.get(&id).ok_or_else(|| Error::new(Status::NotFound, format!("buffer {id} is unknown")))?;
+        self.buffers[at].pinned = true;
+        Ok(())
+    }
+
+    /// The operators, in execution order.
+    pub fn operators(&self) -> &[OperatorSpec] {
+        &self.operators
+    }
+
+    /// The buffers, in the order declared.
+    pub fn buffers(&self) -> &[BufferSpec] {
+        &self.buffers
+    }
+
+    /// The buffer with id `id`.
+    pub fn buffer(&self, id: BufferId) -> Option<&BufferSpec> {
+        self.by_id.get(&id).map(|&at| &self.buffers[at])
+    }
+
+    /// The concat parent a buffer was placed in, if any.
+    pub fn parent_of(&self, id: BufferId) -> Option<&BufferSpec> {
+        let at = self.by_id.get(&id)?;
+        self.part_of.get(at).map(|&p| &self.buffers[p])
+    }
+
+    /// Where `id`'s bytes finally come from, through aliases (which always
+    /// point at earlier buffers, so the walk ends).
+    fn root_origin(&self, mut id: BufferId) -> &Origin {
+        loop {
+            let b = &self.buffers[self.by_id[&id]];
+            match b.origin {
+                Origin::Alias { of } => id = of,
+                ref origin => return origin,
+            }
+        }
+    }
+
+    fn check_new(&self, id: BufferId, size: u64, what: &str) -> Result<()> {
+        if self.by_id.contains_key(&id) {
+            return Err(Error::new(Status::AlreadyExists, format!("{what} {id}: the id is already a buffer")));
+        }
+        if size == 0 {
+            return Err(Error::invalid(format!("{what} {id} has size 0")));
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, b: BufferSpec) {
+        self.by_id.insert(b.id, self.buffers.len());
+        self.buffers.push(b);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(name: &str, inputs: &[BufferId], outputs: Vec<OutputSpec>) -> OperatorSpec {
+        OperatorSpec { name: name.into(), inputs: inputs.to_vec(), outputs, request: WorkbufferRequest::default() }
+    }
+
+    #[test]
+    fn operators_record_producers_and_last_consumers() {
+        let mut m = ModelBuilder::new();
+        m.add_constant(1, 16, Some(vec![7; 16])).unwrap();
+        m.add_operator(op("in", &[], vec![OutputSpec::new(2, 64)])).unwrap();
+        m.add_operator(op("conv", &[2, 1], vec![OutputSpec::new(3, 64)])).unwrap();
+        m.add_operator(op("reshape", &[3], vec![OutputSpec::alias(4, 64, 3)])).unwrap();
+        m.add_operator(op("relu", &[4, 2], vec![OutputSpec::new(5, 32)])).unwrap();
+        m.pin(5).unwrap();
+        assert_eq!(m.buffer(2).unwrap().last_consumer, Some(3));
+        assert_eq!(m.buffer(3).unwrap().origin, Origin::Produced { producer: 1 });
+        assert_eq!(m.buffer(4).unwrap().origin, Origin::Alias { of: 3 });
+        assert!(m.buffer(5).unwrap().pinned);
+        assert_eq!(m.operators().len(), 4);
+    }
+
+    #[test]
+    fn bad_input_is_refused_and_changes_nothing() {
+        let mut m = ModelBuilder::new();
+        m.add_constant(1, 16, None).unwrap();
+        m.add_operator(op("a", &[1], vec![OutputSpec::new(2, 64)])).unwrap();
+        let before = (m.buffers().to_vec(), m.operators().len());
+        let zero_wb = OperatorSpec {
+            request: WorkbufferRequest { immutable: vec![], mutable: vec![8, 0] },
+            ..op("z", &[2], vec![OutputSpec::new(9, 8)])
+        };
+        let cases: Vec<(OperatorSpec, Status, &str)> = vec![
+            (op("x", &[42], vec![]), Status::NotFound, "input 42 is not a buffer yet"),
+            (op("x", &[2], vec![OutputSpec::new(1, 8)]), Status::AlreadyExists, "already a buffer"),
+            (op("x", &[2], vec![OutputSpec::new(9, 8), OutputSpec::new(9, 8)]), Status::AlreadyExists, "twice"),
+            (op("x", &[2], vec![OutputSpec::new(9, 0)]), Status::InvalidArgument, "size 0"),
+            (op("x", &[2], vec![OutputSpec::alias(9, 8, 1)]), Status::InvalidArgument, "not one of its inputs"),
+            (
+                op("x", &[1], vec![OutputSpec::alias(9, 8, 1)]),
+                Status::InvalidArgument,
+                "constants can never be outputs",
+            ),
+            (op("x", &[2], vec![OutputSpec::alias(9, 128, 2)]), Status::InvalidArgument, "cannot be larger"),
+            (zero_wb, Status::InvalidArgument, "mutable workbuffer 1 has size 0"),
+            (op("x", &[2], vec![OutputSpec::alias(9, 8, 9)]), Status::InvalidArgument, "an alias cycle"),
+        ];
+        for (spec, status, part) in cases {
+            let e = m.add_operator(spec.clone()).unwrap_err();
+            assert_eq!(e.status(), status, "{spec:?}: {}", e.message());
+            assert!(e.message().contains(part), "{}", e.message());
+            assert_eq!((m.buffers().to_vec(), m.operators().len()), before);
+        }
+        assert_eq!(m.add_constant(3, 4, Some(vec![0; 3])).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(m.pin(77).unwrap_err().status(), Status::NotFound);
+        assert_eq!((m.buffers().to_vec(), m.operators().len()), before);
+    }
+
+    #[test]
+    fn concat_parents_hold_their_parts_without_overlap() {
+        let mut m = ModelBuilder::new();
+        m.add_operator(op("a", &[], vec![OutputSpec::new(1, 32)])).unwrap();
+        m.add_operator(op("b", &[], vec![OutputSpec::new(2, 32)])).unwrap();
+        m.add_constant(3, 8, None).unwrap();
+        assert!(m.add_concat_parent(10, 64, &[]).is_err());
+        assert!(m.add_concat_parent(10, 48, &[(1, 0), (2, 32)]).unwrap_err().message().contains("reaches past"));
+        assert!(m.add_concat_parent(10, 64, &[(1, 0), (2, 16)]).unwrap_err().message().contains("overlap"));
+        assert!(m.add_concat_parent(10, 64, &[(3, 0)]).unwrap_err().message().contains("not a tensor"));
+        assert_eq!(m.add_concat_parent(10, 64, &[(9, 0)]).unwrap_err().status(), Status::NotFound);
+        assert!(m.buffer(10).is_none() && m.parent_of(1).is_none());
+        m.add_concat_parent(10, 64, &[(2, 32), (1, 0)]).unwrap();
+        assert_eq!(m.parent_of(1).unwrap().id, 10);
+        assert!(m.add_concat_parent(11, 64, &[(1, 0)]).unwrap_err().message().contains("already inside"));
+        m.add_operator(op("use", &[10], vec![OutputSpec::new(12, 64)])).unwrap();
+        assert_eq!(m.buffer(10).unwrap().last_consumer, Some(2));
+    }
+}
