@@ -4,7 +4,10 @@
 //! - [`model`]: the network as the runtime describes it (operators in
 //!   execution order, constants, aliases, concat parents, workbuffer
 //!   requests), checked as it is built.
+//! - [`layout`]: the constants and immutable-workbuffer blobs, and the
+//!   mutable block planned through [`crate::plan`].
 
+pub mod layout;
 pub mod model;
 
 pub use model::{BufferId, BufferSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest};

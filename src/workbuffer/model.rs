@@ -279,6 +279,11 @@ impl ModelBuilder {
         self.by_id.get(&id).map(|&at| &self.buffers[at])
     }
 
+    /// The index of buffer `id` in [`ModelBuilder::buffers`].
+    pub fn index_of(&self, id: BufferId) -> Option<usize> {
+        self.by_id.get(&id).copied()
+    }
+
     /// The concat parent a buffer was placed in, if any.
     pub fn parent_of(&self, id: BufferId) -> Option<&BufferSpec> {
         let at = self.by_id.get(&id)?;

@@ -1,0 +1,277 @@
+//! Where every buffer of a model goes: constants packed one after another
+//! into the constants blob, immutable workbuffers into the immutable blob
+//! (both shared by every infer request), and the tensors and mutable
+//! workbuffers of one request planned by the planner into one mutable
+//! block.
+//!
+//! Lifetimes, in operator steps: a tensor lives from its producer to its
+//! last consumer (inclusive), through every alias of it; a concat parent
+//! from the first producer of its parts to the last consumer of it or of a
+//! part; a pinned buffer (graph input or output) for the whole run; a
+//! mutable workbuffer for its operator's step only.
+
+use super::model::{ModelBuilder, OpIndex, Origin};
+use crate::plan::{align_up, check_alignment, Algorithm, Lifetime, Planner, DEFAULT_WORK_LIMIT};
+use crate::status::{Error, Result};
+
+/// OpenVINO's blob alignment, the default of every offset.
+pub const DEFAULT_EXEC_ALIGNMENT: u64 = 256;
+
+/// How a model is laid out.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayoutOptions {
+    /// The planner's algorithm for the mutable block (default `auto`).
+    pub algorithm: Algorithm,
+    /// Alignment of every offset and blob size, a power of two (default
+    /// 256).
+    pub alignment: u64,
+    /// The planner's work budget (default the planner's).
+    pub work_limit: u64,
+}
+
+impl Default for LayoutOptions {
+    fn default() -> Self {
+        LayoutOptions { algorithm: Algorithm::Auto, alignment: DEFAULT_EXEC_ALIGNMENT, work_limit: DEFAULT_WORK_LIMIT }
+    }
+}
+
+/// Which memory a buffer lives in.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Area {
+    /// The constants blob (shared by every request).
+    Constants,
+    /// The immutable-workbuffer blob (shared by every request).
+    Immutable,
+    /// A request's mutable block.
+    Mutable,
+}
+
+/// A buffer's place.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    /// Its memory.
+    pub area: Area,
+    /// Its offset in it.
+    pub offset: u64,
+    /// Its size.
+    pub size: u64,
+}
+
+/// The layout of a model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Layout {
+    /// Per buffer, in the model's order: its place.
+    pub buffers: Vec<Place>,
+    /// Per operator: its immutable workbuffers' places, in request order.
+    pub immutable: Vec<Vec<Place>>,
+    /// Per operator: its mutable workbuffers' places, in request order.
+    pub mutable: Vec<Vec<Place>>,
+    /// Bytes of the constants blob.
+    pub constants_size: u64,
+    /// Bytes of the immutable-workbuffer blob.
+    pub immutable_size: u64,
+    /// Bytes of one mutable block: the plan's peak.
+    pub mutable_size: u64,
+    /// The planner's lower bound for the mutable block.
+    pub mutable_lower_bound: u64,
+    /// The algorithm that produced the mutable plan.
+    pub algorithm: Algorithm,
+    /// No mutable block can be smaller.
+    pub proven_optimal: bool,
+}
+
+/// Lays out `model` under `options`. Errors on an alignment that is not a
+/// power of two and on sizes that overflow 64 bits.
+pub fn lay_out(model: &ModelBuilder, options: &LayoutOptions) -> Result<Layout> {
+    check_alignment(options.alignment)?;
+    let a = options.alignment;
+    let buffers = model.buffers();
+    let steps = model.operators().len().max(1) as i64;
+    let index_of = |id| model.index_of(id).expect("ids a model refers to are its buffers");
+
+    // Roots: an alias resolves to what it aliases (always an earlier
+    // buffer); a concat part to its parent, at its offset.
+    let mut root: Vec<(usize, u64)> = (0..buffers.len()).map(|i| (i, 0)).collect();
+    for (i, b) in buffers.iter().enumerate() {
+        if let Origin::ConcatParent { parts } = &b.origin {
+            for &(part, offset) in parts {
+                root[index_of(part)] = (i, offset);
+            }
+        }
+    }
+    for (i, b) in buffers.iter().enumerate() {
+        if let Origin::Alias { of } = b.origin {
+            let (r, inside) = root[index_of(of)];
+            root[i] = (r, inside);
+        }
+    }
+    // A concat part may be declared as a part after an alias of it was
+    // resolved above: resolve chains until nothing changes (each step
+    // moves to a later-declared parent or an earlier alias target, so it
+    // ends).
+    loop {
+        let mut changed = false;
+        for i in 0..buffers.len() {
+            let (r, inside) = root[i];
+            let (rr, rinside) = root[r];
+            if rr != r {
+                root[i] = (rr, rinside + inside);
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+
+    // Lifetimes of the mutable roots, inclusive steps.
+    let mut span: Vec<Option<(OpIndex, OpIndex)>> = vec![None; buffers.len()];
+    let widen = |span: &mut Vec<Option<(OpIndex, OpIndex)>>, r: usize, from: OpIndex, to: OpIndex| {
+        span[r] = Some(match span[r] {
+            Some((s, e)) => (s.min(from), e.max(to)),
+            None => (from, to),
+        });
+    };
+    let mut pinned = vec![false; buffers.len()];
+    for (i, b) in buffers.iter().enumerate() {
+        let r = root[i].0;
+        pinned[r] |= b.pinned;
+        if let Origin::Produced { producer } = b.origin {
+            widen(&mut span, r, producer, b.last_consumer.unwrap_or(producer).max(producer));
+        } else if let Some(last) = b.last_consumer {
+            if let Some((start, _)) = span[r] {
+                widen(&mut span, r, start, last);
+            }
+        }
+    }
+
+    let mut places = vec![Place { area: Area::Mutable, offset: 0, size: 0 }; buffers.len()];
+    let mut constants_size = 0u64;
+    let pack = |size: u64, end: &mut u64| -> Result<u64> {
+        let offset = *end;
+        *end = offset
+            .checked_add(align_up(size, a)?)
+            .ok_or_else(|| Error::overflow("the blob's size overflows 64 bits"))?;
+        Ok(offset)
+    };
+    for (i, b) in buffers.iter().enumerate() {
+        if matches!(b.origin, Origin::Constant { .. }) {
+            places[i] = Place { area: Area::Constants, offset: pack(b.size, &mut constants_size)?, size: b.size };
+        }
+    }
+    let mut immutable_size = 0u64;
+    let mut immutable = Vec::with_capacity(model.operators().len());
+    for op in model.operators() {
+        let mut own = Vec::with_capacity(op.request.immutable.len());
+        for &size in &op.request.immutable {
+            own.push(Place { area: Area::Immutable, offset: pack(size, &mut immutable_size)?, size });
+        }
+        immutable.push(own);
+    }
+
+    let mut planner = Planner::new();
+    planner.set_algorithm(options.algorithm);
+    planner.set_alignment(a)?;
+    planner.set_work_limit(Some(options.work_limit));
+    let mut planned: Vec<usize> = Vec::new();
+    for (i, b) in buffers.iter().enumerate() {
+        if root[i].0 != i || matches!(b.origin, Origin::Constant { .. } | Origin::Alias { .. }) {
+            continue;
+        }
+        let lifetime = match (pinned[i], span[i]) {
+            (true, _) => Lifetime::half_open(0, steps)?,
+            (false, Some((s, e))) => Lifetime::half_open(s as i64, e as i64 + 1)?,
+            (false, None) => Lifetime::half_open(0, 0)?,
+        };
+        planner.add_buffer(b.size, lifetime, None)?;
+        planned.push(i);
+    }
+    let mut workbuffers: Vec<(OpIndex, usize)> = Vec::new();
+    for (k, op) in model.operators().iter().enumerate() {
+        for (w, &size) in op.request.mutable.iter().enumerate() {
+            planner.add_buffer(size, Lifetime::half_open(k as i64, k as i64 + 1)?, None)?;
+            workbuffers.push((k, w));
+        }
+    }
+    let outcome = planner.plan()?.clone();
+    for (n, &i) in planned.iter().enumerate() {
+        places[i] = Place { area: Area::Mutable, offset: outcome.offsets[n], size: buffers[i].size };
+    }
+    let mut mutable: Vec<Vec<Place>> =
+        model.operators().iter().map(|op| Vec::with_capacity(op.request.mutable.len())).collect();
+    for (n, &(k, w)) in workbuffers.iter().enumerate() {
+        let size = model.operators()[k].request.mutable[w];
+        mutable[k].push(Place { area: Area::Mutable, offset: outcome.offsets[planned.len() + n], size });
+    }
+    for (i, b) in buffers.iter().enumerate() {
+        let (r, inside) = root[i];
+        if r != i {
+            let rp = places[r];
+            places[i] = Place { area: rp.area, offset: rp.offset + inside, size: b.size };
+        }
+    }
+    Ok(Layout {
+        buffers: places,
+        immutable,
+        mutable,
+        constants_size,
+        immutable_size,
+        mutable_size: outcome.peak,
+        mutable_lower_bound: outcome.lower_bound,
+        algorithm: outcome.algorithm,
+        proven_optimal: outcome.proven_optimal,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workbuffer::model::{OperatorSpec, OutputSpec, WorkbufferRequest};
+
+    fn op(inputs: &[u64], outputs: Vec<OutputSpec>, mutable: &[u64], immutable: &[u64]) -> OperatorSpec {
+        OperatorSpec {
+            name: String::new(),
+            inputs: inputs.to_vec(),
+            outputs,
+            request: WorkbufferRequest { immutable: immutable.to_vec(), mutable: mutable.to_vec() },
+        }
+    }
+
+    #[test]
+    fn blobs_pack_and_the_mutable_block_reuses_bytes() {
+        let mut m = ModelBuilder::new();
+        m.add_constant(1, 100, None).unwrap();
+        m.add_constant(2, 300, None).unwrap();
+        m.add_operator(op(&[1], vec![OutputSpec::new(3, 256)], &[256], &[10])).unwrap(); // 0
+        m.add_operator(op(&[3, 2], vec![OutputSpec::new(4, 256)], &[], &[])).unwrap(); // 1
+        m.add_operator(op(&[4], vec![OutputSpec::alias(5, 256, 4)], &[], &[20])).unwrap(); // 2: reshape
+        m.add_operator(op(&[5], vec![OutputSpec::new(6, 256)], &[512], &[])).unwrap(); // 3
+        let l = lay_out(&m, &LayoutOptions::default()).unwrap();
+        // Constants at 0 and 256 (100 B rounded up); immutable 0 and 256.
+        assert_eq!((l.buffers[0].offset, l.buffers[1].offset, l.constants_size), (0, 256, 768));
+        assert_eq!((l.immutable[0][0].offset, l.immutable[2][0].offset, l.immutable_size), (0, 256, 512));
+        // The alias shares its source's place.
+        assert_eq!(l.buffers[4], Place { area: Area::Mutable, offset: l.buffers[3].offset, size: 256 });
+        // Step 0: t3 + wb0 = 512; step 1: t3 + t4; step 3: t4/t5 + t6 + wb 512 = 1024.
+        assert_eq!((l.mutable_size, l.mutable_lower_bound, l.proven_optimal), (1024, 1024, true));
+        assert_eq!(l.mutable[3][0].size, 512);
+    }
+
+    #[test]
+    fn concat_parts_sit_inside_their_parent_and_pinned_buffers_live_throughout() {
+        let mut m = ModelBuilder::new();
+        m.add_operator(op(&[], vec![OutputSpec::new(1, 256)], &[], &[])).unwrap(); // 0: input
+        m.pin(1).unwrap();
+        m.add_operator(op(&[1], vec![OutputSpec::new(2, 256)], &[], &[])).unwrap(); // 1
+        m.add_operator(op(&[1], vec![OutputSpec::new(3, 256)], &[], &[])).unwrap(); // 2
+        m.add_concat_parent(4, 512, &[(2, 0), (3, 256)]).unwrap();
+        m.add_operator(op(&[4], vec![OutputSpec::new(5, 256)], &[], &[])).unwrap(); // 3
+        let l = lay_out(&m, &LayoutOptions::default()).unwrap();
+        let parent = l.buffers[3].offset;
+        assert_eq!((l.buffers[1].offset, l.buffers[2].offset), (parent, parent + 256));
+        // The pinned input (256) lives with the parent (512) and the output.
+        assert_eq!(l.mutable_size, 1024);
+        let input = l.buffers[0].offset;
+        assert!(input + 256 <= parent || parent + 512 <= input);
+    }
+}
