@@ -180,7 +180,7 @@ static void test_status_str(void) {
         NNM_OK,          NNM_NULL_ARGUMENT, NNM_INVALID_ARGUMENT, NNM_OUT_OF_MEMORY,
         NNM_DOES_NOT_FIT, NNM_OVERFLOW,     NNM_NOT_FOUND,        NNM_ALREADY_EXISTS,
         NNM_WRONG_STATE, NNM_BUSY,          NNM_CANCELLED,        NNM_BUFFER_TOO_SMALL,
-        NNM_PANIC,       NNM_CORRUPTED,
+        NNM_PANIC,       NNM_CORRUPTED,     NNM_CALLBACK_FAILED,
     };
     for (size_t i = 0; i < COUNT_OF(codes); ++i) {
         CHECK(codes[i] == (int)i); /* dense, in documented order */
@@ -192,7 +192,7 @@ static void test_status_str(void) {
             CHECK(s != NULL && strcmp(s, nnm_status_str(codes[j])) != 0);
         }
     }
-    static const int unknown[] = {-1, 14, 1000, INT32_MIN};
+    static const int unknown[] = {-1, 15, 1000, INT32_MIN};
     for (size_t i = 0; i < COUNT_OF(unknown); ++i) {
         const char *s = nnm_status_str(unknown[i]);
         CHECK(s != NULL && strcmp(s, "unknown status") == 0);

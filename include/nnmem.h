@@ -273,6 +273,12 @@ typedef enum nnm_status {
    * message names the allocation and its category.
    */
   NNM_CORRUPTED = 13,
+  /**
+   * A callback the caller supplied (an operator's workbuffer
+   * initialiser) reported failure; the message names it and the value
+   * it returned.
+   */
+  NNM_CALLBACK_FAILED = 14,
 } nnm_status;
 
 /**
@@ -2169,7 +2175,8 @@ void nnm_cancel_token_free(struct nnm_cancel_token *token);
 /**
  * Sets the flag: a search holding this token stops within about a
  * millisecond and keeps its best plan so far (`nnm_planner_plan` then
- * returns NNM_OK with that plan).
+ * returns NNM_OK with that plan), and every `nnm_exec_pool_acquire`
+ * waiting with this token wakes and returns NNM_CANCELLED.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
  *

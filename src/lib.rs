@@ -28,6 +28,7 @@
 #![deny(missing_docs)]
 
 pub mod arena;
+pub mod cancel;
 pub mod ffi;
 pub mod json;
 pub mod names;

@@ -52,6 +52,10 @@ pub enum Status {
     /// around an allocation, or released memory written after release. The
     /// message names the allocation and its category.
     Corrupted = 13,
+    /// A callback the caller supplied (an operator's workbuffer
+    /// initialiser) reported failure; the message names it and the value
+    /// it returned.
+    CallbackFailed = 14,
 }
 
 c_enum! {
@@ -72,6 +76,7 @@ c_enum! {
         BufferTooSmall = "buffer too small",
         Panic = "panic caught at the C boundary",
         Corrupted = "memory corruption detected",
+        CallbackFailed = "a callback failed",
     }
 }
 

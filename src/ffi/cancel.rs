@@ -1,12 +1,10 @@
 //! C API of cancellation tokens (`nnm_cancel_token_*`): a flag one thread
 //! sets to stop a search running on another.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
-
 use super::args::out_param;
 use super::error::{guard, guard_void};
 use super::handle::{free_handle, into_handle, value_ref, HandleType};
+use crate::cancel::CancelToken;
 use crate::status::Status;
 
 /// A cancellation flag. Thread-safe: `nnm_cancel_token_cancel`,
@@ -20,7 +18,7 @@ use crate::status::Status;
 /// without reading it (unless a new token took over its address: that is
 /// the token they act on).
 pub struct nnm_cancel_token {
-    pub(crate) flag: Arc<AtomicBool>,
+    pub(crate) token: CancelToken,
 }
 
 // SAFETY: no other handle type is named "nnm_cancel_token".
@@ -50,7 +48,7 @@ pub unsafe extern "C" fn nnm_cancel_token_new(out_token: *mut *mut nnm_cancel_to
     guard(|| {
         // SAFETY: the caller promises `out_token` is NULL or writable.
         let out = unsafe { out_param(out_token, "out_token") }?;
-        out.write(into_handle(nnm_cancel_token { flag: Arc::new(AtomicBool::new(false)) }));
+        out.write(into_handle(nnm_cancel_token { token: CancelToken::new() }));
         Ok(())
     })
 }
@@ -71,7 +69,8 @@ pub unsafe extern "C" fn nnm_cancel_token_free(token: *mut nnm_cancel_token) {
 
 /// Sets the flag: a search holding this token stops within about a
 /// millisecond and keeps its best plan so far (`nnm_planner_plan` then
-/// returns NNM_OK with that plan).
+/// returns NNM_OK with that plan), and every `nnm_exec_pool_acquire`
+/// waiting with this token wakes and returns NNM_CANCELLED.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live token).
 ///
@@ -82,7 +81,7 @@ pub unsafe extern "C" fn nnm_cancel_token_free(token: *mut nnm_cancel_token) {
 pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token) -> Status {
     guard(|| {
         // SAFETY: the caller promises `token` is NULL or one of ours.
-        unsafe { token_ref(token) }?.flag.store(true, Ordering::Relaxed);
+        unsafe { token_ref(token) }?.token.cancel();
         Ok(())
     })
 }
@@ -98,7 +97,7 @@ pub unsafe extern "C" fn nnm_cancel_token_cancel(token: *const nnm_cancel_token)
 pub unsafe extern "C" fn nnm_cancel_token_reset(token: *const nnm_cancel_token) -> Status {
     guard(|| {
         // SAFETY: the caller promises `token` is NULL or one of ours.
-        unsafe { token_ref(token) }?.flag.store(false, Ordering::Relaxed);
+        unsafe { token_ref(token) }?.token.reset();
         Ok(())
     })
 }
@@ -118,7 +117,7 @@ pub unsafe extern "C" fn nnm_cancel_token_is_cancelled(
     guard(|| {
         // SAFETY: the caller promises both pointers are NULL or valid.
         let (t, out) = unsafe { (token_ref(token)?, out_param(out_cancelled, "out_cancelled")?) };
-        out.write(t.flag.load(Ordering::Relaxed) as u8);
+        out.write(t.token.is_cancelled() as u8);
         Ok(())
     })
 }

@@ -435,7 +435,7 @@ pub unsafe extern "C" fn nnm_planner_set_cancel_token(
         // SAFETY: `planner` is a planner handle used by no other call, or NULL or freed (refused unread).
         let h = unsafe { handle_mut(planner) }?;
         // SAFETY: `token` is NULL, a freed token (refused unread) or a live one.
-        h.cancel = if token.is_null() { None } else { Some(Arc::downgrade(&unsafe { token_ref(token) }?.flag)) };
+        h.cancel = if token.is_null() { None } else { Some(Arc::downgrade(unsafe { token_ref(token) }?.token.flag())) };
         Ok(())
     })
 }

@@ -226,12 +226,18 @@ pub fn lay_out(model: &ModelBuilder, options: &LayoutOptions) -> Result<Layout> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::workbuffer::model::{OperatorSpec, OutputSpec, WorkbufferRequest};
+    use crate::workbuffer::model::{InputSpec, OperatorSpec, OutputSpec, WorkbufferRequest};
 
-    fn op(inputs: &[u64], outputs: Vec<OutputSpec>, mutable: &[u64], immutable: &[u64]) -> OperatorSpec {
+    fn op(
+        m: &ModelBuilder,
+        inputs: &[u64],
+        outputs: Vec<OutputSpec>,
+        mutable: &[u64],
+        immutable: &[u64],
+    ) -> OperatorSpec {
         OperatorSpec {
             name: String::new(),
-            inputs: inputs.to_vec(),
+            inputs: inputs.iter().map(|&id| InputSpec::new(id, m.buffer(id).unwrap().size)).collect(),
             outputs,
             request: WorkbufferRequest { immutable: immutable.to_vec(), mutable: mutable.to_vec() },
         }
@@ -242,10 +248,10 @@ mod tests {
         let mut m = ModelBuilder::new();
         m.add_constant(1, 100, None).unwrap();
         m.add_constant(2, 300, None).unwrap();
-        m.add_operator(op(&[1], vec![OutputSpec::new(3, 256)], &[256], &[10])).unwrap(); // 0
-        m.add_operator(op(&[3, 2], vec![OutputSpec::new(4, 256)], &[], &[])).unwrap(); // 1
-        m.add_operator(op(&[4], vec![OutputSpec::alias(5, 256, 4)], &[], &[20])).unwrap(); // 2: reshape
-        m.add_operator(op(&[5], vec![OutputSpec::new(6, 256)], &[512], &[])).unwrap(); // 3
+        m.add_operator(op(&m, &[1], vec![OutputSpec::new(3, 256)], &[256], &[10])).unwrap(); // 0
+        m.add_operator(op(&m, &[3, 2], vec![OutputSpec::new(4, 256)], &[], &[])).unwrap(); // 1
+        m.add_operator(op(&m, &[4], vec![OutputSpec::alias(5, 256, 4)], &[], &[20])).unwrap(); // 2: reshape
+        m.add_operator(op(&m, &[5], vec![OutputSpec::new(6, 256)], &[512], &[])).unwrap(); // 3
         let l = lay_out(&m, &LayoutOptions::default()).unwrap();
         // Constants at 0 and 256 (100 B rounded up); immutable 0 and 256.
         assert_eq!((l.buffers[0].offset, l.buffers[1].offset, l.constants_size), (0, 256, 768));
@@ -260,12 +266,12 @@ mod tests {
     #[test]
     fn concat_parts_sit_inside_their_parent_and_pinned_buffers_live_throughout() {
         let mut m = ModelBuilder::new();
-        m.add_operator(op(&[], vec![OutputSpec::new(1, 256)], &[], &[])).unwrap(); // 0: input
+        m.add_operator(op(&m, &[], vec![OutputSpec::new(1, 256)], &[], &[])).unwrap(); // 0: input
         m.pin(1).unwrap();
-        m.add_operator(op(&[1], vec![OutputSpec::new(2, 256)], &[], &[])).unwrap(); // 1
-        m.add_operator(op(&[1], vec![OutputSpec::new(3, 256)], &[], &[])).unwrap(); // 2
+        m.add_operator(op(&m, &[1], vec![OutputSpec::new(2, 256)], &[], &[])).unwrap(); // 1
+        m.add_operator(op(&m, &[1], vec![OutputSpec::new(3, 256)], &[], &[])).unwrap(); // 2
         m.add_concat_parent(4, 512, &[(2, 0), (3, 256)]).unwrap();
-        m.add_operator(op(&[4], vec![OutputSpec::new(5, 256)], &[], &[])).unwrap(); // 3
+        m.add_operator(op(&m, &[4], vec![OutputSpec::new(5, 256)], &[], &[])).unwrap(); // 3
         let l = lay_out(&m, &LayoutOptions::default()).unwrap();
         let parent = l.buffers[3].offset;
         assert_eq!((l.buffers[1].offset, l.buffers[2].offset), (parent, parent + 256));

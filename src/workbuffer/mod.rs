@@ -10,4 +10,6 @@
 pub mod layout;
 pub mod model;
 
-pub use model::{BufferId, BufferSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest};
+pub use model::{
+    BufferId, BufferSpec, InputSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest,
+};

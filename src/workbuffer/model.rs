@@ -28,6 +28,24 @@ pub struct WorkbufferRequest {
     pub mutable: Vec<u64>,
 }
 
+/// An input an operator reads: the buffer's id and the bytes it reads,
+/// which must be the buffer's size (a mismatch means the runtime and the
+/// model disagree about a tensor, which would read past or short of it).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct InputSpec {
+    /// The buffer's id.
+    pub id: BufferId,
+    /// The bytes the operator reads.
+    pub size: u64,
+}
+
+impl InputSpec {
+    /// Reads `size` bytes of buffer `id`.
+    pub fn new(id: BufferId, size: u64) -> Self {
+        InputSpec { id, size }
+    }
+}
+
 /// An output an operator produces: a new buffer of `size` bytes, or, for a
 /// reshape-like operator, the buffer of one of its inputs under a new id.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,7 +77,7 @@ pub struct OperatorSpec {
     /// Its name, for reports and errors (may repeat).
     pub name: String,
     /// What it reads, in order: constants, tensors, concat parents.
-    pub inputs: Vec<BufferId>,
+    pub inputs: Vec<InputSpec>,
     /// What it writes, in order.
     pub outputs: Vec<OutputSpec>,
     /// Its workbuffers.
@@ -145,9 +163,19 @@ impl ModelBuilder {
     pub fn add_operator(&mut self, op: OperatorSpec) -> Result<OpIndex> {
         let index = self.operators.len();
         let what = format!("operator {index} '{}'", op.name);
-        for &input in &op.inputs {
-            if !self.by_id.contains_key(&input) {
-                return Err(Error::new(Status::NotFound, format!("{what}: input {input} is not a buffer yet")));
+        for input in &op.inputs {
+            let held = match self.by_id.get(&input.id) {
+                Some(&at) => self.buffers[at].size,
+                None => {
+                    return Err(Error::new(Status::NotFound, format!("{what}: input {} is not a buffer yet", input.id)))
+                }
+            };
+            if input.size != held {
+                let how = if input.size < held { "smaller than" } else { "larger than" };
+                return Err(Error::invalid(format!(
+                    "{what}: input {} is read as {} B, {how} its buffer of {held} B",
+                    input.id, input.size
+                )));
             }
         }
         for (k, out) in op.outputs.iter().enumerate() {
@@ -162,7 +190,7 @@ impl ModelBuilder {
                         out.id
                     )));
                 }
-                if !op.inputs.contains(&of) {
+                if !op.inputs.iter().any(|i| i.id == of) {
                     return Err(Error::invalid(format!(
                         "{what}: output {} aliases {of}, which is not one of its inputs",
                         out.id
@@ -188,8 +216,8 @@ impl ModelBuilder {
                 return Err(Error::invalid(format!("{what}: {kind} workbuffer {k} has size 0")));
             }
         }
-        for &input in &op.inputs {
-            let at = self.by_id[&input];
+        for input in &op.inputs {
+            let at = self.by_id[&input.id];
             self.buffers[at].last_consumer = Some(index);
         }
         for out in &op.outputs {
@@ -322,18 +350,21 @@ impl ModelBuilder {
 mod tests {
     use super::*;
 
-    fn op(name: &str, inputs: &[BufferId], outputs: Vec<OutputSpec>) -> OperatorSpec {
-        OperatorSpec { name: name.into(), inputs: inputs.to_vec(), outputs, request: WorkbufferRequest::default() }
+    /// An operator reading all of each buffer in `inputs` (unknown ids are
+    /// read as 1 B, for the error cases).
+    fn op(m: &ModelBuilder, name: &str, inputs: &[BufferId], outputs: Vec<OutputSpec>) -> OperatorSpec {
+        let inputs = inputs.iter().map(|&id| InputSpec::new(id, m.buffer(id).map_or(1, |b| b.size))).collect();
+        OperatorSpec { name: name.into(), inputs, outputs, request: WorkbufferRequest::default() }
     }
 
     #[test]
     fn operators_record_producers_and_last_consumers() {
         let mut m = ModelBuilder::new();
         m.add_constant(1, 16, Some(vec![7; 16])).unwrap();
-        m.add_operator(op("in", &[], vec![OutputSpec::new(2, 64)])).unwrap();
-        m.add_operator(op("conv", &[2, 1], vec![OutputSpec::new(3, 64)])).unwrap();
-        m.add_operator(op("reshape", &[3], vec![OutputSpec::alias(4, 64, 3)])).unwrap();
-        m.add_operator(op("relu", &[4, 2], vec![OutputSpec::new(5, 32)])).unwrap();
+        m.add_operator(op(&m, "in", &[], vec![OutputSpec::new(2, 64)])).unwrap();
+        m.add_operator(op(&m, "conv", &[2, 1], vec![OutputSpec::new(3, 64)])).unwrap();
+        m.add_operator(op(&m, "reshape", &[3], vec![OutputSpec::alias(4, 64, 3)])).unwrap();
+        m.add_operator(op(&m, "relu", &[4, 2], vec![OutputSpec::new(5, 32)])).unwrap();
         m.pin(5).unwrap();
         assert_eq!(m.buffer(2).unwrap().last_consumer, Some(3));
         assert_eq!(m.buffer(3).unwrap().origin, Origin::Produced { producer: 1 });
@@ -346,26 +377,30 @@ mod tests {
     fn bad_input_is_refused_and_changes_nothing() {
         let mut m = ModelBuilder::new();
         m.add_constant(1, 16, None).unwrap();
-        m.add_operator(op("a", &[1], vec![OutputSpec::new(2, 64)])).unwrap();
+        m.add_operator(op(&m, "a", &[1], vec![OutputSpec::new(2, 64)])).unwrap();
         let before = (m.buffers().to_vec(), m.operators().len());
         let zero_wb = OperatorSpec {
             request: WorkbufferRequest { immutable: vec![], mutable: vec![8, 0] },
-            ..op("z", &[2], vec![OutputSpec::new(9, 8)])
+            ..op(&m, "z", &[2], vec![OutputSpec::new(9, 8)])
         };
+        let short_read = OperatorSpec { inputs: vec![InputSpec::new(2, 32)], ..op(&m, "s", &[], vec![]) };
+        let long_read = OperatorSpec { inputs: vec![InputSpec::new(1, 17)], ..op(&m, "l", &[], vec![]) };
         let cases: Vec<(OperatorSpec, Status, &str)> = vec![
-            (op("x", &[42], vec![]), Status::NotFound, "input 42 is not a buffer yet"),
-            (op("x", &[2], vec![OutputSpec::new(1, 8)]), Status::AlreadyExists, "already a buffer"),
-            (op("x", &[2], vec![OutputSpec::new(9, 8), OutputSpec::new(9, 8)]), Status::AlreadyExists, "twice"),
-            (op("x", &[2], vec![OutputSpec::new(9, 0)]), Status::InvalidArgument, "size 0"),
-            (op("x", &[2], vec![OutputSpec::alias(9, 8, 1)]), Status::InvalidArgument, "not one of its inputs"),
+            (op(&m, "x", &[42], vec![]), Status::NotFound, "input 42 is not a buffer yet"),
+            (op(&m, "x", &[2], vec![OutputSpec::new(1, 8)]), Status::AlreadyExists, "already a buffer"),
+            (op(&m, "x", &[2], vec![OutputSpec::new(9, 8), OutputSpec::new(9, 8)]), Status::AlreadyExists, "twice"),
+            (op(&m, "x", &[2], vec![OutputSpec::new(9, 0)]), Status::InvalidArgument, "size 0"),
+            (op(&m, "x", &[2], vec![OutputSpec::alias(9, 8, 1)]), Status::InvalidArgument, "not one of its inputs"),
             (
-                op("x", &[1], vec![OutputSpec::alias(9, 8, 1)]),
+                op(&m, "x", &[1], vec![OutputSpec::alias(9, 8, 1)]),
                 Status::InvalidArgument,
                 "constants can never be outputs",
             ),
-            (op("x", &[2], vec![OutputSpec::alias(9, 128, 2)]), Status::InvalidArgument, "cannot be larger"),
+            (op(&m, "x", &[2], vec![OutputSpec::alias(9, 128, 2)]), Status::InvalidArgument, "cannot be larger"),
             (zero_wb, Status::InvalidArgument, "mutable workbuffer 1 has size 0"),
-            (op("x", &[2], vec![OutputSpec::alias(9, 8, 9)]), Status::InvalidArgument, "an alias cycle"),
+            (short_read, Status::InvalidArgument, "input 2 is read as 32 B, smaller than its buffer of 64 B"),
+            (long_read, Status::InvalidArgument, "input 1 is read as 17 B, larger than its buffer of 16 B"),
+            (op(&m, "x", &[2], vec![OutputSpec::alias(9, 8, 9)]), Status::InvalidArgument, "an alias cycle"),
         ];
         for (spec, status, part) in cases {
             let e = m.add_operator(spec.clone()).unwrap_err();
@@ -381,8 +416,8 @@ mod tests {
     #[test]
     fn concat_parents_hold_their_parts_without_overlap() {
         let mut m = ModelBuilder::new();
-        m.add_operator(op("a", &[], vec![OutputSpec::new(1, 32)])).unwrap();
-        m.add_operator(op("b", &[], vec![OutputSpec::new(2, 32)])).unwrap();
+        m.add_operator(op(&m, "a", &[], vec![OutputSpec::new(1, 32)])).unwrap();
+        m.add_operator(op(&m, "b", &[], vec![OutputSpec::new(2, 32)])).unwrap();
         m.add_constant(3, 8, None).unwrap();
         assert!(m.add_concat_parent(10, 64, &[]).is_err());
         assert!(m.add_concat_parent(10, 48, &[(1, 0), (2, 32)]).unwrap_err().message().contains("reaches past"));
@@ -393,7 +428,7 @@ mod tests {
         m.add_concat_parent(10, 64, &[(2, 32), (1, 0)]).unwrap();
         assert_eq!(m.parent_of(1).unwrap().id, 10);
         assert!(m.add_concat_parent(11, 64, &[(1, 0)]).unwrap_err().message().contains("already inside"));
-        m.add_operator(op("use", &[10], vec![OutputSpec::new(12, 64)])).unwrap();
+        m.add_operator(op(&m, "use", &[10], vec![OutputSpec::new(12, 64)])).unwrap();
         assert_eq!(m.buffer(10).unwrap().last_consumer, Some(2));
     }
 }
