@@ -9,12 +9,22 @@
 
 use std::fmt::Write as _;
 
+use super::build::CompiledModel;
 use super::layout::{Area, Layout, Place};
 use super::model::{BufferId, ModelBuilder, OpIndex, Origin};
 use crate::json::escape;
 use crate::plan::Lifetime;
 use crate::region::report::{plural, row, table};
 use crate::report_format::ReportFormat;
+
+impl CompiledModel {
+    /// The model's memory as text or JSON: the blobs and the mutable block,
+    /// every operator's buffers and workbuffers, every buffer's area,
+    /// offset, size and life (see [`report`]).
+    pub fn report(&self, format: ReportFormat) -> String {
+        report(self.model(), self.layout(), self.options().alignment, format)
+    }
+}
 
 /// `model` laid out as `layout` (under `alignment`, which the layout does
 /// not record), as text or JSON. A layout of another model is reported
@@ -296,23 +306,8 @@ fn json(model: &ModelBuilder, layout: &Layout, alignment: u64) -> String {
 pub(crate) mod tests {
     use super::*;
     use crate::workbuffer::layout::{lay_out, LayoutOptions};
-    use crate::workbuffer::model::{InputSpec, OperatorSpec, OutputSpec, WorkbufferRequest};
-
-    fn op(
-        m: &ModelBuilder,
-        name: &str,
-        inputs: &[u64],
-        outputs: Vec<OutputSpec>,
-        imm: &[u64],
-        mu: &[u64],
-    ) -> OperatorSpec {
-        OperatorSpec {
-            name: name.into(),
-            inputs: inputs.iter().map(|&id| InputSpec::new(id, m.buffer(id).unwrap().size)).collect(),
-            outputs,
-            request: WorkbufferRequest { immutable: imm.to_vec(), mutable: mu.to_vec() },
-        }
-    }
+    use crate::workbuffer::model::OutputSpec;
+    use crate::workbuffer::tests::op;
 
     /// Two constants, a pinned input and output, a concat parent of two
     /// tensors, a reshape alias of the parent, immutable and mutable
@@ -331,6 +326,15 @@ pub(crate) mod tests {
         m.pin(13).unwrap();
         let layout = lay_out(&m, &LayoutOptions::default()).unwrap();
         (m, layout)
+    }
+
+    /// The sample compiled on the host at `alignment`, and laid out apart.
+    pub(crate) fn compiled(alignment: u64) -> (ModelBuilder, Layout, CompiledModel) {
+        let (m, _) = sample();
+        let options = LayoutOptions { alignment, ..LayoutOptions::default() };
+        let c = CompiledModel::build(&m, &options, crate::pool::device::host(), &mut |_, _| Ok(())).unwrap();
+        let l = lay_out(&m, &options).unwrap();
+        (m, l, c)
     }
 
     /// The keys of a one-line JSON object, in the order written.
@@ -468,6 +472,18 @@ pub(crate) mod tests {
         );
         assert_eq!(lines[19], "    3  reshape   20      21       -          -");
         assert_eq!(lines.len(), 21);
+    }
+
+    #[test]
+    fn a_compiled_model_reports_its_layout_under_its_alignment() {
+        let (m, l, c) = compiled(64);
+        for format in [ReportFormat::Text, ReportFormat::Json] {
+            assert_eq!(c.report(format), report(&m, &l, 64, format));
+        }
+        let v: serde_json::Value = serde_json::from_str(&c.report(ReportFormat::Json)).unwrap();
+        // 100 and 300 B at 64 B: 128 + 320.
+        assert_eq!((v["alignment"].as_u64(), v["constants_bytes"].as_u64()), (Some(64), Some(448)));
+        assert!(c.report(ReportFormat::Text).starts_with("5 operators, 8 buffers, alignment 64 B\n"));
     }
 
     #[test]

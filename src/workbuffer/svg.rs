@@ -9,11 +9,20 @@
 //! workbuffers live in the shared blobs, not in the block; the title gives
 //! their sizes.
 
+use super::build::CompiledModel;
 use super::layout::Layout;
 use super::model::ModelBuilder;
 use super::report::planned_lifetimes;
 use crate::plan::units::binary;
 use crate::plan::{align_up, svg::render, Buffer, Lifetime};
+
+impl CompiledModel {
+    /// The mutable block's plan as a standalone SVG document (see
+    /// [`svg`]).
+    pub fn svg(&self) -> String {
+        svg(self.model(), self.layout(), self.options().alignment)
+    }
+}
 
 /// `model`'s mutable block as laid out by `layout` under `alignment` (the
 /// planner rounds sizes up to it, so the rectangles and the peak mark are
@@ -69,7 +78,8 @@ pub(crate) fn planned(model: &ModelBuilder, layout: &Layout, alignment: u64) -> 
 mod tests {
     use super::*;
     use crate::plan::validate;
-    use crate::workbuffer::report::tests::sample;
+    use crate::workbuffer::layout::lay_out;
+    use crate::workbuffer::report::tests::{compiled, sample};
 
     #[test]
     fn the_picture_draws_the_planned_buffers_where_the_layout_put_them() {
@@ -107,9 +117,19 @@ mod tests {
     }
 
     #[test]
+    fn a_compiled_model_draws_its_block_under_its_alignment() {
+        let (m, l, c) = compiled(64);
+        assert_eq!(c.svg(), svg(&m, &l, 64));
+        // At 64 B the 100 B workbuffer takes 128 B, not 256.
+        let d = planned(c.model(), c.layout(), 64);
+        assert_eq!(d.buffers[d.names.iter().position(|n| n == "op1.wb1").unwrap()].size, 128);
+        assert_eq!(validate(&d.buffers, &d.offsets), Ok(c.layout().mutable_size));
+    }
+
+    #[test]
     fn a_model_without_operators_draws_an_empty_block() {
         let m = ModelBuilder::new();
-        let l = crate::workbuffer::layout::lay_out(&m, &Default::default()).unwrap();
+        let l = lay_out(&m, &Default::default()).unwrap();
         let svg = svg(&m, &l, 256);
         assert!(svg.starts_with("<svg ") && svg.contains("0 operators") && !svg.contains(r#"class="buf""#));
     }
