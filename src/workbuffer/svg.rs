@@ -79,7 +79,9 @@ mod tests {
     use super::*;
     use crate::plan::validate;
     use crate::workbuffer::layout::lay_out;
+    use crate::workbuffer::model::OutputSpec;
     use crate::workbuffer::report::tests::{compiled, sample};
+    use crate::workbuffer::tests::op;
 
     #[test]
     fn the_picture_draws_the_planned_buffers_where_the_layout_put_them() {
@@ -124,6 +126,24 @@ mod tests {
         let d = planned(c.model(), c.layout(), 64);
         assert_eq!(d.buffers[d.names.iter().position(|n| n == "op1.wb1").unwrap()].size, 128);
         assert_eq!(validate(&d.buffers, &d.offsets), Ok(c.layout().mutable_size));
+    }
+
+    #[test]
+    fn an_alias_of_a_concat_part_keeps_the_whole_parent_alive() {
+        let mut m = ModelBuilder::new();
+        m.add_operator(op(&m, "a", &[], vec![OutputSpec::new(1, 256)], &[], &[])).unwrap(); // 0
+        m.add_operator(op(&m, "b", &[], vec![OutputSpec::new(2, 256)], &[], &[])).unwrap(); // 1
+        m.add_concat_parent(5, 512, &[(1, 0), (2, 256)]).unwrap();
+        m.add_operator(op(&m, "reshape", &[1], vec![OutputSpec::alias(3, 256, 1)], &[], &[])).unwrap(); // 2
+        m.add_operator(op(&m, "c", &[3], vec![OutputSpec::new(4, 256)], &[], &[])).unwrap(); // 3
+        m.add_operator(op(&m, "d", &[4], vec![OutputSpec::new(6, 256)], &[], &[])).unwrap(); // 4
+        let l = lay_out(&m, &Default::default()).unwrap();
+        let d = planned(&m, &l, 256);
+        assert_eq!(d.names, ["t5", "t4", "t6"]);
+        // From part 1's producer to the last reader of the alias of part 1.
+        assert_eq!(d.buffers[0].lifetime, Lifetime { start: 0, end: 4 });
+        assert_eq!(validate(&d.buffers, &d.offsets), Ok(l.mutable_size));
+        assert_eq!(l.mutable_size, 768);
     }
 
     #[test]
