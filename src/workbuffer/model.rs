@@ -7,8 +7,9 @@
 //! plugin numbers them with one counter in execution order); workbuffers
 //! are named by their operator and position, not by id.
 
-use std::collections::HashMap;
+use std::fmt;
 
+use crate::pool::fast_hash::FastMap;
 use crate::status::{Error, Result, Status};
 
 /// A buffer's id, unique among constants, tensors and concat parents.
@@ -130,10 +131,10 @@ pub struct BufferSpec {
 #[derive(Clone, Debug, Default)]
 pub struct ModelBuilder {
     buffers: Vec<BufferSpec>,
-    by_id: HashMap<BufferId, usize>,
+    by_id: FastMap<BufferId, usize>,
     operators: Vec<OperatorSpec>,
     /// For a buffer that is a part of a concat parent: that parent's index.
-    part_of: HashMap<usize, usize>,
+    part_of: FastMap<usize, usize>,
 }
 
 impl ModelBuilder {
@@ -145,7 +146,7 @@ impl ModelBuilder {
     /// Adds a constant of `size` bytes, with its bytes when given. Errors:
     /// a zero size, a taken id (`AlreadyExists`), bytes of another length.
     pub fn add_constant(&mut self, id: BufferId, size: u64, bytes: Option<Vec<u8>>) -> Result<()> {
-        self.check_new(id, size, "constant")?;
+        self.check_new(id, size, format_args!("constant"))?;
         if let Some(b) = &bytes {
             if b.len() as u64 != size {
                 return Err(Error::invalid(format!("constant {id}: {} bytes given for a size of {size} B", b.len())));
@@ -162,7 +163,7 @@ impl ModelBuilder {
     /// alias of a constant as an output ("constants can never be outputs").
     pub fn add_operator(&mut self, op: OperatorSpec) -> Result<OpIndex> {
         let index = self.operators.len();
-        let what = format!("operator {index} '{}'", op.name);
+        let what = OperatorName(index, &op.name);
         for input in &op.inputs {
             let held = match self.by_id.get(&input.id) {
                 Some(&at) => self.buffers[at].size,
@@ -179,7 +180,7 @@ impl ModelBuilder {
             }
         }
         for (k, out) in op.outputs.iter().enumerate() {
-            self.check_new(out.id, out.size, &format!("{what}: output"))?;
+            self.check_new(out.id, out.size, format_args!("{what}: output"))?;
             if op.outputs[..k].iter().any(|o| o.id == out.id) {
                 return Err(Error::new(Status::AlreadyExists, format!("{what}: output {} is listed twice", out.id)));
             }
@@ -237,7 +238,7 @@ impl ModelBuilder {
     /// parent, inside it and not overlapping one another. Errors change
     /// nothing.
     pub fn add_concat_parent(&mut self, parent: BufferId, size: u64, parts: &[(BufferId, u64)]) -> Result<()> {
-        self.check_new(parent, size, "concat parent")?;
+        self.check_new(parent, size, format_args!("concat parent"))?;
         let what = format!("concat parent {parent}");
         if parts.is_empty() {
             return Err(Error::invalid(format!("{what} has no parts")));
@@ -355,7 +356,7 @@ impl ModelBuilder {
         }
     }
 
-    fn check_new(&self, id: BufferId, size: u64, what: &str) -> Result<()> {
+    fn check_new(&self, id: BufferId, size: u64, what: fmt::Arguments<'_>) -> Result<()> {
         if self.by_id.contains_key(&id) {
             return Err(Error::new(Status::AlreadyExists, format!("{what} {id}: the id is already a buffer")));
         }
@@ -368,6 +369,16 @@ impl ModelBuilder {
     fn push(&mut self, b: BufferSpec) {
         self.by_id.insert(b.id, self.buffers.len());
         self.buffers.push(b);
+    }
+}
+
+/// "operator 3 'conv'", written only when an error message needs it (an
+/// operator is added far more often than it is refused).
+struct OperatorName<'a>(OpIndex, &'a str);
+
+impl fmt::Display for OperatorName<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "operator {} '{}'", self.0, self.1)
     }
 }
 
