@@ -13,7 +13,7 @@ mod workbuffer_model;
 use nnmem::plan::{Lifetime, Planner};
 use nnmem::workbuffer::layout::{lay_out, Area, LayoutOptions};
 use ov_solver::{OvBox, OvSolver};
-use workbuffer_model::{model_from_spans, resnet_like, Owner, Span};
+use workbuffer_model::{model_from_spans, replay, resnet_like, Owner, Span};
 
 fn boxes(list: &[(i64, i64, i64)]) -> Vec<OvBox> {
     list.iter().map(|&(start, finish, size)| OvBox { start, finish, size }).collect()
@@ -140,6 +140,8 @@ fn the_synthetic_network_lists_its_mutable_block_as_lay_out_plans_it() {
         planner.add_buffer(sp.size, Lifetime::half_open(sp.start, sp.last + 1).unwrap(), None).unwrap();
     }
     let outcome = planner.plan().unwrap().clone();
+    // The recorded calls describe the same network.
+    assert_eq!(lay_out(&replay(s.calls.clone()), &options).unwrap(), layout);
     assert_eq!((outcome.peak, outcome.lower_bound), (layout.mutable_size, layout.mutable_lower_bound));
     for (n, owner) in s.owners.iter().enumerate() {
         let place = match *owner {

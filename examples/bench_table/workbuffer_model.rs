@@ -62,9 +62,36 @@ pub fn model_from_spans(spans: &[Span]) -> ModelBuilder {
     model
 }
 
+/// One call a runtime makes to describe its network.
+#[derive(Clone, Debug)]
+pub enum Call {
+    Constant(BufferId, u64),
+    Operator(OperatorSpec),
+    Concat(BufferId, u64, Vec<(BufferId, u64)>),
+    Pin(BufferId),
+}
+
+/// Describes a network again from its calls: what a runtime pays to hand
+/// nnmem its network (the generator's own bookkeeping left out).
+pub fn replay(calls: Vec<Call>) -> ModelBuilder {
+    let mut model = ModelBuilder::new();
+    for call in calls {
+        let done = match call {
+            Call::Constant(id, size) => model.add_constant(id, size, None),
+            Call::Operator(op) => model.add_operator(op).map(drop),
+            Call::Concat(parent, size, parts) => model.add_concat_parent(parent, size, &parts),
+            Call::Pin(id) => model.pin(id),
+        };
+        done.unwrap_or_else(|e| panic!("replaying a valid network: {}", e.message()));
+    }
+    model
+}
+
 /// A synthetic network and its mutable block's buffers.
 pub struct Synthetic {
     pub model: ModelBuilder,
+    /// The calls that described it, in order (see [`replay`]).
+    pub calls: Vec<Call>,
     /// Every buffer of the mutable block with its lifetime: the roots
     /// (tensors, concat parents) in declaration order, then the mutable
     /// workbuffers in operator and request order.
@@ -91,6 +118,7 @@ enum Entry {
 
 struct Gen {
     model: ModelBuilder,
+    calls: Vec<Call>,
     entries: Vec<Entry>,
 }
 
@@ -113,6 +141,7 @@ impl Gen {
     fn constant(&mut self, size: u64) -> BufferId {
         let id = self.next_id();
         self.model.add_constant(id, size, None).expect("a fresh id, a size above 0");
+        self.calls.push(Call::Constant(id, size));
         self.entries.push(Entry::Constant);
         id
     }
@@ -149,6 +178,7 @@ impl Gen {
                 .collect(),
             request,
         };
+        self.calls.push(Call::Operator(spec.clone()));
         self.model.add_operator(spec).unwrap_or_else(|e| panic!("synthetic operator {step}: {}", e.message()));
         for &id in inputs {
             let r = self.root(id);
@@ -189,6 +219,7 @@ impl Gen {
 
     fn pin(&mut self, id: BufferId) {
         self.model.pin(id).expect("generated ids exist");
+        self.calls.push(Call::Pin(id));
         let r = self.root(id);
         if let Entry::Root { pinned, .. } = &mut self.entries[r] {
             *pinned = true;
@@ -210,6 +241,7 @@ impl Gen {
             self.entries[p as usize] = Entry::In(parent as usize);
         }
         self.model.add_concat_parent(parent, offset, &placed).expect("parts are fresh tensors");
+        self.calls.push(Call::Concat(parent, offset, placed));
         self.entries.push(Entry::Root { start, last, size: offset, pinned: false });
         parent
     }
@@ -224,7 +256,7 @@ const LONGEST_BLOCK: usize = 5;
 /// A ResNet-like network of exactly `operators` operators (at least 8).
 pub fn resnet_like(operators: usize) -> Synthetic {
     assert!(operators >= 8, "the network needs at least 8 operators");
-    let mut g = Gen { model: ModelBuilder::new(), entries: Vec::new() };
+    let mut g = Gen { model: ModelBuilder::new(), calls: Vec::new(), entries: Vec::new() };
     let mut x = g.op("input", &[], &[3 * 224 * 224 * 4], false, WorkbufferRequest::default())[0];
     g.pin(x);
     let mut convs = 0;
@@ -289,5 +321,5 @@ pub fn resnet_like(operators: usize) -> Synthetic {
             owners.push(Owner::Workbuffer(k, w));
         }
     }
-    Synthetic { model: g.model, spans, owners }
+    Synthetic { model: g.model, calls: g.calls, spans, owners }
 }

@@ -1,0 +1,64 @@
+//! Workbuffer provisioning (issue 16):
+//!
+//! - `workbuffer-build/<step>`: the synthetic ResNet-like network of
+//!   10,000 operators (`examples/bench_table/workbuffer_model.rs`):
+//!   `describe` hands it to a `ModelBuilder` (the calls a runtime makes),
+//!   `build` lays it out (blobs, lifetimes and the planner), `planner` runs
+//!   the planner alone on the same buffers with the same settings, so that
+//!   `describe + build - planner` is the build's own time.
+//!
+//! Run: `cargo bench --bench workbuffer` (about 30 s). `scripts/bench.sh`
+//! copies the medians into BENCHMARKS.md (section "Workbuffers").
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
+use nnmem::plan::{Lifetime, Planner};
+use nnmem::workbuffer::layout::{lay_out, LayoutOptions};
+
+// Shared with bench_table and tests/workbuffer_solver.rs, which use the
+// parts this bench does not.
+#[allow(dead_code)]
+#[path = "../examples/bench_table/workbuffer_model.rs"]
+mod workbuffer_model;
+
+use workbuffer_model::{replay, resnet_like};
+
+const OPERATORS: usize = 10_000;
+
+fn bench_build(c: &mut Criterion) {
+    let s = resnet_like(OPERATORS);
+    let options = LayoutOptions::default();
+    let mut group = c.benchmark_group("workbuffer-build");
+    // Flat sampling, 10 samples: the planner takes a good part of a second
+    // on this network.
+    group
+        .sample_size(10)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(1))
+        .measurement_time(Duration::from_secs(1));
+    group.bench_function("describe", |b| {
+        b.iter_batched(|| s.calls.clone(), |calls| replay(calls).operators().len(), BatchSize::LargeInput)
+    });
+    group.bench_function("build", |b| {
+        b.iter(|| lay_out(black_box(&s.model), black_box(&options)).expect("the network lays out").mutable_size)
+    });
+    group.bench_function("planner", |b| {
+        b.iter(|| {
+            let mut planner = Planner::new();
+            planner.set_algorithm(options.algorithm);
+            planner.set_alignment(options.alignment).expect("a power of two");
+            planner.set_work_limit(Some(options.work_limit));
+            for sp in &s.spans {
+                let lifetime = Lifetime::half_open(sp.start, sp.last + 1).expect("start <= last");
+                planner.add_buffer(sp.size, lifetime, None).expect("a valid buffer");
+            }
+            planner.plan().expect("the planner plans").peak
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench_build);
+criterion_main!(benches);
