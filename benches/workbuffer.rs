@@ -6,6 +6,8 @@
 //!   `build` lays it out (blobs, lifetimes and the planner), `planner` runs
 //!   the planner alone on the same buffers with the same settings, so that
 //!   `describe + build - planner` is the build's own time.
+//! - `workbuffer-pool/<call>`: acquire + release of a free block, one
+//!   thread (no waiting): through the safe core here.
 //!
 //! Run: `cargo bench --bench workbuffer` (about 30 s). `scripts/bench.sh`
 //! copies the medians into BENCHMARKS.md (section "Workbuffers").
@@ -15,7 +17,8 @@ use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
 use nnmem::plan::{Lifetime, Planner};
-use nnmem::workbuffer::layout::{lay_out, LayoutOptions};
+use nnmem::pool::device::host;
+use nnmem::workbuffer::{BlockPool, CompiledModel, LayoutOptions};
 
 // Shared with bench_table and tests/workbuffer_solver.rs, which use the
 // parts this bench does not.
@@ -42,7 +45,11 @@ fn bench_build(c: &mut Criterion) {
         b.iter_batched(|| s.calls.clone(), |calls| replay(calls).operators().len(), BatchSize::LargeInput)
     });
     group.bench_function("build", |b| {
-        b.iter(|| lay_out(black_box(&s.model), black_box(&options)).expect("the network lays out").mutable_size)
+        b.iter(|| {
+            let compiled = CompiledModel::build(black_box(&s.model), black_box(&options), host(), &mut |_, _| Ok(()))
+                .expect("the network builds");
+            compiled.block_size()
+        })
     });
     group.bench_function("planner", |b| {
         b.iter(|| {
@@ -60,5 +67,20 @@ fn bench_build(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench_build);
+fn bench_pool(c: &mut Criterion) {
+    let mut group = c.benchmark_group("workbuffer-pool");
+    let pool = BlockPool::new(host(), 4096, 256, 2).expect("two host blocks");
+    group.bench_function("BlockPool acquire+release (safe Rust, no FFI)", |b| {
+        b.iter(|| {
+            let lease = pool.acquire(Some(Duration::ZERO), None).expect("a free block");
+            pool.release(black_box(&lease)).expect("the lease is out")
+        })
+    });
+    group.finish();
+    // Nothing waited: every pair found a free block.
+    let info = pool.info();
+    assert_eq!((info.waits, info.timeouts, info.out), (0, 0, 0));
+}
+
+criterion_group!(benches, bench_build, bench_pool);
 criterion_main!(benches);
