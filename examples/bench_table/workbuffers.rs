@@ -326,8 +326,34 @@ impl<'a> Summary<'a> {
     }
 }
 
-pub fn targets(w: &Workbuffers, _criterion: &Medians) -> Vec<Target> {
+/// The criterion ids of `benches/workbuffer.rs`'s acquire + release pair.
+const PAIR_FFI: &str = "workbuffer-pool/nnm_exec_pool_acquire+release";
+const PAIR_SAFE: &str = "workbuffer-pool/BlockPool acquire+release (safe Rust, no FFI)";
+const PAIR_TARGET_NS: f64 = 50.0;
+
+pub fn targets(w: &Workbuffers, criterion: &Medians) -> Vec<Target> {
     let mut out = Vec::new();
+    let what = format!(
+        "(z1) workbuffers: `nnm_exec_pool_acquire` + `nnm_exec_pool_release` of a free block through the C ABI, \
+         median ≤ {PAIR_TARGET_NS} ns uncontended"
+    );
+    out.push(match criterion.get(PAIR_FFI) {
+        None => Target {
+            what,
+            result: format!(
+                "criterion result `{PAIR_FFI}` missing: run `scripts/bench.sh` (or `cargo bench --bench workbuffer`)"
+            ),
+            status: "not measured",
+        },
+        Some(&ns) => {
+            let mut result =
+                format!("{} per pair (criterion median), {:.0}% of the limit", fmt_ns(ns), ns / PAIR_TARGET_NS * 100.0);
+            if let Some(&safe) = criterion.get(PAIR_SAFE) {
+                let _ = write!(result, "; the safe core's `BlockPool` alone {}", fmt_ns(safe));
+            }
+            Target { what, result, status: if ns <= PAIR_TARGET_NS { "met" } else { "missed" } }
+        }
+    });
     let what = format!(
         "(z2) workbuffers: {THREADS} threads over {BLOCKS} blocks keep both blocks busy (idle fraction = 1 - held / \
          ({BLOCKS} x wall); our reading of busy: ≤ {:.0}% idle)",
@@ -441,9 +467,20 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
     if !medians.is_empty() {
         let _ = writeln!(
             out,
-            "Criterion medians (`benches/workbuffer.rs`, 10 samples each): {}.\n",
+            "Criterion medians (`benches/workbuffer.rs`, 10 samples each; `planner` is the planner alone on the \
+             same buffers): {}.\n",
             medians.iter().map(|(k, v)| format!("`{k}` {}", fmt_ns(*v))).collect::<Vec<_>>().join(", ")
         );
+    }
+    let pairs: Vec<(&str, f64)> =
+        criterion.iter().filter_map(|(k, &v)| Some((k.strip_prefix("workbuffer-pool/")?, v))).collect();
+    if !pairs.is_empty() {
+        let _ = writeln!(out, "### Acquire + release of a free block, one thread (`benches/workbuffer.rs`)\n");
+        let _ = writeln!(out, "| call | median ns per pair |\n|---|---:|");
+        for (k, v) in pairs {
+            let _ = writeln!(out, "| `{k}` | {v:.1} |");
+        }
+        let _ = writeln!(out);
     }
     let _ = writeln!(out, "### Threads sharing a pool of blocks\n");
     match &w.threads {
