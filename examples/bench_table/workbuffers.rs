@@ -151,7 +151,8 @@ const THREAD_RUNS: usize = 3;
 const IDLE_TARGET: f64 = 0.10;
 
 fn measure_threads() -> Result<Threads, String> {
-    let pool = BlockPool::new(host(), 4096, 256, BLOCKS).map_err(|e| e.message().to_string())?;
+    let failed = |e: nnmem::Error| format!("the run failed: {}", e.message());
+    let pool = BlockPool::new(host(), 4096, 256, BLOCKS).map_err(failed)?;
     let mut runs = Vec::new();
     for _ in 0..THREAD_RUNS {
         let start = Barrier::new(THREADS + 1);
@@ -162,13 +163,13 @@ fn measure_threads() -> Result<Threads, String> {
                         start.wait();
                         let mut held = Duration::ZERO;
                         for _ in 0..HOLDS_PER_THREAD {
-                            let lease = pool.acquire(None, None).map_err(|e| e.message().to_string())?;
+                            let lease = pool.acquire(None, None).map_err(failed)?;
                             let taken = Instant::now();
                             while taken.elapsed() < KERNEL {
                                 std::hint::spin_loop();
                             }
                             held += taken.elapsed();
-                            pool.release(&lease).map_err(|e| e.message().to_string())?;
+                            pool.release(&lease).map_err(failed)?;
                         }
                         Ok(held)
                     })
@@ -251,6 +252,7 @@ fn compare_with(
 fn measure_build() -> Result<Build, String> {
     let options = LayoutOptions::default();
     let s = resnet_like(OPERATORS);
+    let failed = |e: nnmem::Error| format!("the build failed: {}", e.message());
     // (describe, build, the build's planner call)
     let mut runs: Vec<(Duration, Duration, Duration)> = Vec::new();
     let mut last = None;
@@ -259,8 +261,7 @@ fn measure_build() -> Result<Build, String> {
         let started = Instant::now();
         let model = replay(calls);
         let describe = started.elapsed();
-        let compiled =
-            CompiledModel::build(&model, &options, host(), &mut |_, _| Ok(())).map_err(|e| e.message().to_string())?;
+        let compiled = CompiledModel::build(&model, &options, host(), &mut |_, _| Ok(())).map_err(failed)?;
         let t = compiled.timings();
         eprintln!(
             "bench_table: workbuffers: describe {} ms, build {} ms (planner {} ms)",
@@ -360,7 +361,7 @@ pub fn targets(w: &Workbuffers, criterion: &Medians) -> Vec<Target> {
         IDLE_TARGET * 100.0
     );
     out.push(match &w.threads {
-        Err(e) => Target { what, result: format!("the run failed: {e}"), status: "not measured" },
+        Err(e) => Target { what, result: e.clone(), status: "not measured" },
         Ok(t) => {
             let idle = t.idle();
             let result = format!(
@@ -380,7 +381,7 @@ pub fn targets(w: &Workbuffers, criterion: &Medians) -> Vec<Target> {
         BUILD_TARGET.as_millis()
     );
     out.push(match &w.build {
-        Err(e) => Target { what, result: format!("the build failed: {e}"), status: "not measured" },
+        Err(e) => Target { what, result: e.clone(), status: "not measured" },
         Ok(b) => {
             let rest = b.rest();
             let result = format!(
@@ -434,34 +435,29 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
     let out = &mut o;
     let _ = writeln!(out, "\n## Workbuffers\n");
     let _ = writeln!(out, "### Building a network of {OPERATORS} operators\n");
-    match &w.build {
-        Err(e) => {
-            let _ = writeln!(out, "Not measured: the build failed: {e}\n");
-        }
-        Ok(b) => {
-            let _ = writeln!(
-                out,
-                "A synthetic ResNet-like network (`examples/bench_table/workbuffer_model.rs`): {} operators, {} \
+    measured(out, &w.build, |out, b| {
+        let _ = writeln!(
+            out,
+            "A synthetic ResNet-like network (`examples/bench_table/workbuffer_model.rs`): {} operators, {} \
                  buffers ({} constants), {} immutable and {} mutable workbuffers; skip connections every 2-3 \
                  operators, reshapes, inception-like concats. Its mutable block holds {} buffers.\n",
-                b.operators, b.tensors, b.constants, b.immutable_workbuffers, b.mutable_workbuffers, b.mutable_buffers
-            );
-            let _ = writeln!(out, "| step | median ms (of {RUNS}) |\n|---|---:|");
-            let _ = writeln!(out, "| describing the network (`ModelBuilder`) | {} |", fmt_ms(b.describe));
-            let _ = writeln!(
-                out,
-                "| building it (`CompiledModel::build`, host: layout, blobs allocated and zero-filled) | {} |",
-                fmt_ms(b.build)
-            );
-            let _ = writeln!(out, "| of which the planner (`BuildTimings::planner`) | {} |", fmt_ms(b.planner));
-            let _ = writeln!(out, "| **without the planner** | **{}** |", fmt_ms(b.rest()));
-            let _ = writeln!(
-                out,
-                "\nConstants blob {} B, immutable blob {} B, mutable block {} B (lower bound {} B, `{}`).\n",
-                b.constants_size, b.immutable_size, b.mutable_size, b.lower_bound, b.algorithm
-            );
-        }
-    }
+            b.operators, b.tensors, b.constants, b.immutable_workbuffers, b.mutable_workbuffers, b.mutable_buffers
+        );
+        let _ = writeln!(out, "| step | median ms (of {RUNS}) |\n|---|---:|");
+        let _ = writeln!(out, "| describing the network (`ModelBuilder`) | {} |", fmt_ms(b.describe));
+        let _ = writeln!(
+            out,
+            "| building it (`CompiledModel::build`, host: layout, blobs allocated and zero-filled) | {} |",
+            fmt_ms(b.build)
+        );
+        let _ = writeln!(out, "| of which the planner (`BuildTimings::planner`) | {} |", fmt_ms(b.planner));
+        let _ = writeln!(out, "| **without the planner** | **{}** |", fmt_ms(b.rest()));
+        let _ = writeln!(
+            out,
+            "\nConstants blob {} B, immutable blob {} B, mutable block {} B (lower bound {} B, `{}`).\n",
+            b.constants_size, b.immutable_size, b.mutable_size, b.lower_bound, b.algorithm
+        );
+    });
     let medians: Vec<(&str, f64)> =
         criterion.iter().filter_map(|(k, &v)| Some((k.strip_prefix("workbuffer-build/")?, v))).collect();
     if !medians.is_empty() {
@@ -483,31 +479,26 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
         let _ = writeln!(out);
     }
     let _ = writeln!(out, "### Threads sharing a pool of blocks\n");
-    match &w.threads {
-        Err(e) => {
-            let _ = writeln!(out, "Not measured: {e}\n");
-        }
-        Ok(t) => {
-            let _ = writeln!(
-                out,
-                "{} threads share a `BlockPool` of {} blocks; each, {} times, acquires a block (waiting without \
+    measured(out, &w.threads, |out, t| {
+        let _ = writeln!(
+            out,
+            "{} threads share a `BlockPool` of {} blocks; each, {} times, acquires a block (waiting without \
                  limit), spins {} µs (the kernel) and releases it. Idle fraction = 1 - (summed hold time) / ({} x \
                  wall time); what it measures is the hand-over: the time a released block waits for the next \
                  holder.\n",
-                t.threads,
-                t.blocks,
-                t.holds_per_thread,
-                t.kernel.as_micros(),
-                t.blocks
-            );
-            let _ = writeln!(out, "| run | wall ms | held ms (all threads) | idle |\n|---:|---:|---:|---:|");
-            for (k, (wall, held)) in t.runs.iter().enumerate() {
-                let idle = 1.0 - held.as_secs_f64() / (t.blocks as f64 * wall.as_secs_f64());
-                let _ = writeln!(out, "| {} | {} | {} | {:.1}% |", k + 1, fmt_ms(*wall), fmt_ms(*held), idle * 100.0);
-            }
-            let _ = writeln!(out, "\n{} of {} acquires waited for a block.\n", t.waits, t.acquires);
+            t.threads,
+            t.blocks,
+            t.holds_per_thread,
+            t.kernel.as_micros(),
+            t.blocks
+        );
+        let _ = writeln!(out, "| run | wall ms | held ms (all threads) | idle |\n|---:|---:|---:|---:|");
+        for (k, (wall, held)) in t.runs.iter().enumerate() {
+            let idle = 1.0 - held.as_secs_f64() / (t.blocks as f64 * wall.as_secs_f64());
+            let _ = writeln!(out, "| {} | {} | {} | {:.1}% |", k + 1, fmt_ms(*wall), fmt_ms(*held), idle * 100.0);
         }
-    }
+        let _ = writeln!(out, "\n{} of {} acquires waited for a block.\n", t.waits, t.acquires);
+    });
     let _ = writeln!(out, "### The mutable block beside OpenVINO's solver\n");
     let _ = writeln!(
         out,
@@ -547,4 +538,14 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
         s.openvino_at_bound
     );
     o
+}
+
+/// Writes what `body` makes of a measurement, or why there is none.
+fn measured<T>(out: &mut String, m: &Result<T, String>, body: impl FnOnce(&mut String, &T)) {
+    match m {
+        Ok(m) => body(out, m),
+        Err(e) => {
+            let _ = writeln!(out, "Not measured: {e}\n");
+        }
+    }
 }
