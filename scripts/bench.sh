@@ -23,7 +23,7 @@
 #                                       from step 2
 #                                       -> BENCHMARKS.md
 #
-# About 8 minutes on 2 cores. Nothing else should run meanwhile: the numbers
+# About 9 minutes on 2 cores. Nothing else should run meanwhile: the numbers
 # are wall times. Extra arguments go to every `cargo bench` run (criterion's,
 # e.g. `-- --quick`). CARGO_TARGET_DIR is honoured (default: target/).
 set -euo pipefail

@@ -208,10 +208,13 @@ impl Gen {
             // Weights reordered for the kernel, once at build.
             request.immutable.push(channels * 9 + 256);
         }
+        // Multiples of 256 B, like every mutable size here, so that
+        // OpenVINO's solver (which does not align) sees the same bytes.
+        let part = |d: u64| (out / d).next_multiple_of(256);
         match k % 6 {
-            0 => request.mutable.push(out / 4),
-            2 => request.mutable.extend([out / 8, 4096]),
-            4 => request.mutable.push(out / 2),
+            0 => request.mutable.push(part(4)),
+            2 => request.mutable.extend([part(8), 4096]),
+            4 => request.mutable.push(part(2)),
             _ => {}
         }
         self.op("conv", &[x, weight, bias], &[out], false, request)[0]
@@ -285,14 +288,21 @@ pub fn resnet_like(operators: usize) -> Synthetic {
             let y = conv(&mut g, parent, size);
             x = g.op("add", &[y, x], &[size], false, WorkbufferRequest::default())[0];
         } else {
-            // A residual block of 2 or 3 convs, through a reshape every
+            // A residual block of 2 convs, or a bottleneck of 3, through a reshape every
             // fifth block (3 to 5 operators).
             let mut y = x;
             if block % 5 == 2 {
                 y = g.op("reshape", &[y], &[size], true, WorkbufferRequest::default())[0];
             }
-            for _ in 0..2 + block % 2 {
-                y = conv(&mut g, y, size);
+            if block % 2 == 1 {
+                // A bottleneck: reduce to a quarter, 3x3, expand back.
+                for out in [size / 4, size / 4, size] {
+                    y = conv(&mut g, y, out);
+                }
+            } else {
+                for _ in 0..2 {
+                    y = conv(&mut g, y, size);
+                }
             }
             x = g.op("add", &[y, x], &[size], false, WorkbufferRequest::default())[0];
         }
