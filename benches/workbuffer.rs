@@ -7,18 +7,31 @@
 //!   the planner alone on the same buffers with the same settings, so that
 //!   `describe + build - planner` is the build's own time.
 //! - `workbuffer-pool/<call>`: acquire + release of a free block, one
-//!   thread (no waiting): through the safe core here.
+//!   thread (no waiting), through the C ABI (`nnm_exec_pool_acquire` with
+//!   a timeout of 0 and no token, `nnm_exec_pool_release`) and through the
+//!   safe core's `BlockPool` alone.
 //!
 //! Run: `cargo bench --bench workbuffer` (about 30 s). `scripts/bench.sh`
 //! copies the medians into BENCHMARKS.md (section "Workbuffers").
 
 use std::hint::black_box;
+use std::ptr;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
+use nnmem::ffi::workbuffer::compiled::{nnm_exec_compile, nnm_exec_compiled, nnm_exec_compiled_free};
+use nnmem::ffi::workbuffer::model::{
+    nnm_exec_model, nnm_exec_model_add_operator, nnm_exec_model_free, nnm_exec_model_new, nnm_exec_operator_desc,
+    nnm_exec_output, NNM_EXEC_NO_ALIAS,
+};
+use nnmem::ffi::workbuffer::pool::{
+    nnm_exec_block, nnm_exec_pool, nnm_exec_pool_acquire, nnm_exec_pool_free, nnm_exec_pool_get_info,
+    nnm_exec_pool_info, nnm_exec_pool_new, nnm_exec_pool_release,
+};
 use nnmem::plan::{Lifetime, Planner};
 use nnmem::pool::device::host;
 use nnmem::workbuffer::{BlockPool, CompiledModel, LayoutOptions};
+use nnmem::Status;
 
 // Shared with bench_table and tests/workbuffer_solver.rs, which use the
 // parts this bench does not.
@@ -67,8 +80,78 @@ fn bench_build(c: &mut Criterion) {
     group.finish();
 }
 
+/// A pool of `blocks` blocks (4 KiB each) made through the C ABI, as a C
+/// runtime makes it: a one-operator model compiled on the host.
+struct CPool(*mut nnm_exec_pool);
+
+impl CPool {
+    fn new(blocks: usize) -> CPool {
+        let output = nnm_exec_output { id: 1, size: 4096, alias_of: NNM_EXEC_NO_ALIAS };
+        let desc = nnm_exec_operator_desc {
+            name: ptr::null(),
+            inputs: ptr::null(),
+            input_count: 0,
+            outputs: &output,
+            output_count: 1,
+            immutable_sizes: ptr::null(),
+            immutable_count: 0,
+            mutable_sizes: ptr::null(),
+            mutable_count: 0,
+        };
+        let mut model: *mut nnm_exec_model = ptr::null_mut();
+        let mut compiled: *mut nnm_exec_compiled = ptr::null_mut();
+        let mut pool: *mut nnm_exec_pool = ptr::null_mut();
+        // SAFETY: every pointer handed over is a live local or a handle the
+        // previous call wrote; the model and the compiled model are freed
+        // once the pool (which owns its blocks) is made.
+        unsafe {
+            assert_eq!(nnm_exec_model_new(&mut model), Status::Ok);
+            assert_eq!(nnm_exec_model_add_operator(model, &desc, ptr::null_mut()), Status::Ok);
+            assert_eq!(
+                nnm_exec_compile(model, ptr::null(), ptr::null(), None, ptr::null_mut(), &mut compiled),
+                Status::Ok
+            );
+            assert_eq!(nnm_exec_pool_new(compiled, ptr::null(), blocks, &mut pool), Status::Ok);
+            nnm_exec_compiled_free(compiled);
+            nnm_exec_model_free(model);
+        }
+        CPool(pool)
+    }
+
+    fn info(&self) -> nnm_exec_pool_info {
+        let mut info = nnm_exec_pool_info::default();
+        // SAFETY: a live pool and a local to write.
+        assert_eq!(unsafe { nnm_exec_pool_get_info(self.0, &mut info) }, Status::Ok);
+        info
+    }
+}
+
+impl Drop for CPool {
+    fn drop(&mut self) {
+        // SAFETY: the pool is live and no thread uses it any more.
+        unsafe { nnm_exec_pool_free(self.0) }
+    }
+}
+
 fn bench_pool(c: &mut Criterion) {
     let mut group = c.benchmark_group("workbuffer-pool");
+    let c_pool = CPool::new(2);
+    let mut block = nnm_exec_block { base: ptr::null_mut(), size: 0, slot: 0, generation: 0 };
+    group.bench_function("nnm_exec_pool_acquire+release", |b| {
+        b.iter(|| {
+            // SAFETY: a live pool; `block` is a local that acquire writes
+            // and release reads back unchanged.
+            unsafe {
+                nnm_exec_pool_acquire(c_pool.0, 0, ptr::null(), &mut block);
+                nnm_exec_pool_release(c_pool.0, black_box(&block))
+            }
+        })
+    });
+    // Every acquire found a free block (none waited or timed out) and
+    // every block came back: the figure is the uncontended pair.
+    let info = c_pool.info();
+    assert!(info.acquires > 0);
+    assert_eq!((info.waits, info.timeouts, info.out_blocks, info.free_blocks), (0, 0, 0, 2));
     let pool = BlockPool::new(host(), 4096, 256, 2).expect("two host blocks");
     group.bench_function("BlockPool acquire+release (safe Rust, no FFI)", |b| {
         b.iter(|| {
