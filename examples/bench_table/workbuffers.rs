@@ -32,7 +32,7 @@ const UNEFFICIENCY: [(i64, i64, u64); 4] = [(6, 7, 3), (2, 5, 2), (5, 8, 2), (2,
 pub struct Build {
     operators: usize,
     constants: usize,
-    tensors: usize,
+    buffers: usize,
     mutable_buffers: usize,
     immutable_workbuffers: usize,
     mutable_workbuffers: usize,
@@ -105,6 +105,9 @@ pub struct Workbuffers {
     build: Result<Build, String>,
     compared: Vec<Compared>,
     threads: Result<Threads, String>,
+    /// The 1-minute load average after the timed parts: above 1, other
+    /// processes shared the cores with them.
+    load: String,
 }
 
 pub fn measure(instances: &[&Instance]) -> Workbuffers {
@@ -112,6 +115,10 @@ pub fn measure(instances: &[&Instance]) -> Workbuffers {
     let build = measure_build();
     eprintln!("bench_table: workbuffers: {THREADS} threads over {BLOCKS} blocks");
     let threads = measure_threads();
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(String::from))
+        .unwrap_or_else(|| "?".into());
     let mut compared = Vec::new();
     let unefficiency: Vec<Span> = UNEFFICIENCY.iter().map(|&(start, last, size)| Span { start, last, size }).collect();
     compared.push(compare(
@@ -137,7 +144,7 @@ pub fn measure(instances: &[&Instance]) -> Workbuffers {
         let options = LayoutOptions { alignment: 1, ..LayoutOptions::default() };
         compared.push(compare(&i.set, &i.name, &spans, skipped, &options));
     }
-    Workbuffers { build, compared, threads }
+    Workbuffers { build, compared, threads, load }
 }
 
 /// 8 threads over 2 blocks, each hold a simulated kernel of 2 µs (a spin:
@@ -287,7 +294,7 @@ fn measure_build() -> Result<Build, String> {
             .iter()
             .filter(|b| matches!(b.origin, nnmem::workbuffer::Origin::Constant { .. }))
             .count(),
-        tensors: s.model.buffers().len(),
+        buffers: s.model.buffers().len(),
         mutable_buffers: s.spans.len(),
         immutable_workbuffers: ops.iter().map(|o| o.request.immutable.len()).sum(),
         mutable_workbuffers: ops.iter().map(|o| o.request.mutable.len()).sum(),
@@ -365,13 +372,15 @@ pub fn targets(w: &Workbuffers, criterion: &Medians) -> Vec<Target> {
         Ok(t) => {
             let idle = t.idle();
             let result = format!(
-                "idle {:.1}% (median of {} runs; each thread {} holds of a {} µs kernel; {} of {} acquires waited)",
+                "idle {:.1}% (median of {} runs; each thread {} holds of a {} µs kernel; {} of {} acquires waited; \
+                 load average {})",
                 idle * 100.0,
                 t.runs.len(),
                 t.holds_per_thread,
                 t.kernel.as_micros(),
                 t.waits,
-                t.acquires
+                t.acquires,
+                w.load
             );
             Target { what, result, status: if idle <= IDLE_TARGET { "met" } else { "missed" } }
         }
@@ -386,13 +395,14 @@ pub fn targets(w: &Workbuffers, criterion: &Medians) -> Vec<Target> {
             let rest = b.rest();
             let result = format!(
                 "{} ms without the planner (median of {RUNS}: describing the network {} ms + building {} ms - \
-                 its planner call {} ms; fastest {} ms), {:.0}% of the limit",
+                 its planner call {} ms; fastest {} ms), {:.0}% of the limit; load average {}",
                 fmt_ms(rest),
                 fmt_ms(b.describe),
                 fmt_ms(b.build),
                 fmt_ms(b.planner),
                 fmt_ms(b.best_rest),
-                rest.as_secs_f64() / BUILD_TARGET.as_secs_f64() * 100.0
+                rest.as_secs_f64() / BUILD_TARGET.as_secs_f64() * 100.0,
+                w.load
             );
             Target { what, result, status: if rest <= BUILD_TARGET { "met" } else { "missed" } }
         }
@@ -441,7 +451,7 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
             "A synthetic ResNet-like network (`examples/bench_table/workbuffer_model.rs`): {} operators, {} \
                  buffers ({} constants), {} immutable and {} mutable workbuffers; skip connections every 2-3 \
                  operators, reshapes, inception-like concats. Its mutable block holds {} buffers.\n",
-            b.operators, b.tensors, b.constants, b.immutable_workbuffers, b.mutable_workbuffers, b.mutable_buffers
+            b.operators, b.buffers, b.constants, b.immutable_workbuffers, b.mutable_workbuffers, b.mutable_buffers
         );
         let _ = writeln!(out, "| step | median ms (of {RUNS}) |\n|---|---:|");
         let _ = writeln!(out, "| describing the network (`ModelBuilder`) | {} |", fmt_ms(b.describe));
