@@ -495,7 +495,8 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
             "{} threads share a `BlockPool` of {} blocks; each, {} times, acquires a block (waiting without \
                  limit), spins {} µs (the kernel) and releases it. Idle fraction = 1 - (summed hold time) / ({} x \
                  wall time); what it measures is the hand-over: the time a released block waits for the next \
-                 holder.\n",
+                 holder. It needs two idle cores: a free block whose next holder is runnable but not running \
+                 counts as idle, so a loaded machine reads high.\n",
             t.threads,
             t.blocks,
             t.holds_per_thread,
