@@ -19,26 +19,22 @@ use std::ptr;
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, SamplingMode};
-use nnmem::ffi::workbuffer::compiled::{nnm_exec_compile, nnm_exec_compiled, nnm_exec_compiled_free};
-use nnmem::ffi::workbuffer::model::{
-    nnm_exec_model, nnm_exec_model_add_operator, nnm_exec_model_free, nnm_exec_model_new, nnm_exec_operator_desc,
-    nnm_exec_output, NNM_EXEC_NO_ALIAS,
-};
-use nnmem::ffi::workbuffer::pool::{
-    nnm_exec_block, nnm_exec_pool, nnm_exec_pool_acquire, nnm_exec_pool_free, nnm_exec_pool_get_info,
-    nnm_exec_pool_info, nnm_exec_pool_new, nnm_exec_pool_release,
-};
+use nnmem::ffi::workbuffer::pool::{nnm_exec_block, nnm_exec_pool_acquire, nnm_exec_pool_release};
 use nnmem::plan::{Lifetime, Planner};
 use nnmem::pool::device::host;
 use nnmem::workbuffer::{BlockPool, CompiledModel, LayoutOptions};
-use nnmem::Status;
 
 // Shared with bench_table and tests/workbuffer_solver.rs, which use the
 // parts this bench does not.
 #[allow(dead_code)]
 #[path = "../examples/bench_table/workbuffer_model.rs"]
 mod workbuffer_model;
+// Shared with bench_table, whose threads call its acquire and release.
+#[allow(dead_code)]
+#[path = "../examples/bench_table/c_pool.rs"]
+mod c_pool;
 
+use c_pool::CPool;
 use workbuffer_model::{replay, resnet_like};
 
 const OPERATORS: usize = 10_000;
@@ -81,59 +77,6 @@ fn bench_build(c: &mut Criterion) {
     group.finish();
 }
 
-/// A pool of `blocks` blocks (4 KiB each) made through the C ABI, as a C
-/// runtime makes it: a one-operator model compiled on the host.
-struct CPool(*mut nnm_exec_pool);
-
-impl CPool {
-    fn new(blocks: usize) -> CPool {
-        let output = nnm_exec_output { id: 1, size: 4096, alias_of: NNM_EXEC_NO_ALIAS };
-        let desc = nnm_exec_operator_desc {
-            name: ptr::null(),
-            inputs: ptr::null(),
-            input_count: 0,
-            outputs: &output,
-            output_count: 1,
-            immutable_sizes: ptr::null(),
-            immutable_count: 0,
-            mutable_sizes: ptr::null(),
-            mutable_count: 0,
-        };
-        let mut model: *mut nnm_exec_model = ptr::null_mut();
-        let mut compiled: *mut nnm_exec_compiled = ptr::null_mut();
-        let mut pool: *mut nnm_exec_pool = ptr::null_mut();
-        // SAFETY: every pointer handed over is a live local or a handle the
-        // previous call wrote; the model and the compiled model are freed
-        // once the pool (which owns its blocks) is made.
-        unsafe {
-            assert_eq!(nnm_exec_model_new(&mut model), Status::Ok);
-            assert_eq!(nnm_exec_model_add_operator(model, &desc, ptr::null_mut()), Status::Ok);
-            assert_eq!(
-                nnm_exec_compile(model, ptr::null(), ptr::null(), None, ptr::null_mut(), &mut compiled),
-                Status::Ok
-            );
-            assert_eq!(nnm_exec_pool_new(compiled, ptr::null(), blocks, &mut pool), Status::Ok);
-            nnm_exec_compiled_free(compiled);
-            nnm_exec_model_free(model);
-        }
-        CPool(pool)
-    }
-
-    fn info(&self) -> nnm_exec_pool_info {
-        let mut info = nnm_exec_pool_info::default();
-        // SAFETY: a live pool and a local to write.
-        assert_eq!(unsafe { nnm_exec_pool_get_info(self.0, &mut info) }, Status::Ok);
-        info
-    }
-}
-
-impl Drop for CPool {
-    fn drop(&mut self) {
-        // SAFETY: the pool is live and no thread uses it any more.
-        unsafe { nnm_exec_pool_free(self.0) }
-    }
-}
-
 fn bench_pool(c: &mut Criterion) {
     let mut group = c.benchmark_group("workbuffer-pool");
     let c_pool = CPool::new(2);
@@ -143,8 +86,8 @@ fn bench_pool(c: &mut Criterion) {
             // SAFETY: a live pool; `block` is a local that acquire writes
             // and release reads back unchanged.
             unsafe {
-                nnm_exec_pool_acquire(c_pool.0, 0, ptr::null(), &mut block);
-                nnm_exec_pool_release(c_pool.0, black_box(&block))
+                nnm_exec_pool_acquire(c_pool.raw(), 0, ptr::null(), &mut block);
+                nnm_exec_pool_release(c_pool.raw(), black_box(&block))
             }
         })
     });

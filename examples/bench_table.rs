@@ -41,6 +41,9 @@ mod regions;
 // mutable block. The first two are shared with tests/workbuffer_solver.rs,
 // which uses the parts this table does not (offsets, owners).
 #[allow(dead_code)]
+#[path = "bench_table/c_pool.rs"]
+mod c_pool;
+#[allow(dead_code)]
 #[path = "bench_table/ov_solver.rs"]
 mod ov_solver;
 #[allow(dead_code)]

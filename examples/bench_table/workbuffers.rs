@@ -10,8 +10,10 @@ use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use nnmem::pool::device::host;
-use nnmem::workbuffer::{lay_out, BlockPool, CompiledModel, LayoutOptions, ModelBuilder};
+use nnmem::workbuffer::{lay_out, CompiledModel, LayoutOptions, ModelBuilder};
+use nnmem::Status;
 
+use super::c_pool::CPool;
 use super::ov_solver::{OvBox, OvSolver};
 use super::workbuffer_model::{model_from_spans, replay, resnet_like, Span, Synthetic};
 use super::{fmt_ms, fmt_ns, Instance, Medians, Target};
@@ -158,8 +160,8 @@ const THREAD_RUNS: usize = 3;
 const IDLE_TARGET: f64 = 0.10;
 
 fn measure_threads() -> Result<Threads, String> {
-    let failed = |e: nnmem::Error| format!("the run failed: {}", e.message());
-    let pool = BlockPool::new(host(), 4096, 256, BLOCKS).map_err(failed)?;
+    let failed = |s: Status| format!("the run failed: status {s:?}");
+    let pool = CPool::new(BLOCKS);
     let mut runs = Vec::new();
     for _ in 0..THREAD_RUNS {
         let start = Barrier::new(THREADS + 1);
@@ -170,13 +172,13 @@ fn measure_threads() -> Result<Threads, String> {
                         start.wait();
                         let mut held = Duration::ZERO;
                         for _ in 0..HOLDS_PER_THREAD {
-                            let lease = pool.acquire(None, None).map_err(failed)?;
+                            let block = pool.acquire().map_err(failed)?;
                             let taken = Instant::now();
                             while taken.elapsed() < KERNEL {
                                 std::hint::spin_loop();
                             }
                             held += taken.elapsed();
-                            pool.release(&lease).map_err(failed)?;
+                            pool.release(&block).map_err(failed)?;
                         }
                         Ok(held)
                     })
@@ -198,8 +200,8 @@ fn measure_threads() -> Result<Threads, String> {
         runs.push((wall, held));
     }
     let info = pool.info();
-    if info.out != 0 || info.free != BLOCKS {
-        return Err(format!("after the runs {} blocks are out and {} free", info.out, info.free));
+    if info.out_blocks != 0 || info.free_blocks != BLOCKS {
+        return Err(format!("after the runs {} blocks are out and {} free", info.out_blocks, info.free_blocks));
     }
     Ok(Threads {
         threads: THREADS,
