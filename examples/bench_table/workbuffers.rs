@@ -494,8 +494,9 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
     measured(out, &w.threads, |out, t| {
         let _ = writeln!(
             out,
-            "{} threads share a `BlockPool` of {} blocks; each, {} times, acquires a block (waiting without \
-                 limit), spins {} µs (the kernel) and releases it. Idle fraction = 1 - (summed hold time) / ({} x \
+            "{} threads share a pool of {} blocks through the C ABI; each, {} times, acquires a block \
+                 (`nnm_exec_pool_acquire`, no time limit), spins {} µs (the kernel) and releases it \
+                 (`nnm_exec_pool_release`). Idle fraction = 1 - (summed hold time) / ({} x \
                  wall time); what it measures is the hand-over: the time a released block waits for the next \
                  holder. It needs two idle cores: a free block whose next holder is runnable but not running \
                  counts as idle, so a loaded machine reads high.\n",
