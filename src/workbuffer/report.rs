@@ -13,7 +13,6 @@ use super::build::CompiledModel;
 use super::layout::{Area, Layout, Place};
 use super::model::{BufferId, ModelBuilder, OpIndex, Origin};
 use crate::json::escape;
-use crate::plan::Lifetime;
 use crate::region::report::{plural, row, table};
 use crate::report_format::ReportFormat;
 
@@ -22,17 +21,17 @@ impl CompiledModel {
     /// every operator's buffers and workbuffers, every buffer's area,
     /// offset, size and life (see [`report`]).
     pub fn report(&self, format: ReportFormat) -> String {
-        report(self.model(), self.layout(), self.options().alignment, format)
+        report(self.model(), self.layout(), format)
     }
 }
 
-/// `model` laid out as `layout` (under `alignment`, which the layout does
-/// not record), as text or JSON. A layout of another model is reported
-/// without panicking: what it lacks reads `?` (text) or `null` (JSON).
-pub fn report(model: &ModelBuilder, layout: &Layout, alignment: u64, format: ReportFormat) -> String {
+/// `model` laid out as `layout`, as text or JSON. A layout of another
+/// model is reported without panicking: what it lacks reads `?` (text) or
+/// `null` (JSON).
+pub fn report(model: &ModelBuilder, layout: &Layout, format: ReportFormat) -> String {
     match format {
-        ReportFormat::Text => text(model, layout, alignment),
-        ReportFormat::Json => json(model, layout, alignment),
+        ReportFormat::Text => text(model, layout),
+        ReportFormat::Json => json(model, layout),
     }
 }
 
@@ -69,59 +68,6 @@ fn producers(model: &ModelBuilder) -> Vec<Option<OpIndex>> {
     producer
 }
 
-/// The index of the buffer whose bytes buffer `i` is: through aliases to
-/// what they alias, from a concat part to its parent (aliases always name
-/// earlier buffers and parents hold produced tensors only, so the walk
-/// ends).
-fn root(model: &ModelBuilder, mut i: usize) -> usize {
-    loop {
-        let b = &model.buffers()[i];
-        let next = match b.origin {
-            Origin::Alias { of } => model.index_of(of),
-            _ => model.parent_of(b.id).and_then(|p| model.index_of(p.id)),
-        };
-        match next {
-            Some(n) => i = n,
-            None => return i,
-        }
-    }
-}
-
-/// Per buffer (model order): the steps the planner holds its bytes, for
-/// the buffers the mutable block plans in their own right (tensors and
-/// concat parents that sit inside nothing else); `None` for the others.
-/// The rules of the layout: a root lives from the first producer to the
-/// last consumer of itself, its aliases and its parts; pinned anywhere in
-/// that family, for the whole run.
-pub(crate) fn planned_lifetimes(model: &ModelBuilder) -> Vec<Option<Lifetime>> {
-    let buffers = model.buffers();
-    let producer = producers(model);
-    let mut span: Vec<Option<(OpIndex, OpIndex)>> = vec![None; buffers.len()];
-    let mut pinned = vec![false; buffers.len()];
-    for (i, b) in buffers.iter().enumerate() {
-        let r = root(model, i);
-        pinned[r] |= b.pinned;
-        let (from, to) = match (producer[i], span[r]) {
-            (Some(p), _) => (p, b.last_consumer.map_or(p, |c| c.max(p))),
-            // A concat parent read after its parts were written.
-            (None, Some((s, _))) => (s, b.last_consumer.unwrap_or(s)),
-            (None, None) => continue,
-        };
-        span[r] = Some(span[r].map_or((from, to), |(s, e)| (s.min(from), e.max(to))));
-    }
-    let steps = model.operators().len().max(1) as i64;
-    (0..buffers.len())
-        .map(|i| {
-            let planned = root(model, i) == i && !matches!(buffers[i].origin, Origin::Constant { .. });
-            planned.then(|| match (pinned[i], span[i]) {
-                (true, _) => Lifetime { start: 0, end: steps },
-                (false, Some((s, e))) => Lifetime { start: s as i64, end: e as i64 + 1 },
-                (false, None) => Lifetime { start: 0, end: 0 },
-            })
-        })
-        .collect()
-}
-
 /// `ids` as `1,2,3`, `-` when empty.
 fn id_list(ids: impl Iterator<Item = BufferId>) -> String {
     let list: Vec<String> = ids.map(|id| id.to_string()).collect();
@@ -141,7 +87,8 @@ fn places_text(places: Option<&Vec<Place>>) -> String {
     }
 }
 
-fn text(model: &ModelBuilder, layout: &Layout, alignment: u64) -> String {
+fn text(model: &ModelBuilder, layout: &Layout) -> String {
+    let alignment = layout.alignment;
     let (ops, buffers) = (model.operators(), model.buffers());
     let mut out = String::new();
     let _ = writeln!(
@@ -228,7 +175,8 @@ fn opt<T: std::fmt::Display>(v: Option<T>) -> String {
     v.map_or_else(|| "null".to_string(), |v| v.to_string())
 }
 
-fn json(model: &ModelBuilder, layout: &Layout, alignment: u64) -> String {
+fn json(model: &ModelBuilder, layout: &Layout) -> String {
+    let alignment = layout.alignment;
     let mut out = String::from("{\n");
     let _ = writeln!(out, "  \"constants_bytes\": {},", layout.constants_size);
     let _ = writeln!(out, "  \"immutable_bytes\": {},", layout.immutable_size);
@@ -346,7 +294,7 @@ pub(crate) mod tests {
     #[test]
     fn json_has_every_operator_and_buffer_with_the_layouts_places() {
         let (m, l) = sample();
-        let text = report(&m, &l, 256, ReportFormat::Json);
+        let text = report(&m, &l, ReportFormat::Json);
         let v: serde_json::Value = serde_json::from_str(&text).unwrap();
         // serde_json sorts keys: read their order from the text.
         let top: Vec<&str> =
@@ -430,13 +378,13 @@ pub(crate) mod tests {
         );
         // The same model gives the same bytes.
         let (m2, l2) = sample();
-        assert_eq!(text, report(&m2, &l2, 256, ReportFormat::Json));
+        assert_eq!(text, report(&m2, &l2, ReportFormat::Json));
     }
 
     #[test]
     fn text_lists_the_blobs_every_buffer_and_every_operator() {
         let (m, l) = sample();
-        let text = report(&m, &l, 256, ReportFormat::Text);
+        let text = report(&m, &l, ReportFormat::Text);
         let lines: Vec<&str> = text.lines().collect();
         assert_eq!(lines[0], "5 operators, 8 buffers, alignment 256 B");
         assert_eq!(
@@ -478,7 +426,7 @@ pub(crate) mod tests {
     fn a_compiled_model_reports_its_layout_under_its_alignment() {
         let (m, l, c) = compiled(64);
         for format in [ReportFormat::Text, ReportFormat::Json] {
-            assert_eq!(c.report(format), report(&m, &l, 64, format));
+            assert_eq!(c.report(format), report(&m, &l, format));
         }
         let v: serde_json::Value = serde_json::from_str(&c.report(ReportFormat::Json)).unwrap();
         // 100 and 300 B at 64 B: 128 + 320.
@@ -490,15 +438,15 @@ pub(crate) mod tests {
     fn a_layout_of_another_model_is_reported_without_panicking() {
         let (m, _) = sample();
         let empty = lay_out(&ModelBuilder::new(), &LayoutOptions::default()).unwrap();
-        let text = report(&m, &empty, 256, ReportFormat::Text);
+        let text = report(&m, &empty, ReportFormat::Text);
         assert!(
             text.lines().any(|l| l.starts_with("21  alias          ?          ?  768 B  3..4  alias of 20")),
             "{text}"
         );
-        let v: serde_json::Value = serde_json::from_str(&report(&m, &empty, 256, ReportFormat::Json)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&report(&m, &empty, ReportFormat::Json)).unwrap();
         assert!(v["buffers"][0]["area"].is_null() && v["operators"][0]["mutable"].is_null());
         let v: serde_json::Value =
-            serde_json::from_str(&report(&ModelBuilder::new(), &empty, 256, ReportFormat::Json)).unwrap();
+            serde_json::from_str(&report(&ModelBuilder::new(), &empty, ReportFormat::Json)).unwrap();
         assert!(v["operators"].as_array().unwrap().is_empty() && v["buffers"].as_array().unwrap().is_empty());
     }
 }

@@ -11,24 +11,25 @@
 
 use super::build::CompiledModel;
 use super::layout::Layout;
+use super::layout::PlannedItem;
 use super::model::ModelBuilder;
-use super::report::planned_lifetimes;
 use crate::plan::units::binary;
-use crate::plan::{align_up, svg::render, Buffer, Lifetime};
+use crate::plan::{align_up, svg::render, Buffer};
 
 impl CompiledModel {
     /// The mutable block's plan as a standalone SVG document (see
     /// [`svg`]).
     pub fn svg(&self) -> String {
-        svg(self.model(), self.layout(), self.options().alignment)
+        svg(self.model(), self.layout())
     }
 }
 
-/// `model`'s mutable block as laid out by `layout` under `alignment` (the
-/// planner rounds sizes up to it, so the rectangles and the peak mark are
-/// the bytes the block really holds), as a standalone SVG document.
-pub fn svg(model: &ModelBuilder, layout: &Layout, alignment: u64) -> String {
-    let drawn = planned(model, layout, alignment);
+/// `model`'s mutable block as laid out by `layout` (sizes rounded up to
+/// the layout's alignment, as the planner did, so the rectangles and the
+/// peak mark are the bytes the block really holds), as a standalone SVG
+/// document.
+pub fn svg(model: &ModelBuilder, layout: &Layout) -> String {
+    let drawn = planned(model, layout);
     let names: Vec<&str> = drawn.names.iter().map(String::as_str).collect();
     let title = format!(
         "{} operators: mutable block {} (lower bound {}, {}{}); constants {}, immutable workbuffers {}",
@@ -50,26 +51,20 @@ pub(crate) struct Drawn {
     pub(crate) names: Vec<String>,
 }
 
-/// The planned buffers of the mutable block: the roots in model order,
-/// then the mutable workbuffers in operator and request order. What the
-/// layout has no place for (a layout of another model) is left out.
-pub(crate) fn planned(model: &ModelBuilder, layout: &Layout, alignment: u64) -> Drawn {
-    let aligned = |size: u64| align_up(size, alignment.max(1)).unwrap_or(size);
+/// The planned buffers of the mutable block, as the planner got them:
+/// the roots in model order, then the mutable workbuffers in operator and
+/// request order. A buffer the model lacks (a layout of another model) is
+/// named by its index.
+pub(crate) fn planned(model: &ModelBuilder, layout: &Layout) -> Drawn {
+    let aligned = |size: u64| align_up(size, layout.alignment.max(1)).unwrap_or(size);
     let mut d = Drawn { buffers: Vec::new(), offsets: Vec::new(), names: Vec::new() };
-    for ((b, life), place) in model.buffers().iter().zip(planned_lifetimes(model)).zip(&layout.buffers) {
-        if let Some(lifetime) = life {
-            d.buffers.push(Buffer { size: aligned(b.size), lifetime, fixed_offset: None });
-            d.offsets.push(place.offset);
-            d.names.push(format!("t{}", b.id));
-        }
-    }
-    for (k, places) in layout.mutable.iter().enumerate().take(model.operators().len()) {
-        for (w, place) in places.iter().enumerate() {
-            let lifetime = Lifetime { start: k as i64, end: k as i64 + 1 };
-            d.buffers.push(Buffer { size: aligned(place.size), lifetime, fixed_offset: None });
-            d.offsets.push(place.offset);
-            d.names.push(format!("op{k}.wb{w}"));
-        }
+    for p in &layout.planned {
+        d.buffers.push(Buffer { size: aligned(p.size), lifetime: p.lifetime, fixed_offset: None });
+        d.offsets.push(p.offset);
+        d.names.push(match p.item {
+            PlannedItem::Buffer(i) => model.buffers().get(i).map_or_else(|| format!("#{i}"), |b| format!("t{}", b.id)),
+            PlannedItem::Workbuffer(k, w) => format!("op{k}.wb{w}"),
+        });
     }
     d
 }
@@ -77,14 +72,16 @@ pub(crate) fn planned(model: &ModelBuilder, layout: &Layout, alignment: u64) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::plan::validate;
+    use crate::plan::{validate, Lifetime};
     use crate::workbuffer::layout::lay_out;
+    use crate::workbuffer::model::OutputSpec;
     use crate::workbuffer::report::tests::{compiled, sample};
+    use crate::workbuffer::tests::op;
 
     #[test]
     fn the_picture_draws_the_planned_buffers_where_the_layout_put_them() {
         let (m, l) = sample();
-        let d = planned(&m, &l, 256);
+        let d = planned(&m, &l);
         // Roots in model order (no constants, aliases or concat parts), then
         // the mutable workbuffers.
         assert_eq!(d.names, ["t10", "t20", "t13", "op0.wb0", "op1.wb0", "op1.wb1", "op4.wb0"]);
@@ -100,7 +97,7 @@ mod tests {
         // No two live buffers overlap, and they need exactly the block.
         assert_eq!(validate(&d.buffers, &d.offsets), Ok(l.mutable_size));
 
-        let svg = svg(&m, &l, 256);
+        let svg = svg(&m, &l);
         assert!(svg.starts_with("<svg "), "{svg}");
         assert!(svg.trim_end().ends_with("</svg>"));
         assert_eq!(svg.matches(r#"<rect class="buf""#).count(), 7);
@@ -119,18 +116,36 @@ mod tests {
     #[test]
     fn a_compiled_model_draws_its_block_under_its_alignment() {
         let (m, l, c) = compiled(64);
-        assert_eq!(c.svg(), svg(&m, &l, 64));
+        assert_eq!(c.svg(), svg(&m, &l));
         // At 64 B the 100 B workbuffer takes 128 B, not 256.
-        let d = planned(c.model(), c.layout(), 64);
+        let d = planned(c.model(), c.layout());
         assert_eq!(d.buffers[d.names.iter().position(|n| n == "op1.wb1").unwrap()].size, 128);
         assert_eq!(validate(&d.buffers, &d.offsets), Ok(c.layout().mutable_size));
+    }
+
+    #[test]
+    fn an_alias_of_a_concat_part_keeps_the_whole_parent_alive() {
+        let mut m = ModelBuilder::new();
+        m.add_operator(op(&m, "a", &[], vec![OutputSpec::new(1, 256)], &[], &[])).unwrap(); // 0
+        m.add_operator(op(&m, "b", &[], vec![OutputSpec::new(2, 256)], &[], &[])).unwrap(); // 1
+        m.add_concat_parent(5, 512, &[(1, 0), (2, 256)]).unwrap();
+        m.add_operator(op(&m, "reshape", &[1], vec![OutputSpec::alias(3, 256, 1)], &[], &[])).unwrap(); // 2
+        m.add_operator(op(&m, "c", &[3], vec![OutputSpec::new(4, 256)], &[], &[])).unwrap(); // 3
+        m.add_operator(op(&m, "d", &[4], vec![OutputSpec::new(6, 256)], &[], &[])).unwrap(); // 4
+        let l = lay_out(&m, &Default::default()).unwrap();
+        let d = planned(&m, &l);
+        assert_eq!(d.names, ["t5", "t4", "t6"]);
+        // From part 1's producer to the last reader of the alias of part 1.
+        assert_eq!(d.buffers[0].lifetime, Lifetime { start: 0, end: 4 });
+        assert_eq!(validate(&d.buffers, &d.offsets), Ok(l.mutable_size));
+        assert_eq!(l.mutable_size, 768);
     }
 
     #[test]
     fn a_model_without_operators_draws_an_empty_block() {
         let m = ModelBuilder::new();
         let l = lay_out(&m, &Default::default()).unwrap();
-        let svg = svg(&m, &l, 256);
+        let svg = svg(&m, &l);
         assert!(svg.starts_with("<svg ") && svg.contains("0 operators") && !svg.contains(r#"class="buf""#));
     }
 }
