@@ -342,6 +342,28 @@ pub unsafe extern "C" fn nnm_exec_compiled_constant(
     unsafe { handle_query(compiled, "compiled", out_ptr, "out_ptr", address) }
 }
 
+/// Copies the text `make` writes about the compiled model into `buf`, by
+/// the text conventions (`what` names it in messages).
+///
+/// # Safety
+/// `compiled` must be NULL, freed, or a live handle not being freed; `buf`
+/// NULL or writable for `len` bytes; `out_len` NULL or writable.
+unsafe fn copy_out(
+    compiled: *const nnm_exec_compiled,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+    what: &str,
+    make: impl FnOnce(&CompiledModel) -> Result<String>,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `compiled` is NULL or a live handle.
+        let text = make(unsafe { compiled_ref(compiled) }?)?;
+        // SAFETY: the caller promises `buf` and `out_len` are valid.
+        unsafe { copy_text(&text, buf, len, out_len, what) }
+    })
+}
+
 /// Copies the compiled model's report (`format`: an `nnm_report_format`,
 /// text or JSON; every buffer's area, offset, size and life, every
 /// operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
@@ -361,13 +383,8 @@ pub unsafe extern "C" fn nnm_exec_compiled_report(
     len: usize,
     out_len: *mut usize,
 ) -> Status {
-    guard(|| {
-        // SAFETY: the caller promises `compiled` is NULL or a live handle.
-        let c = unsafe { compiled_ref(compiled) }?;
-        let text = c.report(ReportFormat::from_value(format)?);
-        // SAFETY: the caller promises `buf` and `out_len` are valid.
-        unsafe { copy_text(&text, buf, len, out_len, "the report") }
-    })
+    // SAFETY: the caller's promises are `copy_out`'s.
+    unsafe { copy_out(compiled, buf, len, out_len, "the report", |c| Ok(c.report(ReportFormat::from_value(format)?))) }
 }
 
 /// Copies the mutable block's plan as an SVG picture into `buf`, by the
@@ -385,12 +402,8 @@ pub unsafe extern "C" fn nnm_exec_compiled_svg(
     len: usize,
     out_len: *mut usize,
 ) -> Status {
-    guard(|| {
-        // SAFETY: the caller promises `compiled` is NULL or a live handle.
-        let c = unsafe { compiled_ref(compiled) }?;
-        // SAFETY: the caller promises `buf` and `out_len` are valid.
-        unsafe { copy_text(&c.svg(), buf, len, out_len, "the SVG") }
-    })
+    // SAFETY: the caller's promises are `copy_out`'s.
+    unsafe { copy_out(compiled, buf, len, out_len, "the SVG", |c| Ok(c.svg())) }
 }
 
 /// Writes operator `op`'s pointers for the request holding `block` into
