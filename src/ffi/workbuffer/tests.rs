@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::compiled::*;
 use super::model::*;
 use super::pool::*;
+use crate::arena::ReportFormat;
 use crate::ffi::cancel::{nnm_cancel_token, nnm_cancel_token_cancel, nnm_cancel_token_free, nnm_cancel_token_new};
 use crate::ffi::device::{
     nnm_device_allocator, nnm_device_allocator_free, nnm_device_allocator_new, nnm_device_allocator_vtable,
@@ -256,7 +257,7 @@ fn compile(
     }
 }
 
-fn resolve(c: *const nnm_exec_compiled, op: usize, block: &nnm_exec_block) -> Vec<usize> {
+fn resolve(c: *const nnm_exec_compiled, op: usize, block: &nnm_exec_block) -> Vec<*mut c_void> {
     let mut n = 0;
     // SAFETY: `c` is live; the size query writes only `n`.
     assert_eq!(unsafe { nnm_exec_resolve(c, op, block, null_mut(), 0, &mut n) }, Status::Ok, "{}", last_error());
@@ -265,7 +266,7 @@ fn resolve(c: *const nnm_exec_compiled, op: usize, block: &nnm_exec_block) -> Ve
     // SAFETY: `pointers` holds `n` writable pointers.
     let s = unsafe { nnm_exec_resolve(c, op, block, pointers.as_mut_ptr(), n, &mut written) };
     assert_eq!((s, written), (Status::Ok, n), "{}", last_error());
-    pointers.into_iter().map(|p| p as usize).collect()
+    pointers
 }
 
 fn acquire(pool: *mut nnm_exec_pool, timeout_ns: i64) -> Result<nnm_exec_block, Status> {
@@ -323,24 +324,30 @@ fn a_network_with_constants_an_alias_and_a_concat_resolves_to_its_places() {
     let pool = new_pool(c, null(), 1);
     let b = acquire(pool, 0).unwrap();
     let base = b.base as usize;
-    let in_block = |p: usize| (base..base + b.size as usize).contains(&p);
+    // Addresses are compared as integers; memory is read through the
+    // pointers nnmem handed out (so Miri's strict provenance holds).
+    let at = |p: *mut c_void| p as usize;
+    let in_block = |p: *mut c_void| (base..base + b.size as usize).contains(&at(p));
     let mut constant_ptr = null_mut();
     // SAFETY: `c` is live; the out-parameter is writable.
     assert_eq!(unsafe { nnm_exec_compiled_constant(c, 1, &mut constant_ptr) }, Status::Ok);
-    let (conv, reshape, left, right, head) =
-        (resolve(c, 0, &b), resolve(c, 1, &b), resolve(c, 2, &b), resolve(c, 3, &b), resolve(c, 4, &b));
-    assert_eq!(conv[0], constant_ptr as usize);
+    let [conv, reshape, left, right, head] = [0, 1, 2, 3, 4].map(|op| resolve(c, op, &b));
+    assert_eq!(conv[0], constant_ptr);
     // SAFETY: the constant's 16 bytes were copied into host memory.
-    assert_eq!(unsafe { std::slice::from_raw_parts(conv[0] as *const u8, 16) }, (0..16).collect::<Vec<u8>>());
+    assert_eq!(unsafe { std::slice::from_raw_parts(conv[0].cast::<u8>(), 16) }, (0..16).collect::<Vec<u8>>());
     // SAFETY: the initialiser filled the immutable workbuffer's 32 bytes.
-    assert_eq!(unsafe { std::slice::from_raw_parts(conv[2] as *const u8, 32) }, [0xA0; 32]);
+    assert_eq!(unsafe { std::slice::from_raw_parts(conv[2].cast::<u8>(), 32) }, [0xA0; 32]);
     assert!(!in_block(conv[2]) && in_block(conv[1]) && in_block(conv[3]));
-    assert_eq!(conv[1], base + place(2).offset as usize);
+    assert_eq!(at(conv[1]), base + place(2).offset as usize);
     assert_eq!(reshape, [conv[1], conv[1]], "the alias is its input's buffer");
     assert_eq!((left[0], right[0]), (conv[1], conv[1]));
-    assert_eq!((left[1], right[1]), (head[0], head[0] + 32), "the parts sit in the parent at their offsets");
+    assert_eq!(
+        (at(left[1]), at(right[1])),
+        (at(head[0]), at(head[0]) + 32),
+        "the parts sit in the parent at their offsets"
+    );
     // SAFETY: the initialiser filled op 2's immutable workbuffer.
-    assert_eq!(unsafe { *(left[2] as *const u8) }, 0xA2);
+    assert_eq!(unsafe { *left[2].cast::<u8>() }, 0xA2);
     assert!(in_block(right[2]) && in_block(head[1]));
     // SAFETY: as in `pool_info`; releasing the lease acquired above.
     assert_eq!(unsafe { nnm_exec_pool_release(pool, &b) }, Status::Ok);
@@ -536,13 +543,17 @@ fn cancelling_a_token_wakes_a_waiter_on_another_thread() {
     let mut token: *mut nnm_cancel_token = null_mut();
     // SAFETY: `token` is writable.
     assert_eq!(unsafe { nnm_cancel_token_new(&mut token) }, Status::Ok);
-    // Raw pointers are not Send: the waiter gets addresses.
-    let (p, t) = (pool as usize, token as usize);
+    /// The handles the waiter uses: both thread-safe objects.
+    struct Handles(*mut nnm_exec_pool, *mut nnm_cancel_token);
+    // SAFETY: a pool and a token may be used from any thread.
+    unsafe impl Send for Handles {}
+    let handles = Handles(pool, token);
     let waiter = std::thread::spawn(move || {
+        let handles = handles;
         let mut b = nnm_exec_block::default();
         // SAFETY: the pool and token live until this thread is joined.
-        let s = unsafe { nnm_exec_pool_acquire(p as *mut _, -1, t as *const _, &mut b) };
-        (s, last_error(), b.base as usize, b.size)
+        let s = unsafe { nnm_exec_pool_acquire(handles.0, -1, handles.1, &mut b) };
+        (s, last_error(), b.base.is_null(), b.size)
     });
     // Waits for the state "one waiter", not for a time.
     while pool_info(pool).waiters == 0 {
@@ -550,9 +561,9 @@ fn cancelling_a_token_wakes_a_waiter_on_another_thread() {
     }
     // SAFETY: the token is live.
     assert_eq!(unsafe { nnm_cancel_token_cancel(token) }, Status::Ok);
-    let (status, message, base, size) = waiter.join().unwrap();
+    let (status, message, base_null, size) = waiter.join().unwrap();
     assert_eq!(status, Status::Cancelled, "{message}");
-    assert_eq!((base, size), (0, 0), "nothing written on failure");
+    assert_eq!((base_null, size), (true, 0), "nothing written on failure");
     // A cancelled token fails at once, even with a block free.
     // SAFETY: all live; `held` is the pool's lease.
     unsafe {
@@ -566,6 +577,49 @@ fn cancelling_a_token_wakes_a_waiter_on_another_thread() {
     unsafe {
         nnm_cancel_token_free(token);
         nnm_exec_pool_free(pool);
+        nnm_exec_compiled_free(c);
+        nnm_exec_model_free(m);
+    }
+}
+
+/// The text an export copies out, through its size query.
+fn text_of(copy: impl Fn(*mut std::ffi::c_char, usize, *mut usize) -> Status) -> String {
+    let mut n = 0;
+    assert_eq!(copy(null_mut(), 0, &mut n), Status::Ok, "{}", last_error());
+    let mut buf = vec![0 as std::ffi::c_char; n];
+    let mut written = 0;
+    assert_eq!(copy(buf.as_mut_ptr(), n, &mut written), Status::Ok, "{}", last_error());
+    assert_eq!(written, n);
+    // SAFETY: copy_text wrote a NUL-terminated string into `buf`.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn reports_and_the_picture_are_the_cores_through_the_text_conventions() {
+    let m = network();
+    let c = compile(m, null(), &mut InitLog::default()).unwrap();
+    // SAFETY: `c` is live until freed below; the buffers are sized by the query.
+    let (json, text, svg) = unsafe {
+        (
+            text_of(|b, l, n| nnm_exec_compiled_report(c, ReportFormat::Json as u32, b, l, n)),
+            text_of(|b, l, n| nnm_exec_compiled_report(c, ReportFormat::Text as u32, b, l, n)),
+            text_of(|b, l, n| nnm_exec_compiled_svg(c, b, l, n)),
+        )
+    };
+    // SAFETY: `c` is live.
+    let core = unsafe { &(*c).compiled };
+    assert_eq!((&json, &text, &svg), (&core.report(ReportFormat::Json), &core.report(ReportFormat::Text), &core.svg()));
+    assert!(json.contains("\"constants_bytes\": 256,\n  \"immutable_bytes\": 512,"), "{json}");
+    assert!(svg.contains("<svg") && svg.contains("t2"), "{svg}");
+    let mut small = [0 as std::ffi::c_char; 8];
+    let mut n = 0;
+    // SAFETY: `small` holds 8 writable bytes; failures write nothing.
+    unsafe {
+        let s = nnm_exec_compiled_svg(c, small.as_mut_ptr(), 8, &mut n);
+        fails(s, Status::BufferTooSmall, &format!("the SVG needs {} B (NUL included), buffer has 8 B", svg.len() + 1));
+        fails(nnm_exec_compiled_report(c, 7, null_mut(), 0, &mut n), Status::InvalidArgument, "7");
+        fails(nnm_exec_compiled_report(null(), 0, null_mut(), 0, &mut n), Status::NullArgument, "compiled is NULL");
+        assert_eq!((n, small), (0, [0; 8]));
         nnm_exec_compiled_free(c);
         nnm_exec_model_free(m);
     }
