@@ -37,6 +37,20 @@ mod pools;
 mod region_model;
 #[path = "bench_table/regions.rs"]
 mod regions;
+// Workbuffers: the 10,000-operator network and OpenVINO's solver beside the
+// mutable block. The first two are shared with tests/workbuffer_solver.rs,
+// which uses the parts this table does not (offsets, owners).
+#[allow(dead_code)]
+#[path = "bench_table/c_pool.rs"]
+mod c_pool;
+#[allow(dead_code)]
+#[path = "bench_table/ov_solver.rs"]
+mod ov_solver;
+#[allow(dead_code)]
+#[path = "bench_table/workbuffer_model.rs"]
+mod workbuffer_model;
+#[path = "bench_table/workbuffers.rs"]
+mod workbuffers;
 
 /// Instances at least this large are timed once instead of 3 times.
 const SINGLE_RUN_FROM: usize = 5000;
@@ -149,14 +163,18 @@ fn main() {
     let replays = pools::replay_traces(&args.data);
     let glow: Vec<&Instance> = measured.iter().filter(|m| m.instance.set == "glow").map(|m| &m.instance).collect();
     let regions = regions::measure(&args.data, &glow);
+    let traces: Vec<&Instance> = measured.iter().map(|m| &m.instance).collect();
+    let workbuffers = workbuffers::measure(&traces);
     let criterion = args.criterion.as_deref().map(|d| read_criterion(d, args.since)).unwrap_or_default();
     let generated_in = started.elapsed();
     let mut more_targets = pools::targets(&replays, &criterion);
     more_targets.extend(regions::targets(&regions));
+    more_targets.extend(workbuffers::targets(&workbuffers, &criterion));
     print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in, more_targets));
     print!("{}", render_exact(&exact));
     print!("{}", pools::render(&replays, &criterion));
     print!("{}", regions::render(&regions, &criterion));
+    print!("{}", workbuffers::render(&workbuffers, &criterion));
 }
 
 // --- the exact search --------------------------------------------------------
@@ -1124,7 +1142,7 @@ fn render(
     let others: Vec<(&String, &f64)> = criterion
         .iter()
         .filter(|(k, _)| {
-            !["plan-", "ffi/", "arena/", "pool/", "pool-core/", "pool-threads/", "region-build/"]
+            !["plan-", "ffi/", "arena/", "pool/", "pool-core/", "pool-threads/", "region-build/", "workbuffer"]
                 .iter()
                 .any(|prefix| k.starts_with(prefix))
         })

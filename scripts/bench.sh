@@ -9,17 +9,21 @@
 #                                       malloc and mimalloc; threads
 #      cargo bench --bench region       region table building, 1k to 100k
 #                                       tensors under 20 rules
+#      cargo bench --bench workbuffer   a 10,000-operator network described
+#                                       and built (planner apart)
 #   3. bench_table                      every instance in benches/data x every
 #                                       algorithm (peak / lower bound, ms), the
 #                                       real traces through every pool strategy
 #                                       (nnmem pool-replay), the region tables
 #                                       (synthetic 100k tensors; the Glow
 #                                       models beside Glow's own figures), the
+#                                       workbuffer network and OpenVINO's
+#                                       solver beside the mutable block, the
 #                                       targets, and the criterion medians
 #                                       from step 2
 #                                       -> BENCHMARKS.md
 #
-# About 8 minutes on 2 cores. Nothing else should run meanwhile: the numbers
+# About 9 minutes on 2 cores. Nothing else should run meanwhile: the numbers
 # are wall times. Extra arguments go to every `cargo bench` run (criterion's,
 # e.g. `-- --quick`). CARGO_TARGET_DIR is honoured (default: target/).
 set -euo pipefail
@@ -35,7 +39,7 @@ banner() { printf '\n==> %s\n' "$*" >&2; }
 
 banner "cargo build --release (library, CLI, benches, bench_table)"
 cargo build --release --locked --lib --bins --example bench_table
-cargo bench --locked --bench ffi --bench arena --bench plan --bench pool --bench region --no-run
+cargo bench --locked --bench ffi --bench arena --bench plan --bench pool --bench region --bench workbuffer --no-run
 
 banner "cargo bench --bench ffi"
 cargo bench --locked --bench ffi "$@"
@@ -51,6 +55,9 @@ cargo bench --locked --bench pool "$@"
 
 banner "cargo bench --bench region"
 cargo bench --locked --bench region "$@"
+
+banner "cargo bench --bench workbuffer"
+cargo bench --locked --bench workbuffer "$@"
 
 banner "bench_table: every instance x every algorithm -> $out"
 tmp=$(mktemp "$out.XXXXXX")
