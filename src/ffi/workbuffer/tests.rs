@@ -382,7 +382,7 @@ unsafe extern "C" fn room_free(ctx: *mut c_void, p: *mut c_void, size: usize, _:
     host().free(DevicePtr::new(p.cast()).unwrap(), size as u64, Stream::DEFAULT);
 }
 
-fn room_allocator(r: &Room) -> *mut nnm_device_allocator {
+fn room_allocator(r: &Room, flags: u32) -> *mut nnm_device_allocator {
     let v = nnm_device_allocator_vtable {
         name: c"two-blocks".as_ptr(),
         ctx: std::ptr::from_ref(r).cast_mut().cast(),
@@ -390,7 +390,7 @@ fn room_allocator(r: &Room) -> *mut nnm_device_allocator {
         free: Some(room_free),
         mem_info: None,
         release: None,
-        flags: NNM_DEVICE_HOST_ACCESSIBLE,
+        flags,
     };
     let mut a = null_mut();
     // SAFETY: `v` is a valid vtable over `r`, which outlives the allocator.
@@ -402,7 +402,7 @@ fn room_allocator(r: &Room) -> *mut nnm_device_allocator {
 fn a_failing_or_missing_initialiser_fails_the_compile_and_frees_everything() {
     let m = network();
     let r = Room { room: usize::MAX, allocs: AtomicUsize::new(0), live: AtomicUsize::new(0) };
-    let a = room_allocator(&r);
+    let a = room_allocator(&r, NNM_DEVICE_HOST_ACCESSIBLE);
     let mut c = null_mut();
     // SAFETY: `m` and `a` are live; `c` is writable; NULL init is refused.
     let s = unsafe { nnm_exec_compile(m, null(), a, None, null_mut(), &mut c) };
@@ -427,10 +427,18 @@ fn a_failing_or_missing_initialiser_fails_the_compile_and_frees_everything() {
         fails(nnm_exec_compile(m, null(), a, Some(init_fill), ctx, null_mut()), Status::NullArgument, "out is NULL");
     }
     assert_eq!((r.allocs.load(Ordering::SeqCst), c), (2, null_mut()));
+
+    // Constant bytes need a device the CPU can write.
+    let device = Room { room: usize::MAX, allocs: AtomicUsize::new(0), live: AtomicUsize::new(0) };
+    let d = room_allocator(&device, 0);
+    assert_eq!(compile(m, d, &mut InitLog::default()), Err(Status::InvalidArgument));
+    assert!(last_error().contains("constant 1 has bytes to copy in"), "{}", last_error());
+    assert_eq!((device.allocs.load(Ordering::SeqCst), device.live.load(Ordering::SeqCst)), (1, 0));
     // SAFETY: all live, freed once.
     unsafe {
         nnm_exec_model_free(m);
         nnm_device_allocator_free(a);
+        nnm_device_allocator_free(d);
     }
 }
 
@@ -440,7 +448,7 @@ fn a_device_failing_after_two_blocks_gives_a_partial_pool_that_outlives_its_mode
     let mut log = InitLog::default();
     let c = compile(m, null(), &mut log).unwrap();
     let r = Room { room: 2, allocs: AtomicUsize::new(0), live: AtomicUsize::new(0) };
-    let a = room_allocator(&r);
+    let a = room_allocator(&r, NNM_DEVICE_HOST_ACCESSIBLE);
     let pool = new_pool(c, a, 4);
     // SAFETY: all three are freed once; the pool keeps what it needs.
     unsafe {
