@@ -62,6 +62,23 @@ static inline void nnm_check_status(int got, int want, int need_message, const c
                          __LINE__, #call " fails with a message");                 \
     } while (0)
 
+/* Whether `text` (NULL: no text) contains `part`. */
+static inline int nnm_check_contains(const char *text, const char *part) {
+    return text != NULL && strstr(text, part) != NULL;
+}
+
+/* The last failure on this thread left a message containing `part`. */
+#define CHECK_ERROR_HAS(part) CHECK(nnm_check_contains(nnm_last_error(), (part)))
+
+/* A step the rest of a test needs: checked, and the test (a function
+ * returning void) stops if it fails. */
+#define REQUIRE_OK(call)                                                         \
+    do {                                                                         \
+        int require_s_ = (int)(call);                                            \
+        nnm_check_status(require_s_, (int)NNM_OK, 0, __FILE__, __LINE__, #call); \
+        if (require_s_ != (int)NNM_OK) return;                                   \
+    } while (0)
+
 static inline int nnm_check_report(void) {
     printf("%d passed, %d failed\n", nnm_check_passed, nnm_check_failed);
     return nnm_check_failed == 0 ? 0 : 1;

@@ -47,16 +47,6 @@
 
 static int contains(const char *text, const char *part) { return text != NULL && strstr(text, part) != NULL; }
 
-#define CHECK_ERROR_HAS(part) CHECK(contains(nnm_last_error(), (part)))
-
-/* A step the rest of a test needs: checked, and the test stops if it fails. */
-#define REQUIRE_OK(call)                                                         \
-    do {                                                                         \
-        int require_s_ = (int)(call);                                            \
-        nnm_check_status(require_s_, (int)NNM_OK, 0, __FILE__, __LINE__, #call); \
-        if (require_s_ != (int)NNM_OK) return;                                   \
-    } while (0)
-
 static int name_is(const char *s, const char *want) { return s != NULL && strcmp(s, want) == 0; }
 
 /* --- models ---------------------------------------------------------------- */
