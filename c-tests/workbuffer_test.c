@@ -336,31 +336,14 @@ static nnm_exec_place place_of(const nnm_exec_compiled *c, uint64_t id) {
     return p;
 }
 
-/* A text through a copy_text-style call: the size query, one byte short
- * (NNM_BUFFER_TOO_SMALL, nothing written), then the copy. Free it. */
-typedef nnm_status (*text_call)(const nnm_exec_compiled *, uint32_t, char *, size_t, size_t *);
-
-static nnm_status report_call(const nnm_exec_compiled *c, uint32_t format, char *buf, size_t len, size_t *out) {
-    return nnm_exec_compiled_report(c, format, buf, len, out);
+/* The compiled model's texts, for nnm_check_text. */
+static nnm_status report_call(const void *c, uint32_t format, char *buf, size_t len, size_t *out) {
+    return nnm_exec_compiled_report((const nnm_exec_compiled *)c, format, buf, len, out);
 }
 
-static nnm_status svg_call(const nnm_exec_compiled *c, uint32_t format, char *buf, size_t len, size_t *out) {
+static nnm_status svg_call(const void *c, uint32_t format, char *buf, size_t len, size_t *out) {
     (void)format;
-    return nnm_exec_compiled_svg(c, buf, len, out);
-}
-
-static char *compiled_text(const nnm_exec_compiled *c, text_call call, uint32_t format) {
-    size_t needed = 0, written = 7;
-    char *buf;
-    CHECK_OK(call(c, format, NULL, 0, &needed));
-    if (needed < 2) return NULL;
-    buf = (char *)malloc(needed);
-    if (buf == NULL) return NULL;
-    CHECK_FAILS(call(c, format, buf, needed - 1, &written), NNM_BUFFER_TOO_SMALL);
-    CHECK(written == 7);
-    CHECK_OK(call(c, format, buf, needed, &written));
-    CHECK(written == needed && strlen(buf) + 1 == needed);
-    return buf;
+    return nnm_exec_compiled_svg((const nnm_exec_compiled *)c, buf, len, out);
 }
 
 /* Whether JSON `text` has `"key":value` (spaces allowed around the colon). */
@@ -459,9 +442,9 @@ static void test_network(void) {
     CHECK(ptrs[4][0] == ptrs[3][1] && ptrs[11][1] == ptrs[0][0]); /* consumers see their producer's pointer */
     CHECK_OK(nnm_exec_pool_release(pool, &b));
 
-    text = compiled_text(c, report_call, NNM_REPORT_FORMAT_TEXT);
-    json = compiled_text(c, report_call, NNM_REPORT_FORMAT_JSON);
-    svg = compiled_text(c, svg_call, 0);
+    text = nnm_check_text(c, report_call, NNM_REPORT_FORMAT_TEXT);
+    json = nnm_check_text(c, report_call, NNM_REPORT_FORMAT_JSON);
+    svg = nnm_check_text(c, svg_call, 0);
     CHECK(contains(text, "conv2a") && contains(text, "reshape2"));
     CHECK(json != NULL && json[0] == '{' && json_has(json, "id", 100) && json_has(json, "id", PARENT) &&
           json_has(json, "id", 15) && contains(json, "concat-parent") && contains(json, "\"conv2a\""));
