@@ -123,3 +123,11 @@ pub(crate) fn holds(ptr: DevicePtr, size: u64, seed: u8) -> bool {
     let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
     bytes.iter().enumerate().all(|(i, &b)| b == seed.wrapping_add(i as u8))
 }
+
+/// Whether `size` bytes at `ptr` are all zero.
+pub(crate) fn zeroed(ptr: DevicePtr, size: u64) -> bool {
+    // SAFETY: as for `fill`: live host memory of at least `size` bytes
+    // that no other thread writes.
+    let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
+    bytes.iter().all(|&b| b == 0)
+}

@@ -10,6 +10,8 @@
 //! part; a pinned buffer (graph input or output) for the whole run; a
 //! mutable workbuffer for its operator's step only.
 
+use std::time::{Duration, Instant};
+
 use super::model::{ModelBuilder, OpIndex, Origin};
 use crate::plan::{align_up, check_alignment, Algorithm, Lifetime, Planner, DEFAULT_WORK_LIMIT};
 use crate::status::{Error, Result};
@@ -83,6 +85,11 @@ pub struct Layout {
 /// Lays out `model` under `options`. Errors on an alignment that is not a
 /// power of two and on sizes that overflow 64 bits.
 pub fn lay_out(model: &ModelBuilder, options: &LayoutOptions) -> Result<Layout> {
+    lay_out_timed(model, options).map(|(layout, _)| layout)
+}
+
+/// As [`lay_out`], with the time the planner's `plan()` took.
+pub(crate) fn lay_out_timed(model: &ModelBuilder, options: &LayoutOptions) -> Result<(Layout, Duration)> {
     check_alignment(options.alignment)?;
     let a = options.alignment;
     let buffers = model.buffers();
@@ -193,7 +200,9 @@ pub fn lay_out(model: &ModelBuilder, options: &LayoutOptions) -> Result<Layout> 
             workbuffers.push((k, w));
         }
     }
+    let planning = Instant::now();
     let outcome = planner.plan()?.clone();
+    let planner_time = planning.elapsed();
     for (n, &i) in planned.iter().enumerate() {
         places[i] = Place { area: Area::Mutable, offset: outcome.offsets[n], size: buffers[i].size };
     }
@@ -210,7 +219,7 @@ pub fn lay_out(model: &ModelBuilder, options: &LayoutOptions) -> Result<Layout> 
             places[i] = Place { area: rp.area, offset: rp.offset + inside, size: b.size };
         }
     }
-    Ok(Layout {
+    let layout = Layout {
         buffers: places,
         immutable,
         mutable,
@@ -220,7 +229,8 @@ pub fn lay_out(model: &ModelBuilder, options: &LayoutOptions) -> Result<Layout> 
         mutable_lower_bound: outcome.lower_bound,
         algorithm: outcome.algorithm,
         proven_optimal: outcome.proven_optimal,
-    })
+    };
+    Ok((layout, planner_time))
 }
 
 #[cfg(test)]

@@ -6,10 +6,23 @@
 //!   requests), checked as it is built.
 //! - [`layout`]: the constants and immutable-workbuffer blobs, and the
 //!   mutable block planned through [`crate::plan`].
+//! - [`build`]: the compiled model: blobs allocated from a device,
+//!   constants copied in, immutable workbuffers initialised once, and
+//!   every operator's pointers resolved against a request's block.
+//! - [`request_pool`]: the N mutable blocks parallel requests take turns
+//!   on.
 
+pub mod build;
 pub mod layout;
 pub mod model;
+pub mod request_pool;
 
+#[cfg(test)]
+mod tests;
+
+pub use build::{BuildTimings, CompiledModel, InitFn, OpShape};
+pub use layout::{lay_out, Area, Layout, LayoutOptions, Place};
 pub use model::{
     BufferId, BufferSpec, InputSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest,
 };
+pub use request_pool::{BlockPool, Lease, PoolInfo};

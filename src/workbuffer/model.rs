@@ -292,6 +292,31 @@ impl ModelBuilder {
         Ok(())
     }
 
+    /// The same model without its constants' bytes (a compiled model keeps
+    /// them in its blob, not twice).
+    pub(crate) fn without_constant_bytes(&self) -> ModelBuilder {
+        let buffers = self
+            .buffers
+            .iter()
+            .map(|b| match &b.origin {
+                Origin::Constant { bytes: Some(_) } => BufferSpec {
+                    id: b.id,
+                    size: b.size,
+                    origin: Origin::Constant { bytes: None },
+                    last_consumer: b.last_consumer,
+                    pinned: b.pinned,
+                },
+                _ => b.clone(),
+            })
+            .collect();
+        ModelBuilder {
+            buffers,
+            by_id: self.by_id.clone(),
+            operators: self.operators.clone(),
+            part_of: self.part_of.clone(),
+        }
+    }
+
     /// The operators, in execution order.
     pub fn operators(&self) -> &[OperatorSpec] {
         &self.operators

@@ -59,6 +59,46 @@ impl DeviceBlock {
     pub fn allocator(&self) -> &SharedAllocator {
         &self.allocator
     }
+
+    /// Copies `bytes` into the block at `offset`: how a blob of constants
+    /// gets its contents. Errors, writing nothing: an allocator whose memory
+    /// the CPU cannot write, or a range past the block's end.
+    pub fn write_from_host(&mut self, offset: u64, bytes: &[u8]) -> Result<()> {
+        let start = self.host_range(offset, bytes.len() as u64)?;
+        // SAFETY: the allocator is host-accessible and handed out `size`
+        // bytes at `ptr`, owned by this block (borrowed mutably, so nothing
+        // else writes through it now); `host_range` checked that the range
+        // lies inside them, and `bytes` cannot overlap memory we own.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), start, bytes.len()) };
+        Ok(())
+    }
+
+    /// Sets `len` bytes at `offset` to zero, under the conditions of
+    /// [`DeviceBlock::write_from_host`].
+    pub fn zero(&mut self, offset: u64, len: u64) -> Result<()> {
+        let start = self.host_range(offset, len)?;
+        // SAFETY: as in `write_from_host`; `len` fits in usize because the
+        // range lies inside a block the allocator handed out.
+        unsafe { std::ptr::write_bytes(start, 0, len as usize) };
+        Ok(())
+    }
+
+    /// The host pointer to `offset`, once the allocator is host-accessible
+    /// and `[offset, offset + len)` lies inside the block.
+    fn host_range(&self, offset: u64, len: u64) -> Result<*mut u8> {
+        if !self.allocator.host_accessible() {
+            return Err(Error::invalid(format!(
+                "device allocator \"{}\" is not host-accessible: nnmem cannot write its memory from the CPU",
+                self.allocator.name()
+            )));
+        }
+        match offset.checked_add(len) {
+            Some(end) if end <= self.size => Ok(self.ptr.byte_add(offset).as_ptr()),
+            _ => {
+                Err(Error::invalid(format!("{len} B at offset {offset} reach past the end of a {} B block", self.size)))
+            }
+        }
+    }
 }
 
 impl Drop for DeviceBlock {
@@ -156,5 +196,20 @@ pub(crate) mod tests {
         let e = DeviceBlock::new(counting.clone(), 1001, 8).unwrap_err();
         assert_eq!((e.status(), e.message()), (Status::OutOfMemory, "counting: 1001 B refused"));
         assert_eq!(counting.allocs.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn host_writes_stay_inside_the_block_and_need_host_memory() {
+        let mut block = DeviceBlock::new(Counting::new(1000), 64, 8).unwrap();
+        block.write_from_host(60, &[9, 10, 11, 12]).unwrap();
+        block.zero(0, 60).unwrap();
+        assert!(crate::pool::testing::zeroed(block.ptr(), 60));
+        assert!(crate::pool::testing::holds(block.ptr().byte_add(60), 4, 9));
+        assert!(crate::pool::testing::zeroed(block.ptr().byte_add(64), 0));
+        for (offset, len) in [(61u64, 4usize), (u64::MAX, 1)] {
+            let e = block.write_from_host(offset, &vec![1; len]).unwrap_err();
+            assert!(e.message().contains("reach past the end of a 64 B block"), "{}", e.message());
+        }
+        assert!(block.zero(0, 65).is_err());
     }
 }
