@@ -205,6 +205,13 @@ struct list_head {
 #define NNM_REGION_FIXED_BASE 4
 
 /**
+ * `nnm_exec_output.alias_of` of an output that is a new buffer. Ids are
+ * any `uint64_t` but this one: declaring it (a constant, an output, a
+ * concat parent) fails with NNM_INVALID_ARGUMENT.
+ */
+#define NNM_EXEC_NO_ALIAS UINT64_MAX
+
+/**
  * Result of every fallible nnmem call. NNM_OK is zero; every other value
  * names a kind of failure, and nnm_last_error() gives the detail.
  */
@@ -636,6 +643,17 @@ typedef struct nnm_device_allocator nnm_device_allocator;
  * during the callback it was passed to.
  */
 typedef struct nnm_device_ctx nnm_device_ctx;
+
+/**
+ * A network being described: operators in execution order, constants,
+ * aliases, concat parents, workbuffer requests and pinned buffers.
+ *
+ * Not thread-safe: one thread at a time (functions taking a const pointer
+ * may run concurrently with each other while nothing changes the model).
+ * Every call looks the handle up in the registry first (a freed one gives
+ * NNM_INVALID_ARGUMENT). A failing call leaves the model as it was.
+ */
+typedef struct nnm_exec_model nnm_exec_model;
 
 /**
  * A static memory planner: collects buffers, plans them once, answers
@@ -1765,6 +1783,85 @@ typedef struct nnm_region_spill {
    */
   const char *reason;
 } nnm_region_spill;
+
+/**
+ * An operator's input: the buffer's id and the bytes the operator reads
+ * (which must be the buffer's size).
+ */
+typedef struct nnm_exec_tensor {
+  /**
+   * The buffer read: a constant, an earlier output or a concat parent.
+   */
+  uint64_t id;
+  /**
+   * The bytes read: the buffer's size.
+   */
+  uint64_t size;
+} nnm_exec_tensor;
+
+/**
+ * An operator's output: a new buffer of `size` bytes, or (reshape-like)
+ * the buffer of one of the operator's inputs under a new id.
+ */
+typedef struct nnm_exec_output {
+  /**
+   * Its id (not NNM_EXEC_NO_ALIAS, not taken).
+   */
+  uint64_t id;
+  /**
+   * Its size in bytes (> 0; an alias at most what it aliases).
+   */
+  uint64_t size;
+  /**
+   * NNM_EXEC_NO_ALIAS for a new buffer, else the id of the input whose
+   * buffer it is.
+   */
+  uint64_t alias_of;
+} nnm_exec_output;
+
+/**
+ * One operator, as `nnm_exec_model_add_operator` takes it. Every array
+ * may be NULL when its count is 0.
+ */
+typedef struct nnm_exec_operator_desc {
+  /**
+   * Its name, for reports and errors (NULL: ""); copied.
+   */
+  const char *name;
+  /**
+   * What it reads, in order.
+   */
+  const struct nnm_exec_tensor *inputs;
+  /**
+   * Entries of `inputs`.
+   */
+  size_t input_count;
+  /**
+   * What it writes, in order.
+   */
+  const struct nnm_exec_output *outputs;
+  /**
+   * Entries of `outputs`.
+   */
+  size_t output_count;
+  /**
+   * Byte sizes of its immutable workbuffers (whole-network life,
+   * initialised once by `nnm_exec_compile`'s callback), in order.
+   */
+  const uint64_t *immutable_sizes;
+  /**
+   * Entries of `immutable_sizes`.
+   */
+  size_t immutable_count;
+  /**
+   * Byte sizes of its mutable workbuffers (alive during its step only).
+   */
+  const uint64_t *mutable_sizes;
+  /**
+   * Entries of `mutable_sizes`.
+   */
+  size_t mutable_count;
+} nnm_exec_operator_desc;
 
 
 
@@ -4384,6 +4481,119 @@ enum nnm_status nnm_region_table_svg(const struct nnm_region_table *table,
                                      char *buf,
                                      size_t len,
                                      size_t *out_len);
+
+/**
+ * Creates an empty model. Free it with `nnm_exec_model_free` (a compiled
+ * model does not need it any more).
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `out` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_exec_model_new(struct nnm_exec_model **out);
+
+/**
+ * Frees a model. NULL is a no-op; a double free is detected and reported
+ * through `nnm_last_error()`. Models compiled from it are independent of
+ * it.
+ *
+ * # Safety
+ * `model` may be any pointer value: only a live model is freed. No other
+ * call may use it meanwhile.
+ */
+void nnm_exec_model_free(struct nnm_exec_model *model);
+
+/**
+ * Adds a constant of `size` bytes with id `id`. `bytes` NULL: no bytes
+ * (zero-filled at compile time on a host-accessible device, left for the
+ * runtime to write otherwise, see `nnm_exec_compiled_constant`); else
+ * `size` bytes, copied now.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, id UINT64_MAX),
+ * ALREADY_EXISTS (the id is taken), OVERFLOW (size past the address space
+ * with bytes). Nothing changes on error.
+ *
+ * # Safety
+ * `model` must be NULL, freed, or a live model no other call uses
+ * meanwhile; `bytes` NULL or readable for `size` bytes.
+ */
+enum nnm_status nnm_exec_model_add_constant(struct nnm_exec_model *model,
+                                            uint64_t id,
+                                            uint64_t size,
+                                            const void *bytes);
+
+/**
+ * Adds the next operator (execution order) and writes its index (from 0)
+ * to `out_index` (may be NULL). Its inputs must be existing buffers read
+ * at their full size; its outputs are new ids, or aliases of its inputs
+ * (`alias_of`); workbuffer sizes are > 0.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a size 0, an input read at
+ * another size than its buffer's, an alias of something that is not an
+ * input or smaller than the alias, an alias of a constant, an output id
+ * UINT64_MAX); NOT_FOUND (an input that is not a buffer yet);
+ * ALREADY_EXISTS (an output id taken or listed twice); OVERFLOW (an array
+ * count past the address space). The message names the operator (index
+ * and name) and the figures. Nothing changes on error.
+ *
+ * # Safety
+ * `model` must be NULL, freed, or a live model no other call uses
+ * meanwhile; `desc` NULL or readable, with its arrays NULL (count 0) or
+ * readable for their counts and `name` NULL or NUL-terminated;
+ * `out_index` NULL or writable.
+ */
+enum nnm_status nnm_exec_model_add_operator(struct nnm_exec_model *model,
+                                            const struct nnm_exec_operator_desc *desc,
+                                            size_t *out_index);
+
+/**
+ * Declares `parent_id` (`size` bytes) as one buffer holding `count`
+ * earlier outputs, `part_ids[k]` at byte `offsets[k]` (an optimised
+ * concat: their producers write straight into the parent). Parts are
+ * operator outputs (not aliases, not constants), in at most one parent,
+ * inside it and not overlapping.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, no parts, a part that
+ * is not an output, already in a parent, past the end or overlapping
+ * another, parent id UINT64_MAX); NOT_FOUND (an unknown part);
+ * ALREADY_EXISTS (the parent id is taken); OVERFLOW. Nothing changes on
+ * error.
+ *
+ * # Safety
+ * `model` must be NULL, freed, or a live model no other call uses
+ * meanwhile; `part_ids` and `offsets` NULL (count 0) or readable for
+ * `count` values each.
+ */
+enum nnm_status nnm_exec_model_add_concat(struct nnm_exec_model *model,
+                                          uint64_t parent_id,
+                                          uint64_t size,
+                                          const uint64_t *part_ids,
+                                          const uint64_t *offsets,
+                                          size_t count);
+
+/**
+ * Pins a buffer (a graph input or output) for the whole run: it keeps
+ * its place in the mutable block from the first step to the last.
+ *
+ * Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id).
+ *
+ * # Safety
+ * `model` must be NULL, freed, or a live model no other call uses
+ * meanwhile.
+ */
+enum nnm_status nnm_exec_model_pin(struct nnm_exec_model *model, uint64_t id);
+
+/**
+ * Writes the number of operators added so far.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live model).
+ *
+ * # Safety
+ * `model` must be NULL, freed, or a live model no call changes
+ * meanwhile; `out` NULL or writable.
+ */
+enum nnm_status nnm_exec_model_operator_count(const struct nnm_exec_model *model, size_t *out);
 
 #ifdef __cplusplus
 }  // extern "C"

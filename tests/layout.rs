@@ -35,6 +35,7 @@ use nnmem::ffi::region::{
     nnm_region_desc, nnm_region_info, nnm_region_spill, nnm_region_tensor_desc, nnm_tensor_placement,
     LifetimeConvention, NNM_REGION_FIXED_BASE, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
 };
+use nnmem::ffi::workbuffer::{nnm_exec_operator_desc, nnm_exec_output, nnm_exec_tensor, NNM_EXEC_NO_ALIAS};
 use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::plan::Algorithm;
 use nnmem::pool::{DeviceType, StrategyKind};
@@ -219,7 +220,7 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
         line("macro NNM_STACK_CACHE_INLINE %lld", "(long long)(NNM_STACK_CACHE_INLINE)");
         line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
-        for m in ["NNM_REGION_NO_REUSE", "NNM_REGION_PER_TENSOR", "NNM_REGION_FIXED_BASE"] {
+        for m in ["NNM_REGION_NO_REUSE", "NNM_REGION_PER_TENSOR", "NNM_REGION_FIXED_BASE", "NNM_EXEC_NO_ALIAS"] {
             line(&format!("macro {m} %lld"), &format!("(long long)({m})"));
         }
         // The initialiser, field by field (pointers as 0/1: NULL or not).
@@ -486,6 +487,19 @@ fn rust_structs() -> Vec<RustStruct> {
         }),
         rust_struct!(nnm_tensor_placement { region, offset, address, size_bytes, spilled }),
         rust_struct!(nnm_region_spill { tensor, from, to, reason }),
+        rust_struct!(nnm_exec_tensor { id, size }),
+        rust_struct!(nnm_exec_output { id, size, alias_of }),
+        rust_struct!(nnm_exec_operator_desc {
+            name,
+            inputs,
+            input_count,
+            outputs,
+            output_count,
+            immutable_sizes,
+            immutable_count,
+            mutable_sizes,
+            mutable_count
+        }),
     ]
 }
 
@@ -737,4 +751,10 @@ fn region_enums_and_flags_match_in_c_and_rust() {
     ] {
         assert_eq!(c[&format!("macro {m}")], u64::from(value), "{m} in C and Rust");
     }
+}
+
+#[test]
+fn exec_enums_and_constants_match_in_c_and_rust() {
+    let c = c_view();
+    assert_eq!(c["macro NNM_EXEC_NO_ALIAS"], NNM_EXEC_NO_ALIAS, "NNM_EXEC_NO_ALIAS in C and Rust");
 }

@@ -24,5 +24,6 @@ pub mod plan;
 pub mod pool;
 pub mod region;
 pub mod text;
+pub mod workbuffer;
 
 pub use error::{nnm_last_error, nnm_status_str, nnm_version};
