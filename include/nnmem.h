@@ -22,8 +22,9 @@
  *   nnm_net attach calls, nnm_net_get_report and every nnm_<thing>_free.
  *   The hot calls only check a type tag and are undefined on a freed
  *   handle: nnm_arena_alloc_persistent, nnm_arena_alloc_temp,
- *   nnm_arena_release_temp, nnm_net_*_get, nnm_cache_*, nnm_pool_alloc and
- *   nnm_pool_dealloc. Not detectable:
+ *   nnm_arena_release_temp, nnm_net_*_get, nnm_cache_*, nnm_pool_alloc,
+ *   nnm_pool_dealloc, nnm_exec_pool_acquire and nnm_exec_pool_release
+ *   (every other nnm_exec_* call looks its handles up). Not detectable:
  *   once the allocator hands a freed address to a new handle of the same
  *   type, a stale pointer to it is that handle.
  * - Buffers handed to C have their own free function; never use free().
@@ -63,6 +64,16 @@
  *   threads may read one at once. Only its free must not overlap other
  *   calls on it. A table is independent of the model and configuration it
  *   was built from: they may be freed (or changed) first.
+ * - nnm_exec_model: not thread-safe, like nnm_planner. nnm_exec_compiled:
+ *   immutable once compiled; nnm_exec_compiled_* and nnm_exec_resolve may
+ *   run on one from any number of threads at once (only its free must not
+ *   overlap them); pools made from it keep working after it is freed.
+ *   nnm_exec_init_fn runs on the thread calling nnm_exec_compile, one call
+ *   at a time. nnm_exec_pool: thread-safe; acquire, release, shrink,
+ *   get_info and partial_reason from any threads at once, except
+ *   nnm_exec_pool_free, which no call (a waiting acquire included) may
+ *   overlap. nnm_cancel_token_cancel() from any thread wakes every
+ *   nnm_exec_pool_acquire waiting with that token.
  * - nnm_last_error(): per thread; nnm_status_str(), nnm_version(),
  *   nnm_algorithm_name(), nnm_algorithm_from_name(), nnm_plan_validate(),
  *   nnm_tensor_kind_name() and nnm_tensor_kind_from_name() are safe from
@@ -602,6 +613,35 @@ typedef enum nnm_lifetime_convention {
 } nnm_lifetime_convention;
 
 /**
+ * Which memory a buffer lives in (`nnm_exec_place.area`).
+ */
+enum nnm_exec_area
+#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+  : uint32_t
+#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
+ {
+  /**
+   * The constants blob, shared by every request.
+   */
+  NNM_EXEC_AREA_CONSTANTS = 0,
+  /**
+   * The immutable-workbuffer blob, shared by every request.
+   */
+  NNM_EXEC_AREA_IMMUTABLE = 1,
+  /**
+   * A request's mutable block (an `nnm_exec_block`).
+   */
+  NNM_EXEC_AREA_MUTABLE = 2,
+};
+#ifndef __cplusplus
+#if __STDC_VERSION__ >= 202311L
+typedef enum nnm_exec_area nnm_exec_area;
+#else
+typedef uint32_t nnm_exec_area;
+#endif // __STDC_VERSION__ >= 202311L
+#endif // __cplusplus
+
+/**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory
  * (dry run). Not thread-safe: calls on one arena must not overlap;
  * functions taking `const nnm_arena *` may run concurrently with each
@@ -645,6 +685,18 @@ typedef struct nnm_device_allocator nnm_device_allocator;
 typedef struct nnm_device_ctx nnm_device_ctx;
 
 /**
+ * A compiled model: its blobs (allocated, constants copied in, immutable
+ * workbuffers initialised) and its layout.
+ *
+ * Immutable: any number of threads may call `nnm_exec_compiled_*` and
+ * `nnm_exec_resolve` on one at once; only its free must not overlap other
+ * calls on it. Pools made from it keep working after it is freed (they
+ * own their blocks; the blobs go when the compiled model goes). Every call
+ * looks the handle up in the registry first.
+ */
+typedef struct nnm_exec_compiled nnm_exec_compiled;
+
+/**
  * A network being described: operators in execution order, constants,
  * aliases, concat parents, workbuffer requests and pinned buffers.
  *
@@ -654,6 +706,18 @@ typedef struct nnm_device_ctx nnm_device_ctx;
  * NNM_INVALID_ARGUMENT). A failing call leaves the model as it was.
  */
 typedef struct nnm_exec_model nnm_exec_model;
+
+/**
+ * A pool of N mutable blocks serving parallel infer requests.
+ *
+ * Thread-safe: `nnm_exec_pool_acquire`, `_release`, `_shrink`, `_get_info`
+ * and `_partial_reason` may be called from any threads at once. Only
+ * `nnm_exec_pool_free` must not overlap any other call on it. Every call
+ * looks the handle up in the registry first, except the hot
+ * `nnm_exec_pool_acquire` and `nnm_exec_pool_release`, which only check a
+ * type tag (undefined on a freed handle).
+ */
+typedef struct nnm_exec_pool nnm_exec_pool;
 
 /**
  * A static memory planner: collects buffers, plans them once, answers
@@ -1785,6 +1849,144 @@ typedef struct nnm_region_spill {
 } nnm_region_spill;
 
 /**
+ * How `nnm_exec_compile` lays a model out. All zeros: the defaults.
+ */
+typedef struct nnm_exec_options {
+  /**
+   * The planner's algorithm for the mutable block (an `nnm_algorithm`;
+   * 0 = auto).
+   */
+  uint32_t algorithm;
+  /**
+   * Alignment of every offset and blob size, a power of two (0: 256).
+   */
+  uint64_t alignment;
+  /**
+   * The planner's work budget (0: the planner's default).
+   */
+  uint64_t work_limit;
+} nnm_exec_options;
+
+/**
+ * An operator's immutable-workbuffer initialiser, called once per
+ * operator that has immutable workbuffers, in operator order, during
+ * `nnm_exec_compile`: `op` is the operator's index, `buffers` its `count`
+ * immutable workbuffers (in request order, as `void *` into the immutable
+ * blob, valid only during the call to be read, for the life of the
+ * compiled model to be written). Return 0 on success; anything else fails
+ * the compile with NNM_CALLBACK_FAILED ("operator 3 'conv': its
+ * workbuffer initialiser returned -5"), everything freed. The function
+ * must return: a longjmp out of it is undefined behaviour.
+ */
+typedef int (*nnm_exec_init_fn)(void *ctx, size_t op, void *const *buffers, size_t count);
+
+/**
+ * A compiled model's figures (bytes).
+ */
+typedef struct nnm_exec_info {
+  /**
+   * Bytes of the constants blob.
+   */
+  uint64_t constants_bytes;
+  /**
+   * Bytes of the immutable-workbuffer blob.
+   */
+  uint64_t immutable_bytes;
+  /**
+   * Bytes of the mutable block's plan (its peak).
+   */
+  uint64_t mutable_bytes;
+  /**
+   * The planner's lower bound for the mutable block.
+   */
+  uint64_t mutable_lower_bound;
+  /**
+   * Bytes of one pool block: the mutable bytes, at least the alignment.
+   */
+  uint64_t block_bytes;
+  /**
+   * The `nnm_algorithm` that planned the mutable block.
+   */
+  uint32_t algorithm;
+  /**
+   * 1 when no mutable block can be smaller.
+   */
+  uint8_t proven_optimal;
+  /**
+   * Operators of the model.
+   */
+  size_t operator_count;
+  /**
+   * Buffers of the model (constants, outputs, concat parents).
+   */
+  size_t buffer_count;
+} nnm_exec_info;
+
+/**
+ * How many pointers `nnm_exec_resolve` gives for an operator, by kind.
+ */
+typedef struct nnm_exec_op_shape {
+  /**
+   * Inputs (first in the resolved array).
+   */
+  size_t input_count;
+  /**
+   * Outputs (next).
+   */
+  size_t output_count;
+  /**
+   * Immutable workbuffers (next).
+   */
+  size_t immutable_count;
+  /**
+   * Mutable workbuffers (last).
+   */
+  size_t mutable_count;
+} nnm_exec_op_shape;
+
+/**
+ * Where a buffer lives: its area (an `nnm_exec_area`), offset and size.
+ */
+typedef struct nnm_exec_place {
+  /**
+   * NNM_EXEC_AREA_CONSTANTS, NNM_EXEC_AREA_IMMUTABLE or
+   * NNM_EXEC_AREA_MUTABLE.
+   */
+  uint32_t area;
+  /**
+   * Its offset in that area.
+   */
+  uint64_t offset;
+  /**
+   * Its size in bytes.
+   */
+  uint64_t size;
+} nnm_exec_place;
+
+/**
+ * A leased mutable block: one infer request's memory. Pass it back to
+ * `nnm_exec_resolve` and `nnm_exec_pool_release` unchanged.
+ */
+typedef struct nnm_exec_block {
+  /**
+   * The block's first byte.
+   */
+  void *base;
+  /**
+   * Its size in bytes (the compiled model's `block_bytes`).
+   */
+  uint64_t size;
+  /**
+   * Which block of the pool it is.
+   */
+  uint32_t slot;
+  /**
+   * The lease's generation: a released lease is stale.
+   */
+  uint32_t generation;
+} nnm_exec_block;
+
+/**
  * An operator's input: the buffer's id and the bytes the operator reads
  * (which must be the buffer's size).
  */
@@ -1862,6 +2064,61 @@ typedef struct nnm_exec_operator_desc {
    */
   size_t mutable_count;
 } nnm_exec_operator_desc;
+
+/**
+ * A pool's figures. Counts of blocks, and of calls since it was made.
+ */
+typedef struct nnm_exec_pool_info {
+  /**
+   * The blocks asked for at `nnm_exec_pool_new`.
+   */
+  size_t requested;
+  /**
+   * Blocks allocated now (free and out).
+   */
+  size_t blocks;
+  /**
+   * Blocks the pool keeps (after `nnm_exec_pool_shrink`).
+   */
+  size_t target;
+  /**
+   * Blocks free now.
+   */
+  size_t free_blocks;
+  /**
+   * Blocks leased now.
+   */
+  size_t out_blocks;
+  /**
+   * Threads waiting in `nnm_exec_pool_acquire` now.
+   */
+  size_t waiters;
+  /**
+   * Bytes of one block.
+   */
+  uint64_t block_bytes;
+  /**
+   * Successful acquires.
+   */
+  uint64_t acquires;
+  /**
+   * Acquires that had to wait.
+   */
+  uint64_t waits;
+  /**
+   * Acquires that timed out (NNM_BUSY).
+   */
+  uint64_t timeouts;
+  /**
+   * Acquires cancelled through their token (NNM_CANCELLED).
+   */
+  uint64_t cancellations;
+  /**
+   * 1 when the pool got fewer blocks than asked for because an
+   * allocation failed (`nnm_exec_pool_partial_reason` says why).
+   */
+  uint8_t partial;
+} nnm_exec_pool_info;
 
 
 
@@ -4483,6 +4740,126 @@ enum nnm_status nnm_region_table_svg(const struct nnm_region_table *table,
                                      size_t *out_len);
 
 /**
+ * Compiles `model` (which stays the caller's and may be freed after):
+ * lays it out under `options` (NULL: defaults), allocates the constants
+ * and immutable-workbuffer blobs from `allocator` (NULL: host; a blob of
+ * 0 bytes is not allocated), copies the constants' bytes in (zero-fills
+ * constants without bytes on a host-accessible device), calls `init` once
+ * per operator with immutable workbuffers, and writes the handle.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (unknown algorithm, alignment
+ * not a power of two, `init` NULL while an operator has immutable
+ * workbuffers, naming the first one, checked before anything is
+ * allocated; constant bytes for an allocator that is not host-accessible);
+ * OUT_OF_MEMORY (a blob); CALLBACK_FAILED (`init` returned nonzero: the
+ * message names the operator and the value); OVERFLOW. On error nothing
+ * stays allocated and `init`'s writes are lost with the blob.
+ *
+ * # Safety
+ * `model` must be NULL, freed, or a live model no call changes meanwhile;
+ * `options` NULL or readable; `allocator` NULL or an allocator handle;
+ * `init` NULL or a function that may be called with `ctx` as described
+ * at `nnm_exec_init_fn`; `out` NULL or writable.
+ */
+enum nnm_status nnm_exec_compile(const struct nnm_exec_model *model,
+                                 const struct nnm_exec_options *options,
+                                 const struct nnm_device_allocator *allocator,
+                                 nnm_exec_init_fn init,
+                                 void *ctx,
+                                 struct nnm_exec_compiled **out);
+
+/**
+ * Frees a compiled model and its blobs. Pools made from it keep their
+ * blocks and keep working. NULL is a no-op; a double free is detected and
+ * reported through `nnm_last_error()`.
+ *
+ * # Safety
+ * `compiled` may be any pointer value: only a live handle is freed. No
+ * other call may use it meanwhile; no kernel may still use its blobs.
+ */
+void nnm_exec_compiled_free(struct nnm_exec_compiled *compiled);
+
+/**
+ * Writes the compiled model's figures.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle).
+ *
+ * # Safety
+ * `compiled` must be NULL, freed, or a live handle not being freed; `out`
+ * NULL or writable.
+ */
+enum nnm_status nnm_exec_compiled_info(const struct nnm_exec_compiled *compiled,
+                                       struct nnm_exec_info *out);
+
+/**
+ * Writes how many inputs, outputs, immutable and mutable workbuffers
+ * operator `op` has (what `nnm_exec_resolve` returns, in that order).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, `op` past
+ * the last operator).
+ *
+ * # Safety
+ * As `nnm_exec_compiled_info`.
+ */
+enum nnm_status nnm_exec_compiled_op_shape(const struct nnm_exec_compiled *compiled,
+                                           size_t op,
+                                           struct nnm_exec_op_shape *out);
+
+/**
+ * Writes where buffer `id` (a constant, an output or a concat parent)
+ * lives: an alias or a concat part at its place inside what holds it.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle), NOT_FOUND
+ * (an unknown id).
+ *
+ * # Safety
+ * As `nnm_exec_compiled_info`.
+ */
+enum nnm_status nnm_exec_compiled_place(const struct nnm_exec_compiled *compiled,
+                                        uint64_t id,
+                                        struct nnm_exec_place *out);
+
+/**
+ * Writes the address of constant `id` in the constants blob (to write its
+ * bytes on a device that is not host-accessible, before the first run).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, `id` not a
+ * constant), NOT_FOUND (an unknown id).
+ *
+ * # Safety
+ * As `nnm_exec_compiled_info`; `out_ptr` NULL or writable.
+ */
+enum nnm_status nnm_exec_compiled_constant(const struct nnm_exec_compiled *compiled,
+                                           uint64_t id,
+                                           void **out_ptr);
+
+/**
+ * Writes operator `op`'s pointers for the request holding `block` into
+ * `pointers`: its inputs, outputs, immutable and mutable workbuffers,
+ * each list in declared order (constants point into the constants blob,
+ * immutable workbuffers into the immutable blob, everything else into
+ * the block), and their number to `out_count`. `pointers` NULL with
+ * `capacity` 0 is a size query (NNM_OK, only `out_count` written).
+ * Thread-safe.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
+ * the last operator, a block smaller than the model's mutable bytes);
+ * BUFFER_TOO_SMALL (`capacity` below the count, naming both); nothing is
+ * written then.
+ *
+ * # Safety
+ * `compiled` as for `nnm_exec_compiled_info`; `block` NULL or readable;
+ * `pointers` NULL or writable for `capacity` pointers; `out_count` NULL
+ * or writable.
+ */
+enum nnm_status nnm_exec_resolve(const struct nnm_exec_compiled *compiled,
+                                 size_t op,
+                                 const struct nnm_exec_block *block,
+                                 void **pointers,
+                                 size_t capacity,
+                                 size_t *out_count);
+
+/**
  * Creates an empty model. Free it with `nnm_exec_model_free` (a compiled
  * model does not need it any more).
  *
@@ -4594,6 +4971,118 @@ enum nnm_status nnm_exec_model_pin(struct nnm_exec_model *model, uint64_t id);
  * meanwhile; `out` NULL or writable.
  */
 enum nnm_status nnm_exec_model_operator_count(const struct nnm_exec_model *model, size_t *out);
+
+/**
+ * Creates a pool of up to `requested` (>= 1) mutable blocks for
+ * `compiled`, each `block_bytes` (see `nnm_exec_compiled_info`), from
+ * `allocator` (NULL: host). When the allocator reports its free memory,
+ * the pool takes no more blocks than fit in it; when an allocation fails
+ * after at least one block, the pool keeps the blocks it got (`partial`
+ * in `nnm_exec_pool_get_info`, the reason from
+ * `nnm_exec_pool_partial_reason`). The pool copies what it needs:
+ * `compiled` may be freed first.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`requested` 0, not a live
+ * handle); OUT_OF_MEMORY when not even one block fits ("one mutable block
+ * needs X B; device 'name' has Y B free") or the first allocation fails.
+ *
+ * # Safety
+ * `compiled` must be NULL, freed, or a live handle not being freed;
+ * `allocator` NULL or an allocator handle; `out` NULL or writable.
+ */
+enum nnm_status nnm_exec_pool_new(const struct nnm_exec_compiled *compiled,
+                                  const struct nnm_device_allocator *allocator,
+                                  size_t requested,
+                                  struct nnm_exec_pool **out);
+
+/**
+ * Frees a pool and all its blocks, also those still leased (their
+ * requests must be done with them). NULL is a no-op; a double free is
+ * detected and reported through `nnm_last_error()`.
+ *
+ * # Safety
+ * `pool` may be any pointer value: only a live pool is freed. No thread
+ * may be inside a call on it (an acquire waiting included).
+ */
+void nnm_exec_pool_free(struct nnm_exec_pool *pool);
+
+/**
+ * Writes the pool's figures. (Named `_get_info`: C cannot have a
+ * function and the `nnm_exec_pool_info` type under one name.)
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle).
+ *
+ * # Safety
+ * `pool` must be NULL, freed, or a live pool not being freed; `out` NULL
+ * or writable.
+ */
+enum nnm_status nnm_exec_pool_get_info(const struct nnm_exec_pool *pool,
+                                       struct nnm_exec_pool_info *out);
+
+/**
+ * Copies why the pool got fewer blocks than requested ("" when it got
+ * them all) into `buf`, by the text conventions (NULL `buf` and `len` 0:
+ * size query).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle),
+ * BUFFER_TOO_SMALL.
+ *
+ * # Safety
+ * `pool` as for `nnm_exec_pool_get_info`; `buf` NULL or writable for `len`
+ * bytes; `out_len` NULL or writable.
+ */
+enum nnm_status nnm_exec_pool_partial_reason(const struct nnm_exec_pool *pool,
+                                             char *buf,
+                                             size_t len,
+                                             size_t *out_len);
+
+/**
+ * Leases a free block for one infer request and writes it to `out`.
+ * Waits while none is free: until a release (which wakes one waiter),
+ * `timeout_ns` (< 0: no limit; 0: try once; > 0: nanoseconds), or the
+ * cancellation of `cancel` (NULL: none; a token already cancelled fails
+ * at once). Hot: only the pool's type tag is checked.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a freed token); BUSY (the
+ * timeout passed, or no block free with `timeout_ns` 0); CANCELLED (the
+ * token was cancelled); WRONG_STATE (the pool was shrunk to 0 blocks).
+ *
+ * # Safety
+ * `pool` must be NULL or a live pool (only its tag is checked: a freed
+ * one is undefined); `cancel` NULL or a token handle; `out` NULL or
+ * writable.
+ */
+enum nnm_status nnm_exec_pool_acquire(struct nnm_exec_pool *pool,
+                                      int64_t timeout_ns,
+                                      const struct nnm_cancel_token *cancel,
+                                      struct nnm_exec_block *out);
+
+/**
+ * Gives a leased block back (its request's kernels are done with it) and
+ * wakes one waiter. Hot: only the pool's type tag is checked.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a stale or double release, a
+ * block of another pool: nothing changes).
+ *
+ * # Safety
+ * `pool` as for `nnm_exec_pool_acquire`; `block` NULL or readable.
+ */
+enum nnm_status nnm_exec_pool_release(struct nnm_exec_pool *pool,
+                                      const struct nnm_exec_block *block);
+
+/**
+ * Lowers the number of blocks the pool keeps to `blocks` (at most the
+ * current target): free blocks beyond it are freed now, leased ones when
+ * they come back. Shrinking to 0 wakes every waiter, who fail with
+ * WRONG_STATE.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, `blocks`
+ * above the current target).
+ *
+ * # Safety
+ * `pool` must be NULL, freed, or a live pool not being freed.
+ */
+enum nnm_status nnm_exec_pool_shrink(struct nnm_exec_pool *pool, size_t blocks);
 
 #ifdef __cplusplus
 }  // extern "C"

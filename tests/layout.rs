@@ -35,7 +35,10 @@ use nnmem::ffi::region::{
     nnm_region_desc, nnm_region_info, nnm_region_spill, nnm_region_tensor_desc, nnm_tensor_placement,
     LifetimeConvention, NNM_REGION_FIXED_BASE, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
 };
-use nnmem::ffi::workbuffer::{nnm_exec_operator_desc, nnm_exec_output, nnm_exec_tensor, NNM_EXEC_NO_ALIAS};
+use nnmem::ffi::workbuffer::{
+    nnm_exec_area, nnm_exec_block, nnm_exec_info, nnm_exec_op_shape, nnm_exec_operator_desc, nnm_exec_options,
+    nnm_exec_output, nnm_exec_place, nnm_exec_pool_info, nnm_exec_tensor, NNM_EXEC_NO_ALIAS,
+};
 use nnmem::net::{Dtype, MemKind, Ownership};
 use nnmem::plan::Algorithm;
 use nnmem::pool::{DeviceType, StrategyKind};
@@ -205,6 +208,7 @@ fn c_view() -> &'static BTreeMap<String, u64> {
             "nnm_device_type",
             "nnm_tensor_kind",
             "nnm_lifetime_convention",
+            "nnm_exec_area",
         ] {
             if b.consts.values().any(|(ty, _)| ty == e) {
                 line(&format!("size {e} %zu"), &format!("sizeof(enum {e})"));
@@ -500,6 +504,35 @@ fn rust_structs() -> Vec<RustStruct> {
             mutable_sizes,
             mutable_count
         }),
+        rust_struct!(nnm_exec_options { algorithm, alignment, work_limit }),
+        rust_struct!(nnm_exec_info {
+            constants_bytes,
+            immutable_bytes,
+            mutable_bytes,
+            mutable_lower_bound,
+            block_bytes,
+            algorithm,
+            proven_optimal,
+            operator_count,
+            buffer_count
+        }),
+        rust_struct!(nnm_exec_op_shape { input_count, output_count, immutable_count, mutable_count }),
+        rust_struct!(nnm_exec_place { area, offset, size }),
+        rust_struct!(nnm_exec_block { base, size, slot, generation }),
+        rust_struct!(nnm_exec_pool_info {
+            requested,
+            blocks,
+            target,
+            free_blocks,
+            out_blocks,
+            waiters,
+            block_bytes,
+            acquires,
+            waits,
+            timeouts,
+            cancellations,
+            partial
+        }),
     ]
 }
 
@@ -755,6 +788,17 @@ fn region_enums_and_flags_match_in_c_and_rust() {
 
 #[test]
 fn exec_enums_and_constants_match_in_c_and_rust() {
-    let c = c_view();
+    let (b, c) = (bindgen(), c_view());
     assert_eq!(c["macro NNM_EXEC_NO_ALIAS"], NNM_EXEC_NO_ALIAS, "NNM_EXEC_NO_ALIAS in C and Rust");
+    let areas: BTreeMap<String, i64> = [
+        ("NNM_EXEC_AREA_CONSTANTS", nnm_exec_area::Constants),
+        ("NNM_EXEC_AREA_IMMUTABLE", nnm_exec_area::Immutable),
+        ("NNM_EXEC_AREA_MUTABLE", nnm_exec_area::Mutable),
+    ]
+    .into_iter()
+    .map(|(n, a)| (n.to_string(), a as i64))
+    .collect();
+    assert_eq!(b.enum_values("nnm_exec_area"), areas, "enum nnm_exec_area: C (left) and Rust (right)");
+    let size = (c["size nnm_exec_area"] as usize, c["align nnm_exec_area"] as usize);
+    assert_eq!(size, (size_of::<nnm_exec_area>(), align_of::<nnm_exec_area>()), "enum nnm_exec_area");
 }

@@ -22,7 +22,7 @@ pub mod description;
 mod instance;
 mod layout;
 pub mod model;
-mod report;
+pub(crate) mod report;
 pub mod rule;
 mod spill;
 mod svg;

@@ -101,7 +101,7 @@ fn text(t: &RegionTable) -> String {
     out
 }
 
-fn plural(n: usize) -> &'static str {
+pub(crate) fn plural(n: usize) -> &'static str {
     if n == 1 {
         ""
     } else {
@@ -109,14 +109,14 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-fn row(cells: &[&str]) -> Vec<String> {
+pub(crate) fn row(cells: &[&str]) -> Vec<String> {
     cells.iter().map(|c| c.to_string()).collect()
 }
 
 /// Writes `rows` as columns two spaces apart, each as wide as its widest
 /// cell; `right[i]`: column `i` (figures) is right-aligned. Trailing blanks
-/// are cut.
-fn table(out: &mut String, rows: &[Vec<String>], right: &[bool]) {
+/// are cut. Also the workbuffer report's tables.
+pub(crate) fn table(out: &mut String, rows: &[Vec<String>], right: &[bool]) {
     let mut widths = vec![0; right.len()];
     for r in rows {
         for (w, cell) in widths.iter_mut().zip(r) {

@@ -11,11 +11,15 @@
 //!   every operator's pointers resolved against a request's block.
 //! - [`request_pool`]: the N mutable blocks parallel requests take turns
 //!   on.
+//! - [`report`], [`svg`]: a laid-out model as text or JSON, and its
+//!   mutable block as a picture.
 
 pub mod build;
 pub mod layout;
 pub mod model;
+pub mod report;
 pub mod request_pool;
+pub mod svg;
 
 #[cfg(test)]
 mod tests;

@@ -11,8 +11,9 @@ use crate::pool::device::{DeviceAllocator, DevicePtr, MemInfo, SharedAllocator, 
 use crate::pool::testing::{fill, holds, zeroed, CountingAllocator};
 use crate::status::{Result, Status};
 
-/// An operator reading all of each of `inputs` (sizes looked up in `m`).
-fn op(
+/// An operator reading all of each of `inputs` (sizes looked up in `m`);
+/// also the report's tests'.
+pub(super) fn op(
     m: &ModelBuilder,
     name: &str,
     inputs: &[u64],

@@ -3,22 +3,20 @@
 //! its figures, report and picture, and `nnm_exec_resolve`, which turns an
 //! operator and a leased block into pointers.
 
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_int, c_void};
 use std::sync::Arc;
 
 use super::model::nnm_exec_model;
 use super::pool::{lease_of, nnm_exec_block};
-use crate::arena::ReportFormat;
 use crate::ffi::args::{handle_query, out_param, slice_in, slice_out};
 use crate::ffi::device::{allocator_or_host, nnm_device_allocator};
 use crate::ffi::error::{guard, guard_void};
 use crate::ffi::handle::{free_handle, into_handle, value_ref, HandleType};
-use crate::ffi::text::copy_text;
 use crate::plan::{Algorithm, DEFAULT_WORK_LIMIT};
 use crate::pool::DevicePtr;
 use crate::status::{Error, Result, Status};
 use crate::workbuffer::layout::{Area, LayoutOptions, Place, DEFAULT_EXEC_ALIGNMENT};
-use crate::workbuffer::{CompiledModel, Origin};
+use crate::workbuffer::CompiledModel;
 
 /// An operator's immutable-workbuffer initialiser, called once per
 /// operator that has immutable workbuffers, in operator order, during
@@ -337,69 +335,9 @@ pub unsafe extern "C" fn nnm_exec_compiled_constant(
     id: u64,
     out_ptr: *mut *mut c_void,
 ) -> Status {
-    let address = |h: &nnm_exec_compiled| {
-        let c = &h.compiled;
-        let b = c.model().buffer(id).ok_or_else(|| unknown_id(id))?;
-        if !matches!(b.origin, Origin::Constant { .. }) {
-            return Err(Error::invalid(format!("buffer {id} is not a constant")));
-        }
-        let place = c.place(id).ok_or_else(|| unknown_id(id))?;
-        let base = c.constants_base().expect("a model with a constant has a constants blob");
-        Ok(base.byte_add(place.offset).as_ptr().cast::<c_void>())
-    };
+    let address = |h: &nnm_exec_compiled| Ok(h.compiled.constant_ptr(id)?.as_ptr().cast::<c_void>());
     // SAFETY: the caller's promises are `handle_query`'s.
     unsafe { handle_query(compiled, "compiled", out_ptr, "out_ptr", address) }
-}
-
-/// Copies the compiled model's report (`format`: an `nnm_report_format`,
-/// text or JSON; every buffer's area, offset, size and life, every
-/// operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
-/// and `len` 0: size query).
-///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, unknown
-/// format), BUFFER_TOO_SMALL (naming both sizes).
-///
-/// # Safety
-/// `compiled` as for `nnm_exec_compiled_info`; `buf` NULL or writable for
-/// `len` bytes; `out_len` NULL or writable.
-#[no_mangle]
-pub unsafe extern "C" fn nnm_exec_compiled_report(
-    compiled: *const nnm_exec_compiled,
-    format: u32,
-    buf: *mut c_char,
-    len: usize,
-    out_len: *mut usize,
-) -> Status {
-    guard(|| {
-        // SAFETY: the caller promises `compiled` is NULL or a live handle.
-        let c = unsafe { compiled_ref(compiled) }?;
-        let text = c.report(ReportFormat::from_value(format)?);
-        // SAFETY: the caller promises `buf` and `out_len` are valid.
-        unsafe { copy_text(&text, buf, len, out_len, "the report") }
-    })
-}
-
-/// Copies the mutable block's plan as an SVG picture into `buf`, by the
-/// text conventions (NULL `buf` and `len` 0: size query).
-///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle),
-/// BUFFER_TOO_SMALL.
-///
-/// # Safety
-/// As `nnm_exec_compiled_report`.
-#[no_mangle]
-pub unsafe extern "C" fn nnm_exec_compiled_svg(
-    compiled: *const nnm_exec_compiled,
-    buf: *mut c_char,
-    len: usize,
-    out_len: *mut usize,
-) -> Status {
-    guard(|| {
-        // SAFETY: the caller promises `compiled` is NULL or a live handle.
-        let c = unsafe { compiled_ref(compiled) }?;
-        // SAFETY: the caller promises `buf` and `out_len` are valid.
-        unsafe { copy_text(&c.svg(), buf, len, out_len, "the SVG") }
-    })
 }
 
 /// Writes operator `op`'s pointers for the request holding `block` into
@@ -430,9 +368,8 @@ pub unsafe extern "C" fn nnm_exec_resolve(
 ) -> Status {
     guard(|| {
         // SAFETY: the caller promises every pointer is NULL or valid.
-        let (c, block, out) = unsafe {
-            (compiled_ref(compiled)?, &slice_in(block, 1, "block")?[0], out_param(out_count, "out_count")?)
-        };
+        let (c, block, out) =
+            unsafe { (compiled_ref(compiled)?, &slice_in(block, 1, "block")?[0], out_param(out_count, "out_count")?) };
         let total = c.op_shape(op).ok_or_else(|| op_out_of_range(c, op))?.total();
         let lease = lease_of(block)?;
         let resolved = c.resolve(op, &lease)?;

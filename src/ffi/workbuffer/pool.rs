@@ -31,6 +31,12 @@ pub struct nnm_exec_block {
     pub generation: u32,
 }
 
+impl Default for nnm_exec_block {
+    fn default() -> Self {
+        nnm_exec_block { base: std::ptr::null_mut(), size: 0, slot: 0, generation: 0 }
+    }
+}
+
 /// A pool's figures. Counts of blocks, and of calls since it was made.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
@@ -64,7 +70,7 @@ pub struct nnm_exec_pool_info {
 
 /// A pool of N mutable blocks serving parallel infer requests.
 ///
-/// Thread-safe: `nnm_exec_pool_acquire`, `_release`, `_shrink`, `_info`
+/// Thread-safe: `nnm_exec_pool_acquire`, `_release`, `_shrink`, `_get_info`
 /// and `_partial_reason` may be called from any threads at once. Only
 /// `nnm_exec_pool_free` must not overlap any other call on it. Every call
 /// looks the handle up in the registry first, except the hot
@@ -92,7 +98,7 @@ pub(crate) fn lease_of(block: &nnm_exec_block) -> Result<Lease> {
 /// `allocator` (NULL: host). When the allocator reports its free memory,
 /// the pool takes no more blocks than fit in it; when an allocation fails
 /// after at least one block, the pool keeps the blocks it got (`partial`
-/// in `nnm_exec_pool_info`, the reason from
+/// in `nnm_exec_pool_get_info`, the reason from
 /// `nnm_exec_pool_partial_reason`). The pool copies what it needs:
 /// `compiled` may be freed first.
 ///
@@ -137,7 +143,8 @@ pub unsafe extern "C" fn nnm_exec_pool_free(pool: *mut nnm_exec_pool) {
     guard_void(|| unsafe { free_handle(pool) })
 }
 
-/// Writes the pool's figures.
+/// Writes the pool's figures. (Named `_get_info`: C cannot have a
+/// function and the `nnm_exec_pool_info` type under one name.)
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle).
 ///
@@ -145,7 +152,7 @@ pub unsafe extern "C" fn nnm_exec_pool_free(pool: *mut nnm_exec_pool) {
 /// `pool` must be NULL, freed, or a live pool not being freed; `out` NULL
 /// or writable.
 #[no_mangle]
-pub unsafe extern "C" fn nnm_exec_pool_info(pool: *const nnm_exec_pool, out: *mut nnm_exec_pool_info) -> Status {
+pub unsafe extern "C" fn nnm_exec_pool_get_info(pool: *const nnm_exec_pool, out: *mut nnm_exec_pool_info) -> Status {
     let info = |h: &nnm_exec_pool| {
         let i = h.pool.info();
         Ok(nnm_exec_pool_info {
@@ -175,7 +182,7 @@ pub unsafe extern "C" fn nnm_exec_pool_info(pool: *const nnm_exec_pool, out: *mu
 /// BUFFER_TOO_SMALL.
 ///
 /// # Safety
-/// `pool` as for `nnm_exec_pool_info`; `buf` NULL or writable for `len`
+/// `pool` as for `nnm_exec_pool_get_info`; `buf` NULL or writable for `len`
 /// bytes; `out_len` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_exec_pool_partial_reason(
