@@ -4834,6 +4834,40 @@ enum nnm_status nnm_exec_compiled_constant(const struct nnm_exec_compiled *compi
                                            void **out_ptr);
 
 /**
+ * Copies the compiled model's report (`format`: an `nnm_report_format`,
+ * text or JSON; every buffer's area, offset, size and life, every
+ * operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
+ * and `len` 0: size query).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, unknown
+ * format), BUFFER_TOO_SMALL (naming both sizes).
+ *
+ * # Safety
+ * `compiled` as for `nnm_exec_compiled_info`; `buf` NULL or writable for
+ * `len` bytes; `out_len` NULL or writable.
+ */
+enum nnm_status nnm_exec_compiled_report(const struct nnm_exec_compiled *compiled,
+                                         uint32_t format,
+                                         char *buf,
+                                         size_t len,
+                                         size_t *out_len);
+
+/**
+ * Copies the mutable block's plan as an SVG picture into `buf`, by the
+ * text conventions (NULL `buf` and `len` 0: size query).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle),
+ * BUFFER_TOO_SMALL.
+ *
+ * # Safety
+ * As `nnm_exec_compiled_report`.
+ */
+enum nnm_status nnm_exec_compiled_svg(const struct nnm_exec_compiled *compiled,
+                                      char *buf,
+                                      size_t len,
+                                      size_t *out_len);
+
+/**
  * Writes operator `op`'s pointers for the request holding `block` into
  * `pointers`: its inputs, outputs, immutable and mutable workbuffers,
  * each list in declared order (constants point into the constants blob,

@@ -90,19 +90,20 @@ impl CompiledModel {
             if size == 0 {
                 return Ok(None);
             }
-            let mut block = DeviceBlock::new(allocator.clone(), size, options.alignment)
-                .map_err(|e| Error::new(e.status(), format!("the {what} blob of {size} B: {}", e.message())))?;
-            if writable {
-                block.zero(0, size)?;
-            }
-            Ok(Some(block))
+            DeviceBlock::new(allocator.clone(), size, options.alignment)
+                .map(Some)
+                .map_err(|e| Error::new(e.status(), format!("the {what} blob of {size} B: {}", e.message())))
         };
 
+        // Each constant is written once: its bytes, or zeros where the CPU
+        // can write (the padding between constants is never read).
         let mut constants = blob(layout.constants_size, "constants")?;
         for (i, b) in model.buffers().iter().enumerate() {
-            if let Origin::Constant { bytes: Some(bytes) } = &b.origin {
-                let block = constants.as_mut().expect("a constant makes the constants blob non-empty");
-                block.write_from_host(layout.buffers[i].offset, bytes).map_err(|e| {
+            let Origin::Constant { bytes } = &b.origin else { continue };
+            let block = constants.as_mut().expect("a constant makes the constants blob non-empty");
+            let place = layout.buffers[i];
+            if let Some(bytes) = bytes {
+                block.write_from_host(place.offset, bytes).map_err(|e| {
                     Error::new(
                         e.status(),
                         format!(
@@ -113,11 +114,16 @@ impl CompiledModel {
                         ),
                     )
                 })?;
+            } else if writable {
+                block.zero(place.offset, place.size)?;
             }
         }
 
-        let immutable = blob(layout.immutable_size, "immutable-workbuffer")?;
-        if let Some(block) = &immutable {
+        let mut immutable = blob(layout.immutable_size, "immutable-workbuffer")?;
+        if let Some(block) = &mut immutable {
+            if writable {
+                block.zero(0, layout.immutable_size)?;
+            }
             let mut pointers = Vec::new();
             for (op, own) in layout.immutable.iter().enumerate() {
                 if own.is_empty() {

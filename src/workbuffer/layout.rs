@@ -59,6 +59,29 @@ pub struct Place {
     pub size: u64,
 }
 
+/// What a buffer of the mutable block's plan is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum PlannedItem {
+    /// The model buffer at this index of [`ModelBuilder::buffers`]: a
+    /// tensor or a concat parent (aliases and parts sit inside these).
+    Buffer(usize),
+    /// Operator `.0`'s mutable workbuffer `.1`.
+    Workbuffer(OpIndex, usize),
+}
+
+/// One buffer of the mutable block as the planner saw and placed it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Planned {
+    /// What it is.
+    pub item: PlannedItem,
+    /// Its lifetime in operator steps (half-open).
+    pub lifetime: Lifetime,
+    /// Its offset in the block.
+    pub offset: u64,
+    /// Its size in bytes.
+    pub size: u64,
+}
+
 /// The layout of a model.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Layout {
@@ -80,6 +103,12 @@ pub struct Layout {
     pub algorithm: Algorithm,
     /// No mutable block can be smaller.
     pub proven_optimal: bool,
+    /// The alignment of every offset and blob size.
+    pub alignment: u64,
+    /// The mutable block's plan, in the order the planner got its buffers:
+    /// the roots in model order, then the mutable workbuffers in operator
+    /// and request order (what reports and pictures draw).
+    pub planned: Vec<Planned>,
 }
 
 /// Lays out `model` under `options`. Errors on an alignment that is not a
@@ -180,7 +209,7 @@ pub(crate) fn lay_out_timed(model: &ModelBuilder, options: &LayoutOptions) -> Re
     planner.set_algorithm(options.algorithm);
     planner.set_alignment(a)?;
     planner.set_work_limit(Some(options.work_limit));
-    let mut planned: Vec<usize> = Vec::new();
+    let mut planned: Vec<Planned> = Vec::new();
     for (i, b) in buffers.iter().enumerate() {
         if root[i].0 != i || matches!(b.origin, Origin::Constant { .. } | Origin::Alias { .. }) {
             continue;
@@ -191,26 +220,28 @@ pub(crate) fn lay_out_timed(model: &ModelBuilder, options: &LayoutOptions) -> Re
             (false, None) => Lifetime::half_open(0, 0)?,
         };
         planner.add_buffer(b.size, lifetime, None)?;
-        planned.push(i);
+        planned.push(Planned { item: PlannedItem::Buffer(i), lifetime, offset: 0, size: b.size });
     }
-    let mut workbuffers: Vec<(OpIndex, usize)> = Vec::new();
     for (k, op) in model.operators().iter().enumerate() {
         for (w, &size) in op.request.mutable.iter().enumerate() {
-            planner.add_buffer(size, Lifetime::half_open(k as i64, k as i64 + 1)?, None)?;
-            workbuffers.push((k, w));
+            let lifetime = Lifetime::half_open(k as i64, k as i64 + 1)?;
+            planner.add_buffer(size, lifetime, None)?;
+            planned.push(Planned { item: PlannedItem::Workbuffer(k, w), lifetime, offset: 0, size });
         }
     }
     let planning = Instant::now();
     let outcome = planner.plan()?.clone();
     let planner_time = planning.elapsed();
-    for (n, &i) in planned.iter().enumerate() {
-        places[i] = Place { area: Area::Mutable, offset: outcome.offsets[n], size: buffers[i].size };
-    }
     let mut mutable: Vec<Vec<Place>> =
         model.operators().iter().map(|op| Vec::with_capacity(op.request.mutable.len())).collect();
-    for (n, &(k, w)) in workbuffers.iter().enumerate() {
-        let size = model.operators()[k].request.mutable[w];
-        mutable[k].push(Place { area: Area::Mutable, offset: outcome.offsets[planned.len() + n], size });
+    for (p, &offset) in planned.iter_mut().zip(&outcome.offsets) {
+        p.offset = offset;
+        let place = Place { area: Area::Mutable, offset, size: p.size };
+        match p.item {
+            PlannedItem::Buffer(i) => places[i] = place,
+            // Workbuffers come in request order, so pushing keeps it.
+            PlannedItem::Workbuffer(k, _) => mutable[k].push(place),
+        }
     }
     for (i, b) in buffers.iter().enumerate() {
         let (r, inside) = root[i];
@@ -229,6 +260,8 @@ pub(crate) fn lay_out_timed(model: &ModelBuilder, options: &LayoutOptions) -> Re
         mutable_lower_bound: outcome.lower_bound,
         algorithm: outcome.algorithm,
         proven_optimal: outcome.proven_optimal,
+        alignment: a,
+        planned,
     };
     Ok((layout, planner_time))
 }
@@ -271,6 +304,20 @@ mod tests {
         // Step 0: t3 + wb0 = 512; step 1: t3 + t4; step 3: t4/t5 + t6 + wb 512 = 1024.
         assert_eq!((l.mutable_size, l.mutable_lower_bound, l.proven_optimal), (1024, 1024, true));
         assert_eq!(l.mutable[3][0].size, 512);
+        // The plan as the planner saw it: tensors 3, 4, 6 (5 is an alias), then the two workbuffers.
+        let items: Vec<_> = l.planned.iter().map(|p| (p.item, p.lifetime, p.offset)).collect();
+        let life = |s, e| Lifetime::half_open(s, e).unwrap();
+        assert_eq!(
+            items,
+            vec![
+                (PlannedItem::Buffer(2), life(0, 2), l.buffers[2].offset),
+                (PlannedItem::Buffer(3), life(1, 4), l.buffers[3].offset),
+                (PlannedItem::Buffer(5), life(3, 4), l.buffers[5].offset),
+                (PlannedItem::Workbuffer(0, 0), life(0, 1), l.mutable[0][0].offset),
+                (PlannedItem::Workbuffer(3, 0), life(3, 4), l.mutable[3][0].offset),
+            ]
+        );
+        assert_eq!(l.alignment, 256);
     }
 
     #[test]

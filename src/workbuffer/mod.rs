@@ -25,7 +25,7 @@ pub mod svg;
 mod tests;
 
 pub use build::{BuildTimings, CompiledModel, InitFn, OpShape};
-pub use layout::{lay_out, Area, Layout, LayoutOptions, Place};
+pub use layout::{lay_out, Area, Layout, LayoutOptions, Place, Planned, PlannedItem};
 pub use model::{
     BufferId, BufferSpec, InputSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest,
 };

@@ -3,15 +3,17 @@
 //! its figures, report and picture, and `nnm_exec_resolve`, which turns an
 //! operator and a leased block into pointers.
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
 
 use super::model::nnm_exec_model;
 use super::pool::{lease_of, nnm_exec_block};
+use crate::arena::ReportFormat;
 use crate::ffi::args::{handle_query, out_param, slice_in, slice_out};
 use crate::ffi::device::{allocator_or_host, nnm_device_allocator};
 use crate::ffi::error::{guard, guard_void};
 use crate::ffi::handle::{free_handle, into_handle, value_ref, HandleType};
+use crate::ffi::text::copy_text;
 use crate::plan::{Algorithm, DEFAULT_WORK_LIMIT};
 use crate::pool::DevicePtr;
 use crate::status::{Error, Result, Status};
@@ -338,6 +340,70 @@ pub unsafe extern "C" fn nnm_exec_compiled_constant(
     let address = |h: &nnm_exec_compiled| Ok(h.compiled.constant_ptr(id)?.as_ptr().cast::<c_void>());
     // SAFETY: the caller's promises are `handle_query`'s.
     unsafe { handle_query(compiled, "compiled", out_ptr, "out_ptr", address) }
+}
+
+/// Copies the text `make` writes about the compiled model into `buf`, by
+/// the text conventions (`what` names it in messages).
+///
+/// # Safety
+/// `compiled` must be NULL, freed, or a live handle not being freed; `buf`
+/// NULL or writable for `len` bytes; `out_len` NULL or writable.
+unsafe fn copy_out(
+    compiled: *const nnm_exec_compiled,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+    what: &str,
+    make: impl FnOnce(&CompiledModel) -> Result<String>,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `compiled` is NULL or a live handle.
+        let text = make(unsafe { compiled_ref(compiled) }?)?;
+        // SAFETY: the caller promises `buf` and `out_len` are valid.
+        unsafe { copy_text(&text, buf, len, out_len, what) }
+    })
+}
+
+/// Copies the compiled model's report (`format`: an `nnm_report_format`,
+/// text or JSON; every buffer's area, offset, size and life, every
+/// operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
+/// and `len` 0: size query).
+///
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, unknown
+/// format), BUFFER_TOO_SMALL (naming both sizes).
+///
+/// # Safety
+/// `compiled` as for `nnm_exec_compiled_info`; `buf` NULL or writable for
+/// `len` bytes; `out_len` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_exec_compiled_report(
+    compiled: *const nnm_exec_compiled,
+    format: u32,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+) -> Status {
+    // SAFETY: the caller's promises are `copy_out`'s.
+    unsafe { copy_out(compiled, buf, len, out_len, "the report", |c| Ok(c.report(ReportFormat::from_value(format)?))) }
+}
+
+/// Copies the mutable block's plan as an SVG picture into `buf`, by the
+/// text conventions (NULL `buf` and `len` 0: size query).
+///
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle),
+/// BUFFER_TOO_SMALL.
+///
+/// # Safety
+/// As `nnm_exec_compiled_report`.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_exec_compiled_svg(
+    compiled: *const nnm_exec_compiled,
+    buf: *mut c_char,
+    len: usize,
+    out_len: *mut usize,
+) -> Status {
+    // SAFETY: the caller's promises are `copy_out`'s.
+    unsafe { copy_out(compiled, buf, len, out_len, "the SVG", |c| Ok(c.svg())) }
 }
 
 /// Writes operator `op`'s pointers for the request holding `block` into

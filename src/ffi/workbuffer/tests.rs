@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use super::compiled::*;
 use super::model::*;
 use super::pool::*;
+use crate::arena::ReportFormat;
 use crate::ffi::cancel::{nnm_cancel_token, nnm_cancel_token_cancel, nnm_cancel_token_free, nnm_cancel_token_new};
 use crate::ffi::device::{
     nnm_device_allocator, nnm_device_allocator_free, nnm_device_allocator_new, nnm_device_allocator_vtable,
@@ -566,6 +567,49 @@ fn cancelling_a_token_wakes_a_waiter_on_another_thread() {
     unsafe {
         nnm_cancel_token_free(token);
         nnm_exec_pool_free(pool);
+        nnm_exec_compiled_free(c);
+        nnm_exec_model_free(m);
+    }
+}
+
+/// The text an export copies out, through its size query.
+fn text_of(copy: impl Fn(*mut std::ffi::c_char, usize, *mut usize) -> Status) -> String {
+    let mut n = 0;
+    assert_eq!(copy(null_mut(), 0, &mut n), Status::Ok, "{}", last_error());
+    let mut buf = vec![0 as std::ffi::c_char; n];
+    let mut written = 0;
+    assert_eq!(copy(buf.as_mut_ptr(), n, &mut written), Status::Ok, "{}", last_error());
+    assert_eq!(written, n);
+    // SAFETY: copy_text wrote a NUL-terminated string into `buf`.
+    unsafe { CStr::from_ptr(buf.as_ptr()) }.to_str().unwrap().to_owned()
+}
+
+#[test]
+fn reports_and_the_picture_are_the_cores_through_the_text_conventions() {
+    let m = network();
+    let c = compile(m, null(), &mut InitLog::default()).unwrap();
+    // SAFETY: `c` is live until freed below; the buffers are sized by the query.
+    let (json, text, svg) = unsafe {
+        (
+            text_of(|b, l, n| nnm_exec_compiled_report(c, ReportFormat::Json as u32, b, l, n)),
+            text_of(|b, l, n| nnm_exec_compiled_report(c, ReportFormat::Text as u32, b, l, n)),
+            text_of(|b, l, n| nnm_exec_compiled_svg(c, b, l, n)),
+        )
+    };
+    // SAFETY: `c` is live.
+    let core = unsafe { &(*c).compiled };
+    assert_eq!((&json, &text, &svg), (&core.report(ReportFormat::Json), &core.report(ReportFormat::Text), &core.svg()));
+    assert!(json.contains("\"constants_bytes\": 256,\n  \"immutable_bytes\": 512,"), "{json}");
+    assert!(svg.contains("<svg") && svg.contains("t2"), "{svg}");
+    let mut small = [0 as std::ffi::c_char; 8];
+    let mut n = 0;
+    // SAFETY: `small` holds 8 writable bytes; failures write nothing.
+    unsafe {
+        let s = nnm_exec_compiled_svg(c, small.as_mut_ptr(), 8, &mut n);
+        fails(s, Status::BufferTooSmall, &format!("the SVG needs {} B (NUL included), buffer has 8 B", svg.len() + 1));
+        fails(nnm_exec_compiled_report(c, 7, null_mut(), 0, &mut n), Status::InvalidArgument, "7");
+        fails(nnm_exec_compiled_report(null(), 0, null_mut(), 0, &mut n), Status::NullArgument, "compiled is NULL");
+        assert_eq!((n, small), (0, [0; 8]));
         nnm_exec_compiled_free(c);
         nnm_exec_model_free(m);
     }
