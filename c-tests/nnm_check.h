@@ -72,6 +72,13 @@ static inline int nnm_check_contains(const char *text, const char *part) {
 /* The last failure on this thread left a message containing `part`. */
 #define CHECK_ERROR_HAS(part) CHECK(nnm_check_contains(nnm_last_error(), (part)))
 
+/* The call fails with exactly `status` and a message containing `part`. */
+#define CHECK_REFUSES(call, status, part) \
+    do {                                  \
+        CHECK_FAILS(call, status);        \
+        CHECK_ERROR_HAS(part);            \
+    } while (0)
+
 /* A step the rest of a test needs: checked, and the test (a function
  * returning void) stops if it fails. */
 #define REQUIRE_OK(call)                                                         \
