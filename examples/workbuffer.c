@@ -150,7 +150,8 @@ int main(void) {
     ops[3].outputs = &y_out;
     ops[3].output_count = 1;
 
-    if (nnm_exec_model_new(&model) != NNM_OK || nnm_exec_model_add_constant(model, W, sizeof weights, weights) != NNM_OK)
+    if (nnm_exec_model_new(&model) != NNM_OK ||
+        nnm_exec_model_add_constant(model, W, sizeof weights, weights) != NNM_OK)
         goto done;
     for (i = 0; i < 4; ++i)
         if (nnm_exec_model_add_operator(model, &ops[i], NULL) != NNM_OK) goto done;
