@@ -4,7 +4,6 @@
 //! operator and a leased block into pointers.
 
 use std::ffi::{c_char, c_int, c_void};
-use std::sync::Arc;
 
 use super::model::nnm_exec_model;
 use super::pool::{lease_of, nnm_exec_block};
@@ -128,7 +127,7 @@ impl From<Place> for nnm_exec_place {
 /// own their blocks; the blobs go when the compiled model goes). Every call
 /// looks the handle up in the registry first.
 pub struct nnm_exec_compiled {
-    pub(crate) compiled: Arc<CompiledModel>,
+    pub(crate) compiled: CompiledModel,
 }
 
 // SAFETY: no other handle type is named "nnm_exec_compiled".
@@ -222,7 +221,7 @@ pub unsafe extern "C" fn nnm_exec_compile(
             Ok(())
         };
         let compiled = CompiledModel::build(m, &options, allocator, &mut call)?;
-        out.write(into_handle(nnm_exec_compiled { compiled: Arc::new(compiled) }));
+        out.write(into_handle(nnm_exec_compiled { compiled }));
         Ok(())
     })
 }

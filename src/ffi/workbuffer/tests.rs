@@ -257,7 +257,7 @@ fn compile(
     }
 }
 
-fn resolve(c: *const nnm_exec_compiled, op: usize, block: &nnm_exec_block) -> Vec<usize> {
+fn resolve(c: *const nnm_exec_compiled, op: usize, block: &nnm_exec_block) -> Vec<*mut c_void> {
     let mut n = 0;
     // SAFETY: `c` is live; the size query writes only `n`.
     assert_eq!(unsafe { nnm_exec_resolve(c, op, block, null_mut(), 0, &mut n) }, Status::Ok, "{}", last_error());
@@ -266,7 +266,7 @@ fn resolve(c: *const nnm_exec_compiled, op: usize, block: &nnm_exec_block) -> Ve
     // SAFETY: `pointers` holds `n` writable pointers.
     let s = unsafe { nnm_exec_resolve(c, op, block, pointers.as_mut_ptr(), n, &mut written) };
     assert_eq!((s, written), (Status::Ok, n), "{}", last_error());
-    pointers.into_iter().map(|p| p as usize).collect()
+    pointers
 }
 
 fn acquire(pool: *mut nnm_exec_pool, timeout_ns: i64) -> Result<nnm_exec_block, Status> {
@@ -324,24 +324,30 @@ fn a_network_with_constants_an_alias_and_a_concat_resolves_to_its_places() {
     let pool = new_pool(c, null(), 1);
     let b = acquire(pool, 0).unwrap();
     let base = b.base as usize;
-    let in_block = |p: usize| (base..base + b.size as usize).contains(&p);
+    // Addresses are compared as integers; memory is read through the
+    // pointers nnmem handed out (so Miri's strict provenance holds).
+    let at = |p: *mut c_void| p as usize;
+    let in_block = |p: *mut c_void| (base..base + b.size as usize).contains(&at(p));
     let mut constant_ptr = null_mut();
     // SAFETY: `c` is live; the out-parameter is writable.
     assert_eq!(unsafe { nnm_exec_compiled_constant(c, 1, &mut constant_ptr) }, Status::Ok);
-    let (conv, reshape, left, right, head) =
-        (resolve(c, 0, &b), resolve(c, 1, &b), resolve(c, 2, &b), resolve(c, 3, &b), resolve(c, 4, &b));
-    assert_eq!(conv[0], constant_ptr as usize);
+    let [conv, reshape, left, right, head] = [0, 1, 2, 3, 4].map(|op| resolve(c, op, &b));
+    assert_eq!(conv[0], constant_ptr);
     // SAFETY: the constant's 16 bytes were copied into host memory.
-    assert_eq!(unsafe { std::slice::from_raw_parts(conv[0] as *const u8, 16) }, (0..16).collect::<Vec<u8>>());
+    assert_eq!(unsafe { std::slice::from_raw_parts(conv[0].cast::<u8>(), 16) }, (0..16).collect::<Vec<u8>>());
     // SAFETY: the initialiser filled the immutable workbuffer's 32 bytes.
-    assert_eq!(unsafe { std::slice::from_raw_parts(conv[2] as *const u8, 32) }, [0xA0; 32]);
+    assert_eq!(unsafe { std::slice::from_raw_parts(conv[2].cast::<u8>(), 32) }, [0xA0; 32]);
     assert!(!in_block(conv[2]) && in_block(conv[1]) && in_block(conv[3]));
-    assert_eq!(conv[1], base + place(2).offset as usize);
+    assert_eq!(at(conv[1]), base + place(2).offset as usize);
     assert_eq!(reshape, [conv[1], conv[1]], "the alias is its input's buffer");
     assert_eq!((left[0], right[0]), (conv[1], conv[1]));
-    assert_eq!((left[1], right[1]), (head[0], head[0] + 32), "the parts sit in the parent at their offsets");
+    assert_eq!(
+        (at(left[1]), at(right[1])),
+        (at(head[0]), at(head[0]) + 32),
+        "the parts sit in the parent at their offsets"
+    );
     // SAFETY: the initialiser filled op 2's immutable workbuffer.
-    assert_eq!(unsafe { *(left[2] as *const u8) }, 0xA2);
+    assert_eq!(unsafe { *left[2].cast::<u8>() }, 0xA2);
     assert!(in_block(right[2]) && in_block(head[1]));
     // SAFETY: as in `pool_info`; releasing the lease acquired above.
     assert_eq!(unsafe { nnm_exec_pool_release(pool, &b) }, Status::Ok);
@@ -376,7 +382,7 @@ unsafe extern "C" fn room_free(ctx: *mut c_void, p: *mut c_void, size: usize, _:
     host().free(DevicePtr::new(p.cast()).unwrap(), size as u64, Stream::DEFAULT);
 }
 
-fn room_allocator(r: &Room) -> *mut nnm_device_allocator {
+fn room_allocator(r: &Room, flags: u32) -> *mut nnm_device_allocator {
     let v = nnm_device_allocator_vtable {
         name: c"two-blocks".as_ptr(),
         ctx: std::ptr::from_ref(r).cast_mut().cast(),
@@ -384,7 +390,7 @@ fn room_allocator(r: &Room) -> *mut nnm_device_allocator {
         free: Some(room_free),
         mem_info: None,
         release: None,
-        flags: NNM_DEVICE_HOST_ACCESSIBLE,
+        flags,
     };
     let mut a = null_mut();
     // SAFETY: `v` is a valid vtable over `r`, which outlives the allocator.
@@ -396,7 +402,7 @@ fn room_allocator(r: &Room) -> *mut nnm_device_allocator {
 fn a_failing_or_missing_initialiser_fails_the_compile_and_frees_everything() {
     let m = network();
     let r = Room { room: usize::MAX, allocs: AtomicUsize::new(0), live: AtomicUsize::new(0) };
-    let a = room_allocator(&r);
+    let a = room_allocator(&r, NNM_DEVICE_HOST_ACCESSIBLE);
     let mut c = null_mut();
     // SAFETY: `m` and `a` are live; `c` is writable; NULL init is refused.
     let s = unsafe { nnm_exec_compile(m, null(), a, None, null_mut(), &mut c) };
@@ -421,10 +427,18 @@ fn a_failing_or_missing_initialiser_fails_the_compile_and_frees_everything() {
         fails(nnm_exec_compile(m, null(), a, Some(init_fill), ctx, null_mut()), Status::NullArgument, "out is NULL");
     }
     assert_eq!((r.allocs.load(Ordering::SeqCst), c), (2, null_mut()));
+
+    // Constant bytes need a device the CPU can write.
+    let device = Room { room: usize::MAX, allocs: AtomicUsize::new(0), live: AtomicUsize::new(0) };
+    let d = room_allocator(&device, 0);
+    assert_eq!(compile(m, d, &mut InitLog::default()), Err(Status::InvalidArgument));
+    assert!(last_error().contains("constant 1 has bytes to copy in"), "{}", last_error());
+    assert_eq!((device.allocs.load(Ordering::SeqCst), device.live.load(Ordering::SeqCst)), (1, 0));
     // SAFETY: all live, freed once.
     unsafe {
         nnm_exec_model_free(m);
         nnm_device_allocator_free(a);
+        nnm_device_allocator_free(d);
     }
 }
 
@@ -434,7 +448,7 @@ fn a_device_failing_after_two_blocks_gives_a_partial_pool_that_outlives_its_mode
     let mut log = InitLog::default();
     let c = compile(m, null(), &mut log).unwrap();
     let r = Room { room: 2, allocs: AtomicUsize::new(0), live: AtomicUsize::new(0) };
-    let a = room_allocator(&r);
+    let a = room_allocator(&r, NNM_DEVICE_HOST_ACCESSIBLE);
     let pool = new_pool(c, a, 4);
     // SAFETY: all three are freed once; the pool keeps what it needs.
     unsafe {
@@ -537,13 +551,17 @@ fn cancelling_a_token_wakes_a_waiter_on_another_thread() {
     let mut token: *mut nnm_cancel_token = null_mut();
     // SAFETY: `token` is writable.
     assert_eq!(unsafe { nnm_cancel_token_new(&mut token) }, Status::Ok);
-    // Raw pointers are not Send: the waiter gets addresses.
-    let (p, t) = (pool as usize, token as usize);
+    /// The handles the waiter uses: both thread-safe objects.
+    struct Handles(*mut nnm_exec_pool, *mut nnm_cancel_token);
+    // SAFETY: a pool and a token may be used from any thread.
+    unsafe impl Send for Handles {}
+    let handles = Handles(pool, token);
     let waiter = std::thread::spawn(move || {
+        let handles = handles;
         let mut b = nnm_exec_block::default();
         // SAFETY: the pool and token live until this thread is joined.
-        let s = unsafe { nnm_exec_pool_acquire(p as *mut _, -1, t as *const _, &mut b) };
-        (s, last_error(), b.base as usize, b.size)
+        let s = unsafe { nnm_exec_pool_acquire(handles.0, -1, handles.1, &mut b) };
+        (s, last_error(), b.base.is_null(), b.size)
     });
     // Waits for the state "one waiter", not for a time.
     while pool_info(pool).waiters == 0 {
@@ -551,9 +569,9 @@ fn cancelling_a_token_wakes_a_waiter_on_another_thread() {
     }
     // SAFETY: the token is live.
     assert_eq!(unsafe { nnm_cancel_token_cancel(token) }, Status::Ok);
-    let (status, message, base, size) = waiter.join().unwrap();
+    let (status, message, base_null, size) = waiter.join().unwrap();
     assert_eq!(status, Status::Cancelled, "{message}");
-    assert_eq!((base, size), (0, 0), "nothing written on failure");
+    assert_eq!((base_null, size), (true, 0), "nothing written on failure");
     // A cancelled token fails at once, even with a block free.
     // SAFETY: all live; `held` is the pool's lease.
     unsafe {
