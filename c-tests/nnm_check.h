@@ -8,7 +8,9 @@
 #ifndef NNM_CHECK_H
 #define NNM_CHECK_H
 
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "nnmem.h"
@@ -61,6 +63,50 @@ static inline void nnm_check_status(int got, int want, int need_message, const c
         nnm_check_record(nnm_s_ != (int)NNM_OK && nnm_check_has_message(), __FILE__, \
                          __LINE__, #call " fails with a message");                 \
     } while (0)
+
+/* Whether `text` (NULL: no text) contains `part`. */
+static inline int nnm_check_contains(const char *text, const char *part) {
+    return text != NULL && strstr(text, part) != NULL;
+}
+
+/* The last failure on this thread left a message containing `part`. */
+#define CHECK_ERROR_HAS(part) CHECK(nnm_check_contains(nnm_last_error(), (part)))
+
+/* The call fails with exactly `status` and a message containing `part`. */
+#define CHECK_REFUSES(call, status, part) \
+    do {                                  \
+        CHECK_FAILS(call, status);        \
+        CHECK_ERROR_HAS(part);            \
+    } while (0)
+
+/* A step the rest of a test needs: checked, and the test (a function
+ * returning void) stops if it fails. */
+#define REQUIRE_OK(call)                                                         \
+    do {                                                                         \
+        int require_s_ = (int)(call);                                            \
+        nnm_check_status(require_s_, (int)NNM_OK, 0, __FILE__, __LINE__, #call); \
+        if (require_s_ != (int)NNM_OK) return;                                   \
+    } while (0)
+
+/* A call writing text the copy_text way (buf, len, out_len) about `handle`. */
+typedef nnm_status (*nnm_check_text_fn)(const void *handle, uint32_t format, char *buf, size_t len, size_t *out_len);
+
+/* The text through `call`, checked three ways: the size query, one byte
+ * short (NNM_BUFFER_TOO_SMALL, out_len untouched), then the copy. Returns
+ * it malloc'd (free it), or NULL when a step failed. */
+static inline char *nnm_check_text(const void *handle, nnm_check_text_fn call, uint32_t format) {
+    size_t needed = 0, written = 7;
+    char *buf;
+    CHECK_OK(call(handle, format, NULL, 0, &needed));
+    if (needed < 2) return NULL;
+    buf = (char *)malloc(needed);
+    if (buf == NULL) return NULL;
+    CHECK_FAILS(call(handle, format, buf, needed - 1, &written), NNM_BUFFER_TOO_SMALL);
+    CHECK(written == 7);
+    CHECK_OK(call(handle, format, buf, needed, &written));
+    CHECK(written == needed && strlen(buf) + 1 == needed);
+    return buf;
+}
 
 static inline int nnm_check_report(void) {
     printf("%d passed, %d failed\n", nnm_check_passed, nnm_check_failed);

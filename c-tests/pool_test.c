@@ -48,16 +48,6 @@ static int light(void) {
 
 static int contains(const char *text, const char *part) { return text != NULL && strstr(text, part) != NULL; }
 
-#define CHECK_ERROR_HAS(part) CHECK(contains(nnm_last_error(), (part)))
-
-/* A step the rest of a test needs: checked, and the test stops if it fails. */
-#define REQUIRE_OK(call)                                                         \
-    do {                                                                         \
-        int require_s_ = (int)(call);                                            \
-        nnm_check_status(require_s_, (int)NNM_OK, 0, __FILE__, __LINE__, #call); \
-        if (require_s_ != (int)NNM_OK) return;                                   \
-    } while (0)
-
 /* The pool's strategy name, never NULL (so a failed call fails a CHECK). */
 static const char *name_of(const nnm_pool *pool) {
     const char *name = nnm_pool_strategy_name(pool);

@@ -47,16 +47,6 @@
 
 static int contains(const char *text, const char *part) { return text != NULL && strstr(text, part) != NULL; }
 
-#define CHECK_ERROR_HAS(part) CHECK(contains(nnm_last_error(), (part)))
-
-/* A step the rest of a test needs: checked, and the test stops if it fails. */
-#define REQUIRE_OK(call)                                                         \
-    do {                                                                         \
-        int require_s_ = (int)(call);                                            \
-        nnm_check_status(require_s_, (int)NNM_OK, 0, __FILE__, __LINE__, #call); \
-        if (require_s_ != (int)NNM_OK) return;                                   \
-    } while (0)
-
 static int name_is(const char *s, const char *want) { return s != NULL && strcmp(s, want) == 0; }
 
 /* --- models ---------------------------------------------------------------- */
@@ -199,32 +189,14 @@ static void free_all(nnm_region_table *t, nnm_region_model *m, nnm_region_config
     nnm_region_config_free(cfg);
 }
 
-/* A text the table gives through one of the copy_text-style calls: the size
- * query, one byte short (NNM_BUFFER_TOO_SMALL), then the copy. Free it. */
-typedef nnm_status (*text_call)(const nnm_region_table *, uint32_t, char *, size_t, size_t *);
-
-static nnm_status report_call(const nnm_region_table *t, uint32_t format, char *buf, size_t len, size_t *out) {
-    return nnm_region_table_report(t, format, buf, len, out);
+/* The table's texts, for nnm_check_text. */
+static nnm_status report_call(const void *t, uint32_t format, char *buf, size_t len, size_t *out) {
+    return nnm_region_table_report((const nnm_region_table *)t, format, buf, len, out);
 }
 
-static nnm_status svg_call(const nnm_region_table *t, uint32_t format, char *buf, size_t len, size_t *out) {
+static nnm_status svg_call(const void *t, uint32_t format, char *buf, size_t len, size_t *out) {
     (void)format;
-    return nnm_region_table_svg(t, buf, len, out);
-}
-
-static char *table_text(const nnm_region_table *t, text_call call, uint32_t format) {
-    size_t needed = 0, written = 0;
-    char *buf;
-    CHECK_OK(call(t, format, NULL, 0, &needed));
-    if (needed < 2) return NULL;
-    buf = (char *)malloc(needed);
-    if (buf == NULL) return NULL;
-    written = 7;
-    CHECK_FAILS(call(t, format, buf, needed - 1, &written), NNM_BUFFER_TOO_SMALL);
-    CHECK(written == 7); /* untouched */
-    CHECK_OK(call(t, format, buf, needed, &written));
-    CHECK(written == needed && strlen(buf) + 1 == needed);
-    return buf;
+    return nnm_region_table_svg((const nnm_region_table *)t, buf, len, out);
 }
 
 /* The integer after "key": in `from` (JSON, any spacing), or UINT64_MAX. */
@@ -387,10 +359,10 @@ static void test_defaults(void) {
     CHECK(kind == NNM_TENSOR_KIND_ACTIVATION);
 
     /* Reports: text, JSON (keys as documented), the picture. */
-    text = table_text(t, report_call, NNM_REPORT_FORMAT_TEXT);
+    text = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_TEXT);
     CHECK(contains(text, "constant-weights") && contains(text, "activations") && contains(text, "w2"));
     free(text);
-    text = table_text(t, report_call, NNM_REPORT_FORMAT_JSON);
+    text = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
     CHECK(text != NULL && text[0] == '{');
     CHECK(json_u64(json_find(text, "\"levels\"", "memory"), "size_bytes") == 1088);
     CHECK(json_u64(json_find(text, "\"regions\"", "activations"), "base_address") == 704);
@@ -399,7 +371,7 @@ static void test_defaults(void) {
     CHECK(json_u64(json_tensor(text, "io"), "address") == 640);
     CHECK(contains(text, "\"spills\""));
     free(text);
-    text = table_text(t, svg_call, 0);
+    text = nnm_check_text(t, svg_call, 0);
     CHECK(text != NULL && (strncmp(text, "<svg", 4) == 0 || strncmp(text, "<?xml", 5) == 0));
     CHECK(contains(text, "activations"));
     free(text);
@@ -803,7 +775,7 @@ static void test_spill(void) {
     CHECK(placed_at(t, 2, "sram-weights", 128, 128));
     CHECK(placed_at(t, 3, "activations", 64, 384));
     CHECK_FAILS(nnm_region_table_spill(t, 1, &s), NNM_INVALID_ARGUMENT); /* only one */
-    json = table_text(t, report_call, NNM_REPORT_FORMAT_JSON);
+    json = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
     CHECK(contains(json, "\"spills\"") && contains(json, "\"ddr-weights\""));
     CHECK(json_u64(json_find(json, "\"levels\"", "ddr"), "size_bytes") == 0x80000100u);
     free(json);
@@ -870,7 +842,7 @@ static void test_fixed_bases(void) {
     CHECK(placed_at(t, 0, "bank0", 0, 64));
     CHECK(placed_at(t, 1, "rest", 0, 192));
     CHECK(placed_at(t, 2, "bank1", 0, 4096));
-    json = table_text(t, report_call, NNM_REPORT_FORMAT_JSON);
+    json = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
     CHECK(json_u64(json_find(json, "\"levels\"", "memory"), "size_bytes") == 4160);
     free(json);
     nnm_region_table_free(t);
@@ -1323,7 +1295,7 @@ static void test_threads(void) {
     nnm_region_config_free(cfg);
     nnm_region_model_free(m);
     for (i = 0; i < 9; ++i) placements[i] = placement_of(t, i);
-    json = table_text(t, report_call, NNM_REPORT_FORMAT_JSON);
+    json = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
     if (json == NULL) {
         CHECK(json != NULL);
         nnm_region_table_free(t);
