@@ -615,11 +615,7 @@ typedef enum nnm_lifetime_convention {
 /**
  * Which memory a buffer lives in (`nnm_exec_place.area`).
  */
-enum nnm_exec_area
-#if defined(__cplusplus) || __STDC_VERSION__ >= 202311L
-  : uint32_t
-#endif // defined(__cplusplus) || __STDC_VERSION__ >= 202311L
- {
+typedef enum nnm_exec_area {
   /**
    * The constants blob, shared by every request.
    */
@@ -632,14 +628,7 @@ enum nnm_exec_area
    * A request's mutable block (an `nnm_exec_block`).
    */
   NNM_EXEC_AREA_MUTABLE = 2,
-};
-#ifndef __cplusplus
-#if __STDC_VERSION__ >= 202311L
-typedef enum nnm_exec_area nnm_exec_area;
-#else
-typedef uint32_t nnm_exec_area;
-#endif // __STDC_VERSION__ >= 202311L
-#endif // __cplusplus
+} nnm_exec_area;
 
 /**
  * A tensor arena over caller memory, memory nnmem allocates, or no memory

@@ -45,7 +45,10 @@ pub struct nnm_exec_options {
 }
 
 /// Which memory a buffer lives in (`nnm_exec_place.area`).
-#[repr(u32)]
+// repr(C), not repr(u32): cbindgen gives a sized repr a `typedef uint32_t`
+// that clashes with the enum tag in C++ (-Wc++-compat); the struct field
+// carrying it is a uint32_t.
+#[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum nnm_exec_area {
     /// The constants blob, shared by every request.
