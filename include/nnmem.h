@@ -651,6 +651,8 @@ typedef struct nnm_arena nnm_arena;
  * token is planning. The token may be freed before the planners it was set
  * on (but not while another thread still calls it): freeing detaches it,
  * and their later plans run as with no token, even if it was cancelled.
+ * A token must not be freed while an `nnm_exec_pool_acquire` waits with
+ * it.
  * Every `nnm_cancel_token_*` call and `nnm_planner_set_cancel_token` check
  * that the token is live: on a freed token they return INVALID_ARGUMENT
  * without reading it (unless a new token took over its address: that is
@@ -2103,8 +2105,9 @@ typedef struct nnm_exec_pool_info {
    */
   uint64_t cancellations;
   /**
-   * 1 when the pool got fewer blocks than asked for because an
-   * allocation failed (`nnm_exec_pool_partial_reason` says why).
+   * 1 when the pool got fewer blocks than asked for: the device's free
+   * memory held fewer, or an allocation failed after at least one block
+   * (`nnm_exec_pool_partial_reason` says which, with the figures).
    */
   uint8_t partial;
 } nnm_exec_pool_info;
@@ -4862,11 +4865,14 @@ enum nnm_status nnm_exec_compiled_svg(const struct nnm_exec_compiled *compiled,
  * each list in declared order (constants point into the constants blob,
  * immutable workbuffers into the immutable blob, everything else into
  * the block), and their number to `out_count`. `pointers` NULL with
- * `capacity` 0 is a size query (NNM_OK, only `out_count` written).
- * Thread-safe.
+ * `capacity` 0 is a size query (NNM_OK, only `out_count` written; the
+ * block is still required and checked). The block is checked for its
+ * size only, not against a pool: a block already released resolves to
+ * memory another request may hold. Thread-safe.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
- * the last operator, a block smaller than the model's mutable bytes);
+ * the last operator, a block smaller than the model's mutable bytes or
+ * reaching past the end of the address space);
  * BUFFER_TOO_SMALL (`capacity` below the count, naming both); nothing is
  * written then.
  *
@@ -4976,7 +4982,9 @@ enum nnm_status nnm_exec_model_add_concat(struct nnm_exec_model *model,
  * Pins a buffer (a graph input or output) for the whole run: it keeps
  * its place in the mutable block from the first step to the last.
  *
- * Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id).
+ * Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id), INVALID_ARGUMENT (a
+ * constant, which lives for the whole run in its blob already; a model
+ * that is not live).
  *
  * # Safety
  * `model` must be NULL, freed, or a live model no other call uses
@@ -5064,7 +5072,8 @@ enum nnm_status nnm_exec_pool_partial_reason(const struct nnm_exec_pool *pool,
  * Waits while none is free: until a release (which wakes one waiter),
  * `timeout_ns` (< 0: no limit; 0: try once; > 0: nanoseconds), or the
  * cancellation of `cancel` (NULL: none; a token already cancelled fails
- * at once). Hot: only the pool's type tag is checked.
+ * at once; a cancel wakes the wait even if the token is reset right
+ * after). Hot: only the pool's type tag is checked.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a freed token); BUSY (the
  * timeout passed, or no block free with `timeout_ns` 0); CANCELLED (the
@@ -5072,8 +5081,8 @@ enum nnm_status nnm_exec_pool_partial_reason(const struct nnm_exec_pool *pool,
  *
  * # Safety
  * `pool` must be NULL or a live pool (only its tag is checked: a freed
- * one is undefined); `cancel` NULL or a token handle; `out` NULL or
- * writable.
+ * one is undefined); `cancel` NULL or a token handle, which must stay
+ * live (not freed) until this call returns; `out` NULL or writable.
  */
 enum nnm_status nnm_exec_pool_acquire(struct nnm_exec_pool *pool,
                                       int64_t timeout_ns,

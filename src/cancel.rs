@@ -21,6 +21,10 @@ pub type Waker = Arc<dyn Fn() + Send + Sync>;
 #[derive(Default)]
 pub struct CancelToken {
     flag: Arc<AtomicBool>,
+    /// Cancellations so far: a waiter compares it with what it saw when it
+    /// registered, so a cancel that a quick reset cleared still ends its
+    /// wait.
+    cancels: AtomicU64,
     wakers: Mutex<Vec<(u64, Waker)>>,
     next_waker: AtomicU64,
 }
@@ -33,6 +37,7 @@ impl CancelToken {
 
     /// Sets the flag, then wakes every registered waiter.
     pub fn cancel(&self) {
+        self.cancels.fetch_add(1, Ordering::SeqCst);
         self.flag.store(true, Ordering::SeqCst);
         // Wakers are cloned out so that none runs under this token's lock
         // (a waker takes its pool's lock; a waiter registering holds that
@@ -52,6 +57,14 @@ impl CancelToken {
     #[inline]
     pub fn is_cancelled(&self) -> bool {
         self.flag.load(Ordering::SeqCst)
+    }
+
+    /// How many times the token was cancelled: a waiter that saw `n` when
+    /// it started waiting was cancelled once this exceeds `n`, even if the
+    /// flag was reset since.
+    #[inline]
+    pub fn cancel_count(&self) -> u64 {
+        self.cancels.load(Ordering::SeqCst)
     }
 
     /// The flag itself, as the planner holds it.
@@ -106,6 +119,7 @@ mod tests {
             }));
             token.cancel();
             assert!(token.is_cancelled() && token.flag().load(Ordering::SeqCst));
+            assert_eq!(token.cancel_count(), 1);
             assert_eq!(woken.load(Ordering::SeqCst), 1);
         }
         token.reset();

@@ -16,11 +16,16 @@
 //! - [`region`]: Glow-style memory regions: rule-based region tables
 //!   planned through the planner.
 //! - [`workbuffer`]: workbuffer provisioning (OpenVINO GPU-plugin style):
-//!   the network model, so far.
+//!   the network model, its shared blobs and planned mutable block, the
+//!   pool of blocks for parallel infer requests, and pointer resolution.
+//! - [`cancel`]: the cancellation token shared by the planner's search and
+//!   the request pool's waiters.
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
-//!   pointers.
+//!   pointers from C (besides it, only the allocator seam,
+//!   `pool::device`, handles raw memory: allocating it and writing the
+//!   host-accessible blocks it handed out).
 //!
 //! The safe core never panics on bad input: every fallible call returns an
 //! [`Error`] naming what was wrong, and changes nothing.

@@ -13,6 +13,8 @@ use crate::status::Status;
 /// token is planning. The token may be freed before the planners it was set
 /// on (but not while another thread still calls it): freeing detaches it,
 /// and their later plans run as with no token, even if it was cancelled.
+/// A token must not be freed while an `nnm_exec_pool_acquire` waits with
+/// it.
 /// Every `nnm_cancel_token_*` call and `nnm_planner_set_cancel_token` check
 /// that the token is live: on a freed token they return INVALID_ARGUMENT
 /// without reading it (unless a new token took over its address: that is

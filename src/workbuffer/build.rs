@@ -245,11 +245,19 @@ impl CompiledModel {
     /// the order inputs, outputs, immutable workbuffers, mutable
     /// workbuffers (each in declared order). Errors: an operator index past
     /// the last, a block smaller than this model's mutable block (a lease
-    /// from a pool made for another model).
+    /// from a pool made for another model), a block reaching past the end
+    /// of the address space. The lease is not checked against any pool: a
+    /// lease already released resolves to memory another request may hold.
     pub fn resolve(&self, op: OpIndex, lease: &Lease) -> Result<impl Iterator<Item = DevicePtr> + '_> {
         let places = self.op_places(op).ok_or_else(|| {
             Error::invalid(format!("operator {op} is out of range: the model has {} operators", self.ops.len()))
         })?;
+        if lease.base.addr().checked_add(lease.size as usize).is_none() {
+            return Err(Error::invalid(format!(
+                "a block of {} B at {:?} would reach past the end of the address space",
+                lease.size, lease.base
+            )));
+        }
         if lease.size < self.layout.mutable_size {
             return Err(Error::invalid(format!(
                 "the block of {} B is smaller than this model's mutable block of {} B (a block of another model's \

@@ -337,4 +337,21 @@ mod tests {
         let input = l.buffers[0].offset;
         assert!(input + 256 <= parent || parent + 512 <= input);
     }
+
+    #[test]
+    fn an_alias_of_a_concat_part_read_late_keeps_the_parent_alive() {
+        let mut m = ModelBuilder::new();
+        m.add_operator(op(&m, &[], vec![OutputSpec::new(1, 256)], &[], &[])).unwrap(); // 0
+        m.add_operator(op(&m, &[], vec![OutputSpec::new(2, 256)], &[], &[])).unwrap(); // 1
+        m.add_concat_parent(10, 512, &[(1, 0), (2, 256)]).unwrap();
+        m.add_operator(op(&m, &[10], vec![OutputSpec::new(3, 256)], &[], &[])).unwrap(); // 2: the parent's last reader
+        m.add_operator(op(&m, &[1], vec![OutputSpec::alias(4, 256, 1)], &[], &[])).unwrap(); // 3: reshape of a part
+        m.add_operator(op(&m, &[4], vec![OutputSpec::new(5, 256)], &[], &[])).unwrap(); // 4: reads it late
+        let l = lay_out(&m, &LayoutOptions::default()).unwrap();
+        let parent = l.planned.iter().find(|p| p.item == PlannedItem::Buffer(2)).unwrap();
+        assert_eq!(parent.lifetime, Lifetime::half_open(0, 5).unwrap());
+        assert_eq!(l.buffers[4].offset, l.buffers[0].offset, "the alias is its part, inside the parent");
+        let (late, p) = (l.buffers[5], l.buffers[2]);
+        assert!(late.offset + 256 <= p.offset || p.offset + 512 <= late.offset, "{late:?} overlaps the parent {p:?}");
+    }
 }

@@ -286,9 +286,15 @@ impl ModelBuilder {
     }
 
     /// Pins a buffer for the whole run (a graph input or output). Errors:
-    /// an unknown id.
+    /// an unknown id (`NotFound`), a constant.
     pub fn pin(&mut self, id: BufferId) -> Result<()> {
         let at = *self.by_id.get(&id).ok_or_else(|| Error::new(Status::NotFound, format!("buffer {id} is unknown")))?;
+        if matches!(self.buffers[at].origin, Origin::Constant { .. }) {
+            return Err(Error::invalid(format!(
+                "buffer {id} is a constant: it lives for the whole run in the constants blob already (pinning is for \
+                 graph inputs and outputs)"
+            )));
+        }
         self.buffers[at].pinned = true;
         Ok(())
     }
@@ -446,6 +452,7 @@ mod tests {
         }
         assert_eq!(m.add_constant(3, 4, Some(vec![0; 3])).unwrap_err().status(), Status::InvalidArgument);
         assert_eq!(m.pin(77).unwrap_err().status(), Status::NotFound);
+        assert!(m.pin(1).unwrap_err().message().contains("is a constant"));
         assert_eq!((m.buffers().to_vec(), m.operators().len()), before);
     }
 

@@ -140,6 +140,10 @@ impl BlockPool {
         if !alignment.is_power_of_two() {
             return Err(Error::invalid(format!("block alignment {alignment} is not a power of two")));
         }
+        // Slots are numbered in 32 bits (a lease carries its slot).
+        if u32::try_from(requested).is_err() {
+            return Err(Error::invalid(format!("a pool of {requested} blocks: at most {} blocks", u32::MAX)));
+        }
         let none_fit = |detail: String| {
             Error::new(Status::OutOfMemory, format!("one mutable block needs {block_size} B; {detail}"))
         };
@@ -159,14 +163,20 @@ impl BlockPool {
                 ));
             }
         }
-        let mut slots = Vec::with_capacity(count);
+        // Grown block by block, not reserved: the count may be far more
+        // than the device will give.
+        let mut slots = Vec::new();
         for k in 0..count {
             match DeviceBlock::new(allocator.clone(), block_size, alignment) {
                 Ok(block) => slots.push(Slot { block: Some(block), generation: 0, out: false }),
                 Err(e) if k == 0 => return Err(none_fit(e.message().to_string())),
                 Err(e) => {
-                    partial =
-                        Some(format!("block {} of {count} could not be allocated ({}); kept {k}", k + 1, e.message()));
+                    let failed =
+                        format!("block {} of {count} could not be allocated ({}); kept {k}", k + 1, e.message());
+                    partial = Some(match partial {
+                        Some(capped) => format!("{capped}; {failed}"),
+                        None => failed,
+                    });
                     break;
                 }
             }
@@ -193,8 +203,9 @@ impl BlockPool {
     /// left after the model's shared blobs (already allocated).
     pub fn for_model(model: &CompiledModel, allocator: SharedAllocator, requested: usize) -> Result<BlockPool> {
         let layout = model.layout();
+        let same_device = std::ptr::addr_eq(Arc::as_ptr(&allocator), Arc::as_ptr(model.allocator()));
         BlockPool::new(allocator, model.block_size(), model.options().alignment, requested).map_err(|e| {
-            if e.status() != Status::OutOfMemory {
+            if e.status() != Status::OutOfMemory || !same_device {
                 return e;
             }
             let blobs = layout.constants_size + layout.immutable_size;
@@ -245,6 +256,7 @@ impl BlockPool {
         // Registered under the pool's lock, before the flag is read under
         // it: a cancel either set the flag before that read, or its waker
         // (which takes this lock) runs after this thread sleeps.
+        let cancels_seen = cancel.map_or(0, CancelToken::cancel_count);
         let _registration = cancel.map(|token| {
             token.on_cancel(Arc::new(move || {
                 if let Some(shared) = weak.upgrade() {
@@ -256,7 +268,7 @@ impl BlockPool {
         st.waiters += 1;
         st.waits += 1;
         let outcome = loop {
-            if cancel.is_some_and(CancelToken::is_cancelled) {
+            if cancel.is_some_and(|t| t.is_cancelled() || t.cancel_count() != cancels_seen) {
                 st.cancellations += 1;
                 break Err(cancelled());
             }
@@ -372,6 +384,17 @@ impl BlockPool {
     /// Bytes of each block.
     pub fn block_size(&self) -> u64 {
         self.shared.block_size
+    }
+}
+
+impl Drop for BlockPool {
+    /// Frees the blocks here, on the thread dropping the pool: a waker a
+    /// cancelling thread still holds keeps the shared state alive a moment
+    /// longer, and must not be the one returning blocks to the device after
+    /// the pool's owner thinks it is gone.
+    fn drop(&mut self) {
+        let slots = std::mem::take(&mut self.shared.lock().slots);
+        drop(slots);
     }
 }
 

@@ -108,6 +108,8 @@ fn resolution_joins_the_blobs_and_a_request_block() {
     assert_eq!(c.resolve(6, &lease).err().unwrap().status(), Status::InvalidArgument);
     let small = Lease { size: c.layout().mutable_size - 1, ..lease };
     assert!(c.resolve(0, &small).err().unwrap().message().contains("smaller than this model's mutable block"));
+    let far = Lease { base: DevicePtr::new((usize::MAX - 16) as *mut u8).unwrap(), ..lease };
+    assert!(c.resolve(0, &far).err().unwrap().message().contains("past the end of the address space"));
     pool.release(&lease).unwrap();
 }
 
@@ -265,24 +267,87 @@ fn cancellation_and_shrinking_to_zero_wake_the_waiters() {
 
 #[test]
 fn a_waiter_woken_by_a_release_but_cancelled_passes_the_block_on() {
+    // The flag is set without waking anyone, so the release's single
+    // wake-up is the only one: when it picks the cancelled waiter, only the
+    // pass-on wakes the patient one. Repeated, so both picks happen. The
+    // patient waiter's timeout only keeps a failure from hanging the run.
+    for _ in 0..100 {
+        let pool = Arc::new(BlockPool::new(CountingAllocator::new().shared(), 256, 64, 1).unwrap());
+        let held = pool.acquire(None, None).unwrap();
+        let token = Arc::new(CancelToken::new());
+        let patient = {
+            let pool = pool.clone();
+            std::thread::spawn(move || pool.acquire(Some(Duration::from_secs(20)), None).map(|l| pool.release(&l)))
+        };
+        let cancelled = {
+            let (pool, token) = (pool.clone(), token.clone());
+            std::thread::spawn(move || pool.acquire(None, Some(&token)).unwrap_err().status())
+        };
+        while pool.info().waiters < 2 {
+            std::thread::yield_now();
+        }
+        token.flag().store(true, Ordering::SeqCst);
+        pool.release(&held).unwrap();
+        assert_eq!(cancelled.join().unwrap(), Status::Cancelled);
+        patient.join().unwrap().expect("the patient waiter got the block").unwrap();
+    }
+}
+
+#[test]
+fn a_cancel_reset_at_once_still_ends_the_wait() {
     let pool = Arc::new(BlockPool::new(CountingAllocator::new().shared(), 256, 64, 1).unwrap());
     let held = pool.acquire(None, None).unwrap();
     let token = Arc::new(CancelToken::new());
-    let patient = {
-        let pool = pool.clone();
-        std::thread::spawn(move || pool.acquire(None, None).map(|l| pool.release(&l)))
-    };
-    let cancelled = {
+    let waiter = {
         let (pool, token) = (pool.clone(), token.clone());
         std::thread::spawn(move || pool.acquire(None, Some(&token)).unwrap_err().status())
     };
-    while pool.info().waiters < 2 {
+    while pool.info().waiters < 1 {
         std::thread::yield_now();
     }
     token.cancel();
+    token.reset();
+    assert_eq!(waiter.join().unwrap(), Status::Cancelled);
     pool.release(&held).unwrap();
-    assert_eq!(cancelled.join().unwrap(), Status::Cancelled);
-    patient.join().unwrap().unwrap().unwrap();
+}
+
+#[test]
+fn a_pool_refuses_counts_its_leases_cannot_number_and_names_both_reasons_for_a_short_pool() {
+    let device = CountingAllocator::new();
+    let e = BlockPool::new(device.shared(), 256, 64, u32::MAX as usize + 1).unwrap_err();
+    assert!(e.message().contains("at most 4294967295 blocks"), "{e}");
+    assert_eq!(device.allocs(), 0);
+    // Capped by free memory to 3, then the device fails after 2.
+    let inner = CountingAllocator::new();
+    inner.set_capacity(512);
+    let capped: SharedAllocator = Arc::new(Wrapped { inner: inner.clone(), writable: true, free: Some(1000) });
+    let info = BlockPool::new(capped, 256, 256, 5).unwrap().info();
+    let reason = info.partial.unwrap();
+    assert!(
+        reason.contains("room for 3 of the 5") && reason.contains("block 3 of 3 could not be allocated"),
+        "{reason}"
+    );
+    assert_eq!(info.blocks, 2);
+}
+
+#[test]
+fn the_shared_blobs_are_named_only_when_the_pool_shares_their_device() {
+    let (_, small) = wrapped(true, Some(100));
+    let c = CompiledModel::build(&network(), &LayoutOptions::default(), small.clone(), &mut no_init()).unwrap();
+    let same = BlockPool::for_model(&c, small, 1).unwrap_err();
+    assert!(same.message().contains("after the model's shared blobs of 1280 B"), "{same}");
+    let (_, other) = wrapped(true, Some(100));
+    let apart = BlockPool::for_model(&c, other, 1).unwrap_err();
+    assert!(!apart.message().contains("shared blobs"), "{apart}");
+}
+
+#[test]
+fn dropping_a_pool_frees_its_blocks_on_the_dropping_thread_even_with_blocks_out() {
+    let device = CountingAllocator::new();
+    let pool = BlockPool::new(device.shared(), 256, 64, 3).unwrap();
+    let _out = pool.acquire(None, None).unwrap();
+    drop(pool);
+    assert_eq!((device.live_blocks(), device.frees()), (0, 3));
 }
 
 #[test]

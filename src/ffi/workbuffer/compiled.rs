@@ -413,11 +413,14 @@ pub unsafe extern "C" fn nnm_exec_compiled_svg(
 /// each list in declared order (constants point into the constants blob,
 /// immutable workbuffers into the immutable blob, everything else into
 /// the block), and their number to `out_count`. `pointers` NULL with
-/// `capacity` 0 is a size query (NNM_OK, only `out_count` written).
-/// Thread-safe.
+/// `capacity` 0 is a size query (NNM_OK, only `out_count` written; the
+/// block is still required and checked). The block is checked for its
+/// size only, not against a pool: a block already released resolves to
+/// memory another request may hold. Thread-safe.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
-/// the last operator, a block smaller than the model's mutable bytes);
+/// the last operator, a block smaller than the model's mutable bytes or
+/// reaching past the end of the address space);
 /// BUFFER_TOO_SMALL (`capacity` below the count, naming both); nothing is
 /// written then.
 ///

@@ -294,7 +294,9 @@ pub unsafe extern "C" fn nnm_exec_model_add_concat(
 /// Pins a buffer (a graph input or output) for the whole run: it keeps
 /// its place in the mutable block from the first step to the last.
 ///
-/// Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id).
+/// Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id), INVALID_ARGUMENT (a
+/// constant, which lives for the whole run in its blob already; a model
+/// that is not live).
 ///
 /// # Safety
 /// `model` must be NULL, freed, or a live model no other call uses

@@ -1,6 +1,8 @@
 //! `nnm_exec_pool_*`: the thread-safe pool of per-request mutable blocks
 //! (`crate::workbuffer::BlockPool`). Acquire and release are the hot calls:
-//! a type-tag check, no registry look-up, no allocation on success.
+//! a type-tag check for the pool; taking or returning a free block
+//! allocates nothing. Only a cancellation token (looked up in the
+//! registry when given) and waiting for a block cost more.
 
 use std::ffi::{c_char, c_void};
 use std::time::Duration;
@@ -63,8 +65,9 @@ pub struct nnm_exec_pool_info {
     pub timeouts: u64,
     /// Acquires cancelled through their token (NNM_CANCELLED).
     pub cancellations: u64,
-    /// 1 when the pool got fewer blocks than asked for because an
-    /// allocation failed (`nnm_exec_pool_partial_reason` says why).
+    /// 1 when the pool got fewer blocks than asked for: the device's free
+    /// memory held fewer, or an allocation failed after at least one block
+    /// (`nnm_exec_pool_partial_reason` says which, with the figures).
     pub partial: u8,
 }
 
@@ -203,7 +206,8 @@ pub unsafe extern "C" fn nnm_exec_pool_partial_reason(
 /// Waits while none is free: until a release (which wakes one waiter),
 /// `timeout_ns` (< 0: no limit; 0: try once; > 0: nanoseconds), or the
 /// cancellation of `cancel` (NULL: none; a token already cancelled fails
-/// at once). Hot: only the pool's type tag is checked.
+/// at once; a cancel wakes the wait even if the token is reset right
+/// after). Hot: only the pool's type tag is checked.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a freed token); BUSY (the
 /// timeout passed, or no block free with `timeout_ns` 0); CANCELLED (the
@@ -211,8 +215,8 @@ pub unsafe extern "C" fn nnm_exec_pool_partial_reason(
 ///
 /// # Safety
 /// `pool` must be NULL or a live pool (only its tag is checked: a freed
-/// one is undefined); `cancel` NULL or a token handle; `out` NULL or
-/// writable.
+/// one is undefined); `cancel` NULL or a token handle, which must stay
+/// live (not freed) until this call returns; `out` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_exec_pool_acquire(
     pool: *mut nnm_exec_pool,
