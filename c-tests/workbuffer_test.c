@@ -26,9 +26,15 @@
  *                pool of 2 out of 5, with its reason), one reporting
  *                little free memory (fewer blocks), one with no room for a
  *                single block (NNM_OUT_OF_MEMORY with the block size);
+ *                one the CPU cannot write (constant bytes refused; a
+ *                constant without bytes gets its address in the blob);
  *   shrink       with blocks out: the free block goes at once, a block out
  *                when it comes back; shrinking to 0 fails the waiters;
- *   bad input    each with its status, a message, and nothing changed.
+ *   bad input    each with its status, a message, and nothing changed:
+ *                NULLs, unknown / duplicate / reserved ids, zero sizes,
+ *                wrong read sizes, bad aliases (an alias cycle included),
+ *                bad concat parts, a name not UTF-8, bad options, ranges,
+ *                short arrays, small, double, stale and forged blocks.
  *
  * Valid C11 and C++17 (built both ways); threads are POSIX threads, the
  * shared counters GCC/Clang __atomic builtins (C11's <stdatomic.h> is not
@@ -531,6 +537,7 @@ static void *runner_body(void *arg) {
     for (run = 0; run < RUNS; ++run) {
         nnm_exec_block b;
         unsigned none = 0, mine;
+        int owned = 0; /* this runner set owner[b.slot] and must clear it */
         long now, seen;
         size_t i, k;
         uint64_t word = ((uint64_t)r->id << 32) | (uint64_t)run;
@@ -544,11 +551,12 @@ static void *runner_body(void *arg) {
                !__atomic_compare_exchange_n(&most_out, &seen, now, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
         }
         if (now > BLOCKS) fail(r, "more blocks out than the pool has", run);
-        if (b.slot >= BLOCKS ||
-            !__atomic_compare_exchange_n(&owner[b.slot], &none, r->id, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-            fail(r, "a block another request holds", run);
-            b.slot = BLOCKS; /* not ours to clear */
-        }
+        /* A block held twice is reported, and still released as it came
+         * (an altered block would be refused and never come back, and the
+         * other runners would wait for it forever). */
+        owned = b.slot < BLOCKS &&
+                __atomic_compare_exchange_n(&owner[b.slot], &none, r->id, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        if (!owned) fail(r, "a block another request holds", run);
         for (i = 0; i < OPS; ++i)
             if (resolve(r->compiled, i, &b, ptrs[i]) != NET[i].ins + 1 + NET[i].imms + NET[i].muts) {
                 fail(r, "resolve", run);
@@ -565,8 +573,7 @@ static void *runner_body(void *arg) {
                         fail(r, "an immutable workbuffer changed", run);
         }
         mine = r->id;
-        if (b.slot < BLOCKS &&
-            !__atomic_compare_exchange_n(&owner[b.slot], &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        if (owned && !__atomic_compare_exchange_n(&owner[b.slot], &mine, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
             fail(r, "the owner word changed while held", run);
         __atomic_sub_fetch(&blocks_out, 1, __ATOMIC_SEQ_CST);
         if (nnm_exec_pool_release(r->pool, &b) != NNM_OK) fail(r, "release", run);
@@ -662,7 +669,10 @@ static void test_cancellation(void) {
     CHECK_REFUSES(nnm_exec_pool_acquire(pool, 1000000 /* 1 ms */, token, &b), NNM_BUSY, "no block free");
     CHECK(b.base == NULL);
     nnm_exec_pool_info pi = pool_info(pool);
-    CHECK(pi.timeouts >= 1 && pi.out_blocks == 1 && pi.free_blocks == 0 && pi.waiters == 0);
+    /* One acquire so far (the held block, found free); the try and the
+     * 1 ms wait are one timeout each, and only the latter waited. */
+    CHECK(pi.acquires == 1 && pi.timeouts == 2 && pi.waits == 1);
+    CHECK(pi.out_blocks == 1 && pi.free_blocks == 0 && pi.waiters == 0);
 
     /* Four waiters on `token`, one on `other`. */
     for (t = 0; t <= CANCELLED_WAITERS; ++t) {
@@ -739,10 +749,10 @@ static int device_mem_info(void *ctx, uint64_t *free_bytes, uint64_t *total_byte
     return 0;
 }
 
-/* A handle on `d` allowing `allow` allocations; with mem_info reporting
- * `free_bytes` when `with_mem_info`. */
-static nnm_device_allocator *device_new(device *d, const char *name, long allow, int with_mem_info,
-                                        uint64_t free_bytes) {
+/* A handle on `d` allowing `allow` allocations, with `flags`; with
+ * mem_info reporting `free_bytes` when `with_mem_info`. */
+static nnm_device_allocator *device_new_flags(device *d, const char *name, long allow, int with_mem_info,
+                                              uint64_t free_bytes, uint32_t flags) {
     nnm_device_allocator_vtable vt;
     nnm_device_allocator *a = NULL;
     memset(d, 0, sizeof *d);
@@ -755,9 +765,15 @@ static nnm_device_allocator *device_new(device *d, const char *name, long allow,
     vt.alloc = device_alloc;
     vt.free = device_free;
     vt.mem_info = with_mem_info ? device_mem_info : NULL;
-    vt.flags = NNM_DEVICE_HOST_ACCESSIBLE;
+    vt.flags = flags;
     CHECK_OK(nnm_device_allocator_new(&vt, &a));
     return a;
+}
+
+/* As device_new_flags, host-accessible (the CPU can write its memory). */
+static nnm_device_allocator *device_new(device *d, const char *name, long allow, int with_mem_info,
+                                        uint64_t free_bytes) {
+    return device_new_flags(d, name, allow, with_mem_info, free_bytes, NNM_DEVICE_HOST_ACCESSIBLE);
 }
 
 static long count_of(device *d, const long *field) {
@@ -847,7 +863,10 @@ static void test_devices(void) {
     dev = device_new(&d, "small", -1, 1, info.block_bytes * 2 + info.block_bytes / 2);
     CHECK_OK(nnm_exec_pool_new(c, dev, 4, &pool));
     pi = pool_info(pool);
-    CHECK(pi.requested == 4 && pi.blocks == 2 && pi.target == 2);
+    CHECK(pi.requested == 4 && pi.blocks == 2 && pi.target == 2 && pi.partial == 1);
+    CHECK_OK(nnm_exec_pool_partial_reason(pool, reason, sizeof reason, &len));
+    CHECK(nnm_check_contains(reason, "device \"small\"") && nnm_check_contains(reason, "room for 2 of the 4") &&
+          nnm_check_contains(reason, block_size));
     CHECK(count_of(&d, &d.allocs) == 2);
     nnm_exec_pool_free(pool);
     nnm_device_allocator_free(dev);
@@ -1059,6 +1078,24 @@ static void test_bad_model_input(void) {
     out[0].alias_of = 2;
     CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, &index), NNM_INVALID_ARGUMENT, "not one of its inputs", m,
                         2);
+    /* An alias cycle: two outputs of one operator aliasing each other. */
+    in[0].id = 1;
+    in[0].size = 64;
+    out[0].id = 3;
+    out[0].size = 64;
+    out[0].alias_of = 4;
+    out[1].id = 4;
+    out[1].size = 64;
+    out[1].alias_of = 3;
+    d = one_op("x", in, 1, out, 2);
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, &index), NNM_INVALID_ARGUMENT,
+                        "aliases 4, an output of the same operator: an alias cycle", m, 2);
+
+    /* A name that is not UTF-8 (0xff never occurs in UTF-8). */
+    out[0].alias_of = NA;
+    d = one_op("op\xff", NULL, 0, out, 1);
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, &index), NNM_INVALID_ARGUMENT,
+                        "desc->name is not valid UTF-8", m, 2);
 
     /* Concat parents: parts overlapping, past the end, unknown, none. */
     CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 128, parts, offsets, 2), NNM_INVALID_ARGUMENT, "overlap", m,
@@ -1092,6 +1129,60 @@ static void test_bad_model_input(void) {
     CHECK_OK(nnm_exec_model_pin(m, 3));
     nnm_exec_model_free(m);
     nnm_exec_model_free(NULL);
+}
+
+/* --- constants on a device the CPU cannot write -------------------------------- */
+
+/* Constant 1 (64 B, with `bytes` or none) read by one operator. */
+static nnm_exec_model *constant_model(const unsigned char *bytes) {
+    nnm_exec_model *m = NULL;
+    nnm_exec_tensor in;
+    nnm_exec_output out;
+    nnm_exec_operator_desc d;
+    in.id = 1;
+    in.size = 64;
+    out.id = 2;
+    out.size = 64;
+    out.alias_of = NA;
+    d = one_op("scale", &in, 1, &out, 1);
+    CHECK_OK(nnm_exec_model_new(&m));
+    if (m == NULL) return NULL;
+    CHECK_OK(nnm_exec_model_add_constant(m, 1, 64, bytes));
+    CHECK_OK(nnm_exec_model_add_operator(m, &d, NULL));
+    return m;
+}
+
+static void test_device_constants(void) {
+    unsigned char bytes[64];
+    nnm_exec_model *with = NULL, *without = NULL;
+    nnm_exec_compiled *c = NULL;
+    nnm_device_allocator *dev;
+    device d;
+    void *constant = NULL;
+    long allocs;
+    memset(bytes, 7, sizeof bytes);
+    with = constant_model(bytes);
+    without = constant_model(NULL);
+    dev = device_new_flags(&d, "opaque", -1, 0, 0, 0); /* not NNM_DEVICE_HOST_ACCESSIBLE */
+    if (with != NULL && without != NULL && dev != NULL) {
+        /* Bytes to copy in: refused, naming the device, nothing kept. */
+        CHECK_REFUSES(nnm_exec_compile(with, NULL, dev, NULL, NULL, &c), NNM_INVALID_ARGUMENT, "not host-accessible");
+        CHECK_ERROR_HAS("constant 1 has bytes");
+        CHECK_ERROR_HAS("opaque");
+        CHECK(c == NULL && count_of(&d, &d.frees) == count_of(&d, &d.allocs));
+        allocs = count_of(&d, &d.allocs);
+        /* Without bytes the constant is left for the runtime to write at its
+         * address in the blob (on the device: never dereferenced here). */
+        CHECK_OK(nnm_exec_compile(without, NULL, dev, NULL, NULL, &c));
+        CHECK_OK(nnm_exec_compiled_constant(c, 1, &constant));
+        CHECK(constant != NULL && count_of(&d, &d.allocs) == allocs + 1); /* the constants blob alone */
+        CHECK(place_of(c, 1).area == NNM_EXEC_AREA_CONSTANTS && place_of(c, 1).size == 64);
+        nnm_exec_compiled_free(c);
+    }
+    nnm_exec_model_free(with);
+    nnm_exec_model_free(without);
+    nnm_device_allocator_free(dev);
+    device_done(&d);
 }
 
 static void test_bad_compiled_input(void) {
@@ -1224,6 +1315,7 @@ int main(void) {
     test_cancellation();
     test_failing_init();
     test_devices();
+    test_device_constants();
     test_shrink();
     test_bad_model_input();
     test_bad_compiled_input();
