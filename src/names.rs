@@ -67,9 +67,10 @@ fn unknown_name<E: CEnum>(name: &str) -> Error {
 }
 
 /// Implements [`CEnum`] (and inherent `const fn name`, for const contexts)
-/// from one list:
+/// from one list (the macro is crate-private, so the example is text, not
+/// a doctest):
 ///
-/// ```ignore
+/// ```text
 /// c_enum! {
 ///     ReportFormat, "report format",
 ///     value_error(value) => format!("unknown report format {value} (0: text, 1: json)"),

@@ -7,10 +7,13 @@
 //!
 //! The free list sits behind a mutex with a condition variable. Taking a
 //! free block or giving one back is a lock, a push or pop and an unlock;
-//! the condition variable is only notified when a thread waits (a notify
-//! is a system call even with nobody to wake). Waiting threads are woken
-//! by a release (one of them), by the cancellation of the token they wait
-//! with (all of them: see [`crate::cancel`]), and by a shrink to zero.
+//! the condition variable is only notified when a thread sleeps on it (a
+//! notify is a system call, even with nobody to wake, and the block the
+//! releasing thread just gave back sits unused meanwhile). A thread
+//! finding no block first yields its CPU a few times, re-checking, and
+//! only then sleeps. Sleeping threads are woken by a release (one of
+//! them), by the cancellation of the token they wait with (all of them:
+//! see [`crate::cancel`]), and by a shrink to zero.
 //!
 //! A lease carries its slot and a generation that changes on every
 //! acquire, so a release of a stale or foreign lease is refused instead of
@@ -52,8 +55,10 @@ pub struct PoolInfo {
     pub free: usize,
     /// Blocks held by requests now.
     pub out: usize,
-    /// Threads waiting in `acquire` now.
+    /// Threads waiting in `acquire` now (yielding or asleep).
     pub waiters: usize,
+    /// Those of them asleep (they need a release's wake-up).
+    pub sleepers: usize,
     /// Bytes of each block.
     pub block_size: u64,
     /// Why the pool got fewer blocks than requested, if it did.
@@ -80,7 +85,11 @@ struct State {
     blocks: usize,
     target: usize,
     out: usize,
+    /// Threads in `acquire`'s slow path, yielding or asleep.
     waiters: usize,
+    /// Those of them asleep on the condition variable: only these need a
+    /// notify (a system call).
+    sleepers: usize,
     acquires: u64,
     waits: u64,
     timeouts: u64,
@@ -189,6 +198,7 @@ impl BlockPool {
             target: blocks,
             out: 0,
             waiters: 0,
+            sleepers: 0,
             acquires: 0,
             waits: 0,
             timeouts: 0,
@@ -243,9 +253,9 @@ impl BlockPool {
     /// The slow path of `acquire`: registers with the token, then sleeps
     /// until a block is free, the token is cancelled, the pool is emptied
     /// or the deadline passes.
-    fn wait_for_block(
-        &self,
-        mut st: MutexGuard<'_, State>,
+    fn wait_for_block<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, State>,
         timeout: Option<Duration>,
         cancel: Option<&CancelToken>,
     ) -> Result<Lease> {
@@ -267,6 +277,7 @@ impl BlockPool {
         });
         st.waiters += 1;
         st.waits += 1;
+        let mut yields_left = YIELDS_BEFORE_SLEEP;
         let outcome = loop {
             if cancel.is_some_and(|t| t.is_cancelled() || t.cancel_count() != cancels_seen) {
                 st.cancellations += 1;
@@ -278,22 +289,37 @@ impl BlockPool {
             if st.target == 0 {
                 break Err(emptied());
             }
-            match deadline {
-                None => st = shared.available.wait(st).unwrap_or_else(|p| p.into_inner()),
-                Some(deadline) => {
-                    let now = Instant::now();
-                    if now >= deadline {
-                        st.timeouts += 1;
-                        break Err(busy(&st, timeout.unwrap_or_default()));
-                    }
-                    st = shared.available.wait_timeout(st, deadline - now).unwrap_or_else(|p| p.into_inner()).0;
+            if let Some(deadline) = deadline {
+                if Instant::now() >= deadline {
+                    st.timeouts += 1;
+                    break Err(busy(&st, timeout.unwrap_or_default()));
                 }
             }
+            // A block held for a short kernel often comes back within a few
+            // scheduler turns: yielding first spares the releasing thread
+            // the system call that waking a sleeper costs, during which the
+            // block it gave back would sit unused.
+            if yields_left > 0 {
+                yields_left -= 1;
+                drop(st);
+                std::thread::yield_now();
+                st = shared.lock();
+                continue;
+            }
+            st.sleepers += 1;
+            st = match deadline {
+                None => shared.available.wait(st).unwrap_or_else(|p| p.into_inner()),
+                Some(deadline) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    shared.available.wait_timeout(st, left).unwrap_or_else(|p| p.into_inner()).0
+                }
+            };
+            st.sleepers -= 1;
         };
         st.waiters -= 1;
         // A waiter leaving without a block may have been the one a release
         // woke: pass the wake-up on, or a free block would wait unseen.
-        if outcome.is_err() && !st.free.is_empty() && st.waiters > 0 {
+        if outcome.is_err() && !st.free.is_empty() && st.sleepers > 0 {
             shared.available.notify_one();
         }
         outcome
@@ -327,7 +353,9 @@ impl BlockPool {
             return Ok(());
         }
         st.free.push(lease.slot);
-        if st.waiters > 0 {
+        let wake = st.sleepers > 0;
+        drop(st);
+        if wake {
             shared.available.notify_one();
         }
         Ok(())
@@ -353,7 +381,7 @@ impl BlockPool {
             freed.push(st.slots[slot as usize].block.take());
             st.blocks -= 1;
         }
-        if blocks == 0 && st.waiters > 0 {
+        if blocks == 0 && st.sleepers > 0 {
             shared.available.notify_all();
         }
         drop(st);
@@ -372,6 +400,7 @@ impl BlockPool {
             free: st.free.len(),
             out: st.out,
             waiters: st.waiters,
+            sleepers: st.sleepers,
             block_size: shared.block_size,
             partial: shared.partial.clone(),
             acquires: st.acquires,
@@ -403,6 +432,9 @@ impl std::fmt::Debug for BlockPool {
         f.debug_struct("BlockPool").field("info", &self.info()).finish()
     }
 }
+
+/// Scheduler turns a waiter yields before it sleeps.
+const YIELDS_BEFORE_SLEEP: u32 = 8;
 
 fn cancelled() -> Error {
     Error::new(Status::Cancelled, "acquire cancelled through its cancellation token")

@@ -283,7 +283,7 @@ fn a_waiter_woken_by_a_release_but_cancelled_passes_the_block_on() {
             let (pool, token) = (pool.clone(), token.clone());
             std::thread::spawn(move || pool.acquire(None, Some(&token)).unwrap_err().status())
         };
-        while pool.info().waiters < 2 {
+        while pool.info().sleepers < 2 {
             std::thread::yield_now();
         }
         token.flag().store(true, Ordering::SeqCst);
