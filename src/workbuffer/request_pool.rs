@@ -97,6 +97,23 @@ struct State {
 }
 
 impl State {
+    /// What an acquire comes to without waiting, checked in this order:
+    /// cancelled, a free block taken, the pool emptied by a shrink to 0;
+    /// `None` when it has to wait.
+    fn settle(&mut self, is_cancelled: bool, size: u64) -> Option<Result<Lease>> {
+        if is_cancelled {
+            self.cancellations += 1;
+            return Some(Err(cancelled()));
+        }
+        if let Some(slot) = self.free.pop() {
+            return Some(Ok(self.lease(slot, size)));
+        }
+        if self.target == 0 {
+            return Some(Err(emptied()));
+        }
+        None
+    }
+
     /// Takes free block `slot` for a new lease.
     fn lease(&mut self, slot: u32, size: u64) -> Lease {
         let s = &mut self.slots[slot as usize];
@@ -231,17 +248,8 @@ impl BlockPool {
     pub fn acquire(&self, timeout: Option<Duration>, cancel: Option<&CancelToken>) -> Result<Lease> {
         let shared = &*self.shared;
         let mut st = shared.lock();
-        if let Some(token) = cancel {
-            if token.is_cancelled() {
-                st.cancellations += 1;
-                return Err(cancelled());
-            }
-        }
-        if let Some(slot) = st.free.pop() {
-            return Ok(st.lease(slot, shared.block_size));
-        }
-        if st.target == 0 {
-            return Err(emptied());
+        if let Some(done) = st.settle(cancel.is_some_and(CancelToken::is_cancelled), shared.block_size) {
+            return done;
         }
         if timeout == Some(Duration::ZERO) {
             st.timeouts += 1;
@@ -279,15 +287,9 @@ impl BlockPool {
         st.waits += 1;
         let mut yields_left = YIELDS_BEFORE_SLEEP;
         let outcome = loop {
-            if cancel.is_some_and(|t| t.is_cancelled() || t.cancel_count() != cancels_seen) {
-                st.cancellations += 1;
-                break Err(cancelled());
-            }
-            if let Some(slot) = st.free.pop() {
-                break Ok(st.lease(slot, shared.block_size));
-            }
-            if st.target == 0 {
-                break Err(emptied());
+            let cancelled = cancel.is_some_and(|t| t.is_cancelled() || t.cancel_count() != cancels_seen);
+            if let Some(done) = st.settle(cancelled, shared.block_size) {
+                break done;
             }
             if let Some(deadline) = deadline {
                 if Instant::now() >= deadline {
