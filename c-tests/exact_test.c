@@ -6,7 +6,11 @@
  *
  * Reads MiniMalloc's challenging instance B (170 buffers, a perfect packing
  * of 1048576 bytes; minimising takes the search a second or so) from
- * NNM_DATA_DIR as the hard case.
+ * NNM_DATA_DIR as the hard case, and D (213 buffers), whose minimum the
+ * search does not prove in minutes, as the case a cancel always interrupts.
+ *
+ * No check depends on the machine's speed: limits that decide a result
+ * count nodes or work, and the one sleep only spaces out a cancel.
  *
  * Valid C11 and C++ (built both ways, like planner_test.c).
  */
@@ -148,9 +152,8 @@ static void test_capacity_decision(const instance *hard) {
     nnm_plan_result r;
     nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
     CHECK_OK(nnm_planner_set_capacity(p, 1048576));
-    CHECK_OK(nnm_planner_set_time_limit(p, 60.0));
     /* B needs about 330k nodes here; a node cap keeps this test short and
-     * deterministic. Either it fits (NNM_OK) or the capacity is reported
+     * deterministic (no time limit: it would make it depend on the machine). Either it fits (NNM_OK) or the capacity is reported
      * as missed with the bytes needed. */
     CHECK_OK(nnm_planner_set_node_limit(p, 200000));
     {
@@ -227,8 +230,9 @@ typedef struct canceller {
 static void *cancel_later(void *arg) {
     canceller *c = (canceller *)arg;
     struct timespec pause;
-    /* Long enough for the heuristics before the search under valgrind on a
-     * loaded machine (200 ms was not, once), so the search is what stops. */
+    /* Time for the heuristics, so that most runs cancel the search itself;
+     * nothing below depends on it (a cancel during the heuristics stops
+     * the run just the same). */
     pause.tv_sec = 1;
     pause.tv_nsec = 0;
     nanosleep(&pause, NULL);
@@ -237,15 +241,19 @@ static void *cancel_later(void *arg) {
     return NULL;
 }
 
-/* Another thread cancels a minimising search on B; it returns promptly
- * with a valid plan that is not proven optimal. */
-static void test_cancellation_from_another_thread(const instance *hard) {
+/* Another thread cancels a minimising search; it returns with a valid plan
+ * that is not proven optimal. The instance is one no machine solves before
+ * the cancel arrives (challenging D: the search runs for minutes without
+ * proving its optimum), so the outcome does not depend on machine speed.
+ * How promptly the search stops is pinned without a clock by the Rust test
+ * cancellation_from_another_thread_stops_the_search. */
+static void test_cancellation_from_another_thread(const instance *unsolved) {
     canceller c;
     pthread_t thread;
     nnm_plan_result r;
     uint8_t flag = 7;
     double returned;
-    nnm_planner *p = planner_for(hard, NNM_ALGORITHM_EXACT);
+    nnm_planner *p = planner_for(unsolved, NNM_ALGORITHM_EXACT);
     c.token = NULL;
     c.cancelled_at = 0;
     CHECK_OK(nnm_cancel_token_new(&c.token));
@@ -253,14 +261,13 @@ static void test_cancellation_from_another_thread(const instance *hard) {
     /* No work limit: the search runs until cancelled. */
     CHECK_OK(nnm_planner_set_work_limit(p, 0));
     CHECK(pthread_create(&thread, NULL, cancel_later, &c) == 0);
-    plan_and_validate(p, hard, &r);
+    plan_and_validate(p, unsolved, &r);
     returned = now_seconds();
     CHECK(pthread_join(thread, NULL) == 0);
     CHECK(c.cancelled_at > 0 && returned >= c.cancelled_at);
-    /* Generous for valgrind; without it this is about a millisecond. */
-    CHECK(returned - c.cancelled_at < 30.0);
     CHECK(r.proven_optimal == 0);
-    CHECK(r.search_nodes > 0);
+    CHECK(r.time_limit_cut == 0);
+    CHECK(r.best_lower_bound_bytes < r.peak_bytes);
     CHECK_OK(nnm_cancel_token_is_cancelled(c.token, &flag));
     CHECK(flag == 1);
     CHECK_OK(nnm_cancel_token_reset(c.token));
@@ -299,18 +306,20 @@ static void test_errors(void) {
 }
 
 int main(void) {
-    static instance hard;
-    if (!read_csv(NNM_DATA_DIR "/minimalloc/challenging/B.1048576.csv", &hard)) {
-        fprintf(stderr, "exact_test: cannot read the challenging instance\n");
+    static instance hard, unsolved;
+    if (!read_csv(NNM_DATA_DIR "/minimalloc/challenging/B.1048576.csv", &hard) ||
+        !read_csv(NNM_DATA_DIR "/minimalloc/challenging/D.1048576.csv", &unsolved)) {
+        fprintf(stderr, "exact_test: cannot read the challenging instances\n");
         return 1;
     }
     CHECK(hard.count == 170);
+    CHECK(unsolved.count == 213);
     test_errors();
     test_small_instances_are_solved_exactly();
     test_node_limit_is_deterministic(&hard);
     test_work_limit_is_deterministic(&hard);
     test_time_limit_cut_is_reported(&hard);
     test_capacity_decision(&hard);
-    test_cancellation_from_another_thread(&hard);
+    test_cancellation_from_another_thread(&unsolved);
     return nnm_check_report();
 }

@@ -1,8 +1,12 @@
 /*
  * Tiny check harness shared by the C tests. Header-only, valid C11 and C++.
  *
- * Each CHECK counts a pass or prints file:line, the failed expression and
- * nnm_last_error(), then carries on, so one run lists every failure.
+ * Each CHECK counts a pass or prints file:line and the failed expression,
+ * then carries on, so one run lists every failure. nnm_last_error() is
+ * printed only where it belongs to the check: a call that failed (CHECK_OK,
+ * CHECK_FAILS) or a message checked (CHECK_ERROR_HAS). A plain CHECK or a
+ * call that succeeded would print whatever failed last on the thread, maybe
+ * long before, as if it explained this failure.
  * nnm_check_report() prints "N passed, M failed" and gives main's exit code.
  */
 #ifndef NNM_CHECK_H
@@ -18,15 +22,24 @@
 static int nnm_check_passed;
 static int nnm_check_failed;
 
-static inline void nnm_check_record(int ok, const char *file, int line, const char *what) {
+/* Records a condition; `show_error`: the condition is about nnm_last_error(). */
+static inline void nnm_check_record_ex(int ok, int show_error, const char *file, int line, const char *what) {
     if (ok) {
         ++nnm_check_passed;
         return;
     }
     ++nnm_check_failed;
-    const char *err = nnm_last_error();
-    fprintf(stderr, "%s:%d: FAILED: %s\n    last failure on this thread: \"%s\"\n", file, line,
-            what, err ? err : "(NULL)");
+    if (show_error) {
+        const char *err = nnm_last_error();
+        fprintf(stderr, "%s:%d: FAILED: %s\n    nnm_last_error(): \"%s\"\n", file, line, what,
+                err ? err : "(NULL)");
+    } else {
+        fprintf(stderr, "%s:%d: FAILED: %s\n", file, line, what);
+    }
+}
+
+static inline void nnm_check_record(int ok, const char *file, int line, const char *what) {
+    nnm_check_record_ex(ok, 0, file, line, what);
 }
 
 static inline int nnm_check_has_message(void) {
@@ -42,11 +55,14 @@ static inline void nnm_check_status(int got, int want, int need_message, const c
         return;
     }
     ++nnm_check_failed;
-    const char *err = nnm_last_error();
-    fprintf(stderr, "%s:%d: FAILED: %s\n    returned %d (%s), expected %d (%s)%s\n"
-                    "    last failure on this thread: \"%s\"\n",
-            file, line, call, got, nnm_status_str(got), want, nnm_status_str(want),
-            got == want ? ", but nnm_last_error() is empty" : "", err ? err : "(NULL)");
+    fprintf(stderr, "%s:%d: FAILED: %s\n    returned %d (%s), expected %d (%s)%s\n", file, line, call, got,
+            nnm_status_str(got), want, nnm_status_str(want), got == want ? ", but nnm_last_error() is empty" : "");
+    if (got != 0) {
+        /* The call failed: the message is its own. (After a success it
+         * would be an earlier failure's.) */
+        const char *err = nnm_last_error();
+        fprintf(stderr, "    nnm_last_error(): \"%s\"\n", err ? err : "(NULL)");
+    }
 }
 
 #define CHECK(cond) nnm_check_record((cond) ? 1 : 0, __FILE__, __LINE__, #cond)
@@ -57,11 +73,11 @@ static inline void nnm_check_status(int got, int want, int need_message, const c
     nnm_check_status((int)(call), (int)(status), 1, __FILE__, __LINE__, #call)
 /* The call fails with some status (the exact code is not part of the contract)
  * and leaves a non-empty nnm_last_error(). */
-#define CHECK_NOT_OK(call)                                                         \
-    do {                                                                           \
-        int nnm_s_ = (int)(call);                                                  \
-        nnm_check_record(nnm_s_ != (int)NNM_OK && nnm_check_has_message(), __FILE__, \
-                         __LINE__, #call " fails with a message");                 \
+#define CHECK_NOT_OK(call)                                                                    \
+    do {                                                                                      \
+        int nnm_s_ = (int)(call);                                                             \
+        nnm_check_record_ex(nnm_s_ != (int)NNM_OK && nnm_check_has_message(), nnm_s_ != (int)NNM_OK, \
+                            __FILE__, __LINE__, #call " fails with a message");               \
     } while (0)
 
 /* Whether `text` (NULL: no text) contains `part`. */
@@ -70,7 +86,9 @@ static inline int nnm_check_contains(const char *text, const char *part) {
 }
 
 /* The last failure on this thread left a message containing `part`. */
-#define CHECK_ERROR_HAS(part) CHECK(nnm_check_contains(nnm_last_error(), (part)))
+#define CHECK_ERROR_HAS(part) \
+    nnm_check_record_ex(nnm_check_contains(nnm_last_error(), (part)), 1, __FILE__, __LINE__, \
+                        "nnm_last_error() contains " #part)
 
 /* The call fails with exactly `status` and a message containing `part`. */
 #define CHECK_REFUSES(call, status, part) \

@@ -338,6 +338,8 @@ impl Planner {
             cancel: self.cancel.clone(),
             #[cfg(test)]
             drag: self.drag,
+            #[cfg(test)]
+            on_check: None,
         };
         let mut placement = match &flat {
             Some(f) if self.algorithm != Algorithm::Tflm => {

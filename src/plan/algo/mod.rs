@@ -184,6 +184,24 @@ pub struct SearchLimits {
     /// gets the same plan.
     #[cfg(test)]
     pub drag: Option<Duration>,
+    /// For tests: called at every clock check (where `drag` sleeps), so a
+    /// test can act at a chosen check, such as cancelling from another
+    /// thread while the search waits, with no clock involved.
+    #[cfg(test)]
+    pub on_check: Option<CheckHook>,
+}
+
+/// A test's action at every stop check of a search (see
+/// [`SearchLimits::on_check`]).
+#[cfg(test)]
+#[derive(Clone)]
+pub struct CheckHook(pub Arc<dyn Fn() + Send + Sync>);
+
+#[cfg(test)]
+impl std::fmt::Debug for CheckHook {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("CheckHook")
+    }
 }
 
 impl SearchLimits {
@@ -199,6 +217,8 @@ impl SearchLimits {
             cancel: None,
             #[cfg(test)]
             drag: None,
+            #[cfg(test)]
+            on_check: None,
         }
     }
 
@@ -222,6 +242,10 @@ impl SearchLimits {
         #[cfg(test)]
         if let Some(drag) = self.drag {
             std::thread::sleep(drag);
+        }
+        #[cfg(test)]
+        if let Some(hook) = &self.on_check {
+            (hook.0)();
         }
         self.deadline.is_some_and(|d| Instant::now() >= d)
     }
