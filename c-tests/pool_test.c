@@ -23,8 +23,14 @@
  *   strategy   a C strategy registered by name, used through the registry,
  *              and a faulty one whose bad blocks are refused;
  *   reports    text, JSON, the callback variant and the snapshot trace;
- *   bad input  NULL, size 0, alignment 3, SIZE_MAX, a foreign pointer,
- *              double dealloc, unknown names: status, message, no change.
+ *   bad input  NULL, alignment 3, SIZE_MAX, a foreign pointer, double
+ *              dealloc, unknown names, bad options: status, message, no
+ *              change (a replay pool's statistics included);
+ *   pytorch    release_cached returns every wholly idle segment (blocks
+ *              used on two streams too), an idle segment never causes an
+ *              out-of-memory, end_iteration leaves a caching pool alone;
+ *   raf names  page_unit_pool and no_pool wherever a strategy is named;
+ *   size 0     a unique smallest block on every strategy, replayed too.
  *
  * Valid C11 and C++17 (built both ways); threads are POSIX threads.
  */
@@ -471,7 +477,6 @@ static void test_registry(void) {
     CHECK(strcmp(name_of(held), "caching") == 0);
     nnm_pool_free(held);
     CHECK_FAILS(nnm_device_get_pool(custom, id, NULL), NNM_NULL_ARGUMENT);
-    CHECK_FAILS(nnm_device_alloc(custom, id, 0, 0, NULL, &p), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_device_alloc(custom, id, 8, 3, NULL, &p), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_device_alloc(custom, id, 8, 0, NULL, NULL), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_device_dealloc(custom, id, NULL), NNM_NULL_ARGUMENT);
@@ -953,7 +958,6 @@ static void test_bad_input(uint32_t strategy) {
 
     CHECK_FAILS(nnm_pool_alloc(NULL, 100, 16, NULL, &out), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_pool_alloc(pool, 100, 16, NULL, NULL), NNM_NULL_ARGUMENT);
-    CHECK_FAILS(nnm_pool_alloc(pool, 0, 16, NULL, &out), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_pool_alloc(pool, 100, 3, NULL, &out), NNM_INVALID_ARGUMENT);
     CHECK_ERROR_HAS("3");
     CHECK_FAILS(nnm_pool_alloc(pool, SIZE_MAX, 16, NULL, &out), NNM_OVERFLOW);
@@ -1000,6 +1004,277 @@ static void test_bad_input(uint32_t strategy) {
     nnm_pool_free(NULL); /* a no-op */
 }
 
+/* --- PyTorch's semantics: release_cached, out-of-memory, end_iteration --- */
+
+#define MIB ((size_t)1 << 20)
+
+/* A caching pool whose one small segment (2 MiB) is wholly idle, its
+ * blocks last used on two streams: 1000 B on the default stream, freed,
+ * the streams synchronised, then 1000 B on stream S and 1000 B on the
+ * default stream, both freed. */
+static nnm_pool *two_stream_idle_segment(nnm_device_allocator *dev, uint64_t limit) {
+    void *const S = (void *)(uintptr_t)0x51;
+    nnm_pool_options o = default_options();
+    nnm_pool *pool = NULL;
+    void *a = NULL, *b = NULL;
+    o.limit_bytes = limit;
+    o.shards = 1;
+    CHECK_OK(nnm_pool_new(dev, NNM_STRATEGY_CACHING, &o, &pool));
+    if (pool == NULL) abort();
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 0, NULL, &a));
+    CHECK_OK(nnm_pool_dealloc(pool, a));
+    CHECK_OK(nnm_pool_streams_synchronized(pool));
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 0, S, &a));
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 0, NULL, &b));
+    CHECK_OK(nnm_pool_dealloc(pool, a));
+    CHECK_OK(nnm_pool_dealloc(pool, b));
+    nnm_pool_stats s = stats_of(pool);
+    CHECK(s.active_blocks == 0 && s.reserved_bytes == 2 * MIB && s.cached_bytes == 2 * MIB);
+    return pool;
+}
+
+static void test_pytorch_semantics(void) {
+    counter c;
+    nnm_device_allocator *dev = counter_allocator(&c, "counter");
+    nnm_pool *pool;
+    uint64_t released = 0;
+    void *p = NULL, *q = NULL;
+
+    /* empty_cache: every wholly idle segment goes back, whatever streams
+     * its blocks were used on. */
+    pool = two_stream_idle_segment(dev, 0);
+    CHECK_OK(nnm_pool_release_cached(pool, &released));
+    CHECK(released == 2 * MIB);
+    nnm_pool_stats s = stats_of(pool);
+    CHECK(s.reserved_bytes == 0 && s.cached_bytes == 0 && s.cached_blocks == 0 && s.device_frees == 1);
+    CHECK(balanced(&c));
+    nnm_pool_free(pool);
+
+    /* No false out-of-memory: 2 MiB idle under a 4 MiB limit, a 3 MiB
+     * request (a 4 MiB segment) frees the idle segment and is served. */
+    pool = two_stream_idle_segment(dev, 4 * MIB);
+    CHECK_OK(nnm_pool_alloc(pool, 3 * MIB, 0, NULL, &p));
+    s = stats_of(pool);
+    CHECK(p != NULL && s.oom_retries == 1 && s.limit_refusals == 0);
+    CHECK(s.reserved_bytes == 4 * MIB && s.device_frees == 1);
+    CHECK_OK(nnm_pool_dealloc(pool, p));
+    nnm_pool_free(pool);
+    CHECK(balanced(&c));
+
+    /* end_iteration is not replay's: a caching pool ignores it (its two
+     * wholly idle large segments stay as they are, no device call). */
+    REQUIRE_OK(nnm_pool_new(dev, NNM_STRATEGY_CACHING, NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 4 * MIB, 0, NULL, &p));
+    CHECK_OK(nnm_pool_alloc(pool, 6 * MIB, 0, NULL, &q));
+    CHECK_OK(nnm_pool_dealloc(pool, p));
+    CHECK_OK(nnm_pool_dealloc(pool, q));
+    nnm_pool_stats before = stats_of(pool);
+    long calls = device_allocs(&c);
+    CHECK(before.cached_blocks == 2 && before.device_allocs == 2);
+    CHECK_OK(nnm_pool_end_iteration(pool));
+    nnm_pool_stats after = stats_of(pool);
+    CHECK(same_stats(&before, &after) && device_allocs(&c) == calls);
+    nnm_pool_free(pool);
+    CHECK(balanced(&c));
+
+    nnm_device_allocator_free(dev);
+    pthread_mutex_destroy(&c.lock);
+}
+
+/* Bad caching options are refused, naming the field and the rule. */
+static void test_bad_options(void) {
+    static const struct {
+        int field; /* 0 min_block, 1 small_segment, 2 large_round, 3 shards */
+        uint64_t value;
+        const char *says;
+    } bad[] = {
+        {0, 1000, "min_block 1000 B is not a power of two"},
+        {0, 0, "min_block 0 B is not a power of two"},
+        {0, 3, "min_block 3 B is not a power of two"},
+        {1, 0, "small_segment 0 B"},
+        {1, 1000, "small_segment 1000 B is not a multiple of min_block (512 B)"},
+        {1, 512 * 1024, "small_segment 524288 B is smaller than small_size (1048576 B)"},
+        {2, 0, "large_round 0 B"},
+        {2, 1000, "large_round 1000 B is not a multiple of min_block (512 B)"},
+        {3, 65, "65 shards asked, at most 64"},
+    };
+    const uint32_t strategies[3] = {NNM_STRATEGY_CACHING, NNM_STRATEGY_REPLAY, NNM_STRATEGY_PAGE_UNIT};
+    size_t i;
+    int k;
+    for (k = 0; k < 3; ++k) {
+        for (i = 0; i < sizeof bad / sizeof bad[0]; ++i) {
+            nnm_pool_options o = default_options();
+            nnm_pool *pool = NULL;
+            switch (bad[i].field) {
+            case 0: o.min_block = bad[i].value; break;
+            case 1: o.small_segment = bad[i].value; break;
+            case 2: o.large_round = bad[i].value; break;
+            default: o.shards = (uint32_t)bad[i].value; break;
+            }
+            CHECK_REFUSES(nnm_pool_new(NULL, strategies[k], &o, &pool), NNM_INVALID_ARGUMENT, bad[i].says);
+            CHECK(pool == NULL);
+            nnm_pool_free(pool);
+        }
+    }
+    /* The rules' edges are accepted: 1 B blocks, 64 shards, segments of
+     * exactly small_size. */
+    {
+        nnm_pool_options o = default_options();
+        nnm_pool *pool = NULL;
+        void *p = NULL;
+        o.min_block = 1;
+        o.small_segment = o.small_size;
+        o.large_round = 3;
+        o.shards = 64;
+        REQUIRE_OK(nnm_pool_new(NULL, NNM_STRATEGY_CACHING, &o, &pool));
+        CHECK_OK(nnm_pool_alloc(pool, 1, 1, NULL, &p));
+        CHECK(stats_of(pool).allocated_bytes == 1); /* not rounded to 512 B */
+        CHECK_OK(nnm_pool_dealloc(pool, p));
+        nnm_pool_free(pool);
+    }
+}
+
+/* After a replay pool planned its iteration, a refused request changes no
+ * statistic (no departure counted). */
+static void test_replay_refusal_changes_nothing(void) {
+    nnm_pool *pool = NULL;
+    void *a = NULL, *out = NULL;
+    REQUIRE_OK(nnm_pool_new(NULL, NNM_STRATEGY_REPLAY, NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 64, NULL, &a));
+    CHECK_OK(nnm_pool_dealloc(pool, a));
+    CHECK_OK(nnm_pool_end_iteration(pool));
+    nnm_pool_stats before = stats_of(pool);
+    CHECK(before.plan_bytes > 0 && before.plan_departures == 0);
+    CHECK_FAILS(nnm_pool_alloc(pool, SIZE_MAX - 148, 64, NULL, &out), NNM_OVERFLOW);
+    CHECK(out == NULL);
+    nnm_pool_stats after = stats_of(pool);
+    CHECK(same_stats(&before, &after));
+    /* The plan still serves the recorded iteration. */
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 64, NULL, &a));
+    CHECK_OK(nnm_pool_dealloc(pool, a));
+    after = stats_of(pool);
+    CHECK(after.served_from_plan == 1 && after.plan_departures == 0);
+    nnm_pool_free(pool);
+}
+
+/* RAF's strategy names (page_unit_pool, no_pool) are accepted wherever a
+ * name is; reports keep nnmem's. */
+static void test_raf_names(void) {
+    const uint32_t host = NNM_DEVICE_TYPE_HOST, id = 11;
+    uint32_t v = 99;
+    nnm_pool *pool = NULL;
+    c_registry reg;
+    nnm_strategy_vtable vt;
+    /* Built-ins cannot be unregistered, by either name. */
+    CHECK_REFUSES(nnm_pool_unregister_strategy("page-unit"), NNM_INVALID_ARGUMENT, "'page-unit' is a built-in");
+    CHECK_REFUSES(nnm_pool_unregister_strategy("page_unit_pool"), NNM_INVALID_ARGUMENT, "RAF's name of 'page-unit'");
+    CHECK_REFUSES(nnm_pool_unregister_strategy("never-registered"), NNM_NOT_FOUND, "registered: ");
+    CHECK_OK(nnm_strategy_from_name("page_unit_pool", &v));
+    CHECK(v == NNM_STRATEGY_PAGE_UNIT);
+    CHECK_OK(nnm_strategy_from_name("no_pool", &v));
+    CHECK(v == NNM_STRATEGY_NO_POOL);
+    REQUIRE_OK(nnm_pool_new_by_name(NULL, "page_unit_pool", NULL, &pool));
+    CHECK(strcmp(name_of(pool), "page-unit") == 0);
+    nnm_pool_free(pool);
+    CHECK_OK(nnm_device_init_pool(host, id, "no_pool", NULL));
+    REQUIRE_OK(nnm_device_get_pool(host, id, &pool));
+    CHECK(strcmp(name_of(pool), "no-pool") == 0);
+    nnm_pool_free(pool);
+    CHECK_OK(nnm_device_init_pool(host, id, "page_unit_pool", NULL));
+    REQUIRE_OK(nnm_device_get_pool(host, id, &pool));
+    CHECK(strcmp(name_of(pool), "page-unit") == 0);
+    nnm_pool_free(pool);
+    CHECK_OK(nnm_device_remove_pool(host, id));
+    /* An alias is a built-in's name: no user strategy takes it. */
+    memset(&reg, 0, sizeof reg);
+    vt = strategy_vtable("no_pool", &reg, c_create, c_alloc, c_dealloc, c_release_cached, c_release_all);
+    CHECK_REFUSES(nnm_pool_register_strategy(&vt), NNM_ALREADY_EXISTS, "built-in");
+}
+
+/* Size 0: a unique block of the strategy's smallest size, given back like
+ * any other (RAF's Alloc(0); glibc's malloc(0)). */
+static void test_size_zero(uint32_t strategy) {
+    counter c;
+    nnm_device_allocator *dev = counter_allocator(&c, "counter");
+    nnm_pool *pool = NULL;
+    void *a = NULL, *b = NULL, *p = NULL;
+    REQUIRE_OK(nnm_pool_new(dev, strategy, NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 0, 0, NULL, &a));
+    CHECK_OK(nnm_pool_alloc(pool, 0, 16, NULL, &b));
+    CHECK(a != NULL && b != NULL && a != b && (uintptr_t)a % 256 == 0 && (uintptr_t)b % 16 == 0);
+    CHECK_OK(nnm_pool_alloc(pool, 1, 1, NULL, &p));
+    CHECK(p != NULL && p != a && p != b);
+    nnm_pool_stats s = stats_of(pool);
+    CHECK(s.active_blocks == 3 && s.requested_bytes == 1 && s.allocs == 3);
+    CHECK(s.allocated_bytes >= 3);
+    CHECK_OK(nnm_pool_dealloc(pool, a));
+    CHECK_OK(nnm_pool_dealloc(pool, b));
+    CHECK_FAILS(nnm_pool_dealloc(pool, b), NNM_INVALID_ARGUMENT); /* double */
+    s = stats_of(pool);
+    CHECK(s.active_blocks == 1 && s.requested_bytes == 1 && s.frees == 2);
+    CHECK_OK(nnm_pool_dealloc(pool, p));
+    s = stats_of(pool);
+    CHECK(s.active_blocks == 0 && s.requested_bytes == 0 && s.allocated_bytes == 0);
+    nnm_pool_free(pool);
+    nnm_device_allocator_free(dev);
+    CHECK(balanced(&c));
+    pthread_mutex_destroy(&c.lock);
+}
+
+/* A replay pool records a size-0 request and serves it from its plan, at
+ * an address of its own. */
+static void test_size_zero_replay(void) {
+    nnm_pool *pool = NULL;
+    void *z = NULL, *y = NULL, *x = NULL;
+    int it;
+    REQUIRE_OK(nnm_pool_new(NULL, NNM_STRATEGY_REPLAY, NULL, &pool));
+    for (it = 0; it < 3; ++it) {
+        CHECK_OK(nnm_pool_alloc(pool, 0, 0, NULL, &z));
+        CHECK_OK(nnm_pool_alloc(pool, 0, 0, NULL, &y));
+        CHECK_OK(nnm_pool_alloc(pool, 100, 0, NULL, &x));
+        CHECK(z != NULL && y != NULL && x != NULL && z != y && z != x && y != x);
+        CHECK(stats_of(pool).requested_bytes == 100);
+        CHECK_OK(nnm_pool_dealloc(pool, z));
+        CHECK_OK(nnm_pool_dealloc(pool, y));
+        CHECK_OK(nnm_pool_dealloc(pool, x));
+        CHECK_OK(nnm_pool_end_iteration(pool));
+    }
+    nnm_pool_stats s = stats_of(pool);
+    CHECK(s.served_from_plan == 6 && s.plan_departures == 0 && s.requested_bytes == 0 && s.active_blocks == 0);
+    nnm_pool_free(pool);
+}
+
+/* Through the registry and a C strategy too. */
+static void test_size_zero_registry(void) {
+    const uint32_t host = NNM_DEVICE_TYPE_HOST, id = 12;
+    c_registry reg;
+    nnm_strategy_vtable vt;
+    nnm_pool *pool = NULL;
+    void *a = NULL, *b = NULL;
+    CHECK_OK(nnm_device_alloc(host, id, 0, 0, NULL, &a)); /* the host allocator's page-unit pool */
+    CHECK_OK(nnm_device_alloc(host, id, 0, 0, NULL, &b));
+    CHECK(a != NULL && b != NULL && a != b);
+    CHECK_OK(nnm_device_dealloc(host, id, a));
+    CHECK_OK(nnm_device_dealloc(host, id, b));
+    CHECK_OK(nnm_device_remove_pool(host, id));
+
+    memset(&reg, 0, sizeof reg);
+    vt = strategy_vtable("c-exact-zero", &reg, c_create, c_alloc, c_dealloc, c_release_cached, c_release_all);
+    vt.destroy = c_destroy;
+    CHECK_OK(nnm_pool_register_strategy(&vt));
+    REQUIRE_OK(nnm_pool_new_by_name(NULL, "c-exact-zero", NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 0, 0, NULL, &a));
+    CHECK_OK(nnm_pool_alloc(pool, 0, 0, NULL, &b));
+    CHECK(a != NULL && b != NULL && a != b);
+    nnm_pool_stats s = stats_of(pool);
+    CHECK(s.active_blocks == 2 && s.requested_bytes == 0 && s.allocated_bytes == 128); /* 1 B asked of it: 64 B */
+    CHECK_OK(nnm_pool_dealloc(pool, a));
+    CHECK_OK(nnm_pool_dealloc(pool, b));
+    nnm_pool_free(pool);
+    CHECK_OK(nnm_pool_unregister_strategy("c-exact-zero"));
+    CHECK(reg.created == 1 && reg.destroyed == 1);
+}
+
 int main(void) {
     test_names();
     test_raf_semantics(NNM_STRATEGY_PAGE_UNIT);
@@ -1015,5 +1290,15 @@ int main(void) {
     test_bad_input(NNM_STRATEGY_PAGE_UNIT);
     test_bad_input(NNM_STRATEGY_CACHING);
     test_bad_input(NNM_STRATEGY_NO_POOL);
+    test_pytorch_semantics();
+    test_bad_options();
+    test_replay_refusal_changes_nothing();
+    test_raf_names();
+    test_size_zero(NNM_STRATEGY_NO_POOL);
+    test_size_zero(NNM_STRATEGY_PAGE_UNIT);
+    test_size_zero(NNM_STRATEGY_CACHING);
+    test_size_zero(NNM_STRATEGY_REPLAY);
+    test_size_zero_replay();
+    test_size_zero_registry();
     return nnm_check_report();
 }

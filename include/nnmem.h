@@ -510,7 +510,8 @@ typedef enum nnm_ownership {
 } nnm_ownership;
 
 /**
- * The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name.
+ * The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name
+ * (RAF's `no_pool` and `page_unit_pool` too; reports use nnmem's names).
  */
 typedef enum nnm_strategy {
   /**
@@ -1362,6 +1363,9 @@ typedef struct nnm_validation {
  * How a pool is made (`nnm_pool_new`, `nnm_device_init_pool`). Start from
  * `nnm_pool_options_default` and change the fields wanted: a field left at
  * 0 is not a default (only `limit_bytes` and `shards` give 0 a meaning).
+ * Every field is checked, whatever the strategy: a value its rule refuses
+ * fails the call with INVALID_ARGUMENT naming the field, the value and
+ * the rule (nothing is silently changed).
  */
 typedef struct nnm_pool_options {
   /**
@@ -1376,26 +1380,28 @@ typedef struct nnm_pool_options {
   uint64_t page_size;
   /**
    * `caching`: free blocks larger than this are never split (default
-   * UINT64_MAX: any block may be split).
+   * UINT64_MAX: any block may be split). Any value.
    */
   uint64_t max_split;
   /**
    * `caching`: requests of at most this many bytes are served from small
-   * segments (default 1 MiB).
+   * segments (default 1 MiB). Any value (0: none).
    */
   uint64_t small_size;
   /**
-   * `caching`: the device block size of small segments (default 2 MiB).
+   * `caching`: the device block size of small segments (default 2 MiB):
+   * a non-zero multiple of `min_block`, at least `small_size`.
    */
   uint64_t small_segment;
   /**
    * `caching`: large requests' device blocks are rounded up to a
-   * multiple of this (default 2 MiB).
+   * multiple of this (default 2 MiB): a non-zero multiple of
+   * `min_block`.
    */
   uint64_t large_round;
   /**
    * `caching`: every block is rounded up to a multiple of this (a power
-   * of two; default 512).
+   * of two, 1 included; default 512).
    */
   uint64_t min_block;
   /**
@@ -1409,7 +1415,8 @@ typedef struct nnm_pool_options {
   uint32_t replay_algorithm;
   /**
    * Shards (independent caches, each with its own lock) of a shardable
-   * strategy (`page-unit`, `caching`); 0: automatic (default).
+   * strategy (`page-unit`, `caching`); 0: automatic (default); at most
+   * 64.
    */
   uint32_t shards;
   /**
@@ -1558,9 +1565,10 @@ typedef struct nnm_strategy_vtable {
    */
   void (*destroy)(void *state);
   /**
-   * Required. Serves `size` bytes aligned to `alignment` (a power of two)
-   * on `stream`: writes the address to `out_ptr` and the bytes the block
-   * occupies (at least `size`; preset to `size`) to `out_bytes`. Returns
+   * Required. Serves `size` bytes (at least 1: a caller's request of 0 B
+   * comes as 1 B) aligned to `alignment` (a power of two) on `stream`:
+   * writes the address to `out_ptr` and the bytes the block occupies (at
+   * least `size`; preset to `size`) to `out_bytes`. Returns
    * an `nnm_status`: NNM_OK, or NNM_OUT_OF_MEMORY when the device refused
    * (the pool then calls `release_cached` and retries once).
    */
@@ -3612,7 +3620,8 @@ enum nnm_status nnm_plan_validate_ex(const struct nnm_plan_buffer *buffers,
 
 /**
  * Looks a built-in strategy up by name ("no-pool", "page-unit", "caching",
- * "replay") and writes its `nnm_strategy` value. User strategies have no
+ * "replay"; RAF's "no_pool" and "page_unit_pool" are taken too) and
+ * writes its `nnm_strategy` value. User strategies have no
  * value: use them by name (`nnm_pool_new_by_name`, `nnm_device_init_pool`).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
@@ -3652,8 +3661,9 @@ enum nnm_status nnm_pool_new(const struct nnm_device_allocator *allocator,
                              struct nnm_pool **out_pool);
 
 /**
- * As `nnm_pool_new`, with the strategy by name: a built-in one or one
- * registered with `nnm_pool_register_strategy`.
+ * As `nnm_pool_new`, with the strategy by name: a built-in one (RAF's
+ * `page_unit_pool` and `no_pool` are taken too; the pool reports nnmem's
+ * name) or one registered with `nnm_pool_register_strategy`.
  *
  * Errors: as `nnm_pool_new`; NOT_FOUND for an unknown name (the message
  * lists the known ones).
@@ -3688,10 +3698,22 @@ void nnm_pool_free(struct nnm_pool *pool);
  * `Memory::Alloc` / PyTorch's `raw_alloc_with_stream`. A block freed on
  * another stream is reused only after `nnm_pool_streams_synchronized`.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment not a power
- * of two), OVERFLOW (size), OUT_OF_MEMORY (the pool's limit: "requested X
- * B, in use Y B, cached Z B, limit L B"; or the device, after the pool
- * released its idle memory and retried once). Nothing changes on error.
+ * Size 0 succeeds, as RAF's `Alloc(0)` and C's `malloc(0)`: a block of the
+ * strategy's smallest size (`page-unit`: a page; `caching`: `min_block`;
+ * `no-pool`: 1 B; `replay`'s plan: 1 B padded to its alignment; a C
+ * strategy is asked for 1 B) at an address no other live block has,
+ * counted as a live block with 0 requested bytes; give it back with
+ * `nnm_pool_dealloc` like any other. (PyTorch's `raw_alloc(0)` returns
+ * NULL: a shim maps it itself.)
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two),
+ * OVERFLOW (size, rounded up to the alignment or the strategy's unit),
+ * OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B, cached Z
+ * B, limit L B"; or the device; either after the pool released its idle
+ * memory, every idle segment included, and retried once). Nothing
+ * changes on error, except that an OUT_OF_MEMORY refusal counts in
+ * `oom_retries` and `limit_refusals` and has returned idle memory to the
+ * device.
  *
  * # Safety
  * `pool` must be NULL or a live pool handle (only its type tag is checked:
@@ -3720,7 +3742,16 @@ enum nnm_status nnm_pool_dealloc(struct nnm_pool *pool, void *ptr);
 /**
  * Returns the pool's idle memory to the device (whole device blocks, never
  * memory handed out) and writes the bytes returned to `out_bytes` (may be
- * NULL). PyTorch's `empty_cache`.
+ * NULL). PyTorch's `empty_cache`. Every idle device block goes: for
+ * `caching`, each segment none of whose blocks is handed out, even when
+ * its blocks were freed on different streams and no
+ * `nnm_pool_streams_synchronized` came since; for `page-unit`, each idle
+ * page chunk; for `replay`, its fallback's idle segments and the planned
+ * block while no planned buffer is out. As `empty_cache` synchronises the
+ * device first, the caller makes sure no stream's pending work still uses
+ * memory it gave back (the device's free is called with the stream the
+ * block was allocated on; `cudaFree` waits for the device by itself,
+ * `cudaFreeAsync` does not).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle).
  *
@@ -3744,7 +3775,9 @@ enum nnm_status nnm_pool_streams_synchronized(struct nnm_pool *pool);
 /**
  * Marks the end of an iteration. The `replay` strategy records the first
  * iteration's sequence and plans it here; from the next iteration on it
- * serves the same sequence from the plan. Other strategies ignore it.
+ * serves the same sequence from the plan. Other strategies ignore it
+ * (built-ins make no device call and change no statistic; a C strategy's
+ * `end_iteration` callback runs).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle), OUT_OF_MEMORY
  * (the plan's block does not fit the limit or the device; the pool goes on
@@ -3895,7 +3928,8 @@ enum nnm_status nnm_device_register_allocator(uint32_t device_type,
 
 /**
  * Installs a new pool for the device with the strategy named `strategy`
- * (built-in or registered) and `options` (NULL: defaults): RAF's
+ * (built-in, RAF's `page_unit_pool` and `no_pool` included, or registered)
+ * and `options` (NULL: defaults): RAF's
  * `InitPool(device, name)`. The previous pool retires: it serves no new
  * allocations, gives its idle memory back to the device, and still takes
  * back the blocks it handed out (`nnm_device_dealloc` finds them, and
@@ -3953,8 +3987,9 @@ enum nnm_status nnm_device_reset_pool(uint32_t device_type, uint32_t device_id);
 /**
  * Allocates from the device's current pool (made as by
  * `nnm_device_get_pool` when it has none): RAF's `Memory::Alloc(device,
- * nbytes, alignment)`. Arguments and errors as `nnm_pool_alloc`, and
- * NOT_FOUND (no allocator for the device).
+ * nbytes, alignment)`. Arguments (size 0 included: a block of its own)
+ * and errors as `nnm_pool_alloc`, and NOT_FOUND (no allocator for the
+ * device).
  *
  * # Safety
  * `out_ptr` must be NULL or valid for writing one pointer.
@@ -4021,7 +4056,8 @@ enum nnm_status nnm_device_ctx_free(struct nnm_device_ctx *dev,
  *
  * Errors: NULL_ARGUMENT (vtable, name, a required callback: the message
  * names it), INVALID_ARGUMENT (empty or not UTF-8 name), ALREADY_EXISTS (a
- * built-in's or a registered name).
+ * built-in's name, RAF's `no_pool` and `page_unit_pool` included, or a
+ * registered name).
  *
  * # Safety
  * `vtable` must be NULL or valid for reading one `nnm_strategy_vtable`
@@ -4036,7 +4072,8 @@ enum nnm_status nnm_pool_register_strategy(const struct nnm_strategy_vtable *vta
  * with it keep it.
  *
  * Errors: NULL_ARGUMENT, NOT_FOUND (the message lists the registered
- * names), INVALID_ARGUMENT (a built-in's name).
+ * names), INVALID_ARGUMENT (a built-in's name, RAF's `no_pool` and
+ * `page_unit_pool` included; not UTF-8).
  *
  * # Safety
  * `name` must be NULL or a NUL-terminated string.

@@ -20,6 +20,9 @@ pub trait CEnum: Copy + PartialEq + 'static {
     const ALL: &'static [Self];
     /// What one value is called in messages ("algorithm").
     const WHAT: &'static str;
+    /// Other names `from_name` takes (another project's spellings, so a
+    /// drop-in keeps its configuration strings); reports use the names.
+    const ALIASES: &'static [(&'static str, Self)];
 
     /// Its name followed by a NUL.
     fn name_nul(self) -> &'static str;
@@ -49,9 +52,11 @@ pub trait CEnum: Copy + PartialEq + 'static {
         Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
     }
 
-    /// The value named `name`; the error lists the known names.
+    /// The value named `name` (or an alias); the error lists the known
+    /// names.
     fn from_name(name: &str) -> Result<Self> {
-        Self::ALL.iter().copied().find(|v| v.as_str() == name).ok_or_else(|| unknown_name::<Self>(name))
+        let alias = || Self::ALIASES.iter().find(|(a, _)| *a == name).map(|&(_, v)| v);
+        Self::ALL.iter().copied().find(|v| v.as_str() == name).or_else(alias).ok_or_else(|| unknown_name::<Self>(name))
     }
 
     /// The value with C value `value`.
@@ -67,18 +72,20 @@ fn unknown_name<E: CEnum>(name: &str) -> Error {
 }
 
 /// Implements [`CEnum`] (and inherent `const fn name`, for const contexts)
-/// from one list (the macro is crate-private, so the example is text, not
-/// a doctest):
+/// from one list, optionally followed by aliases (the macro is
+/// crate-private, so the example is text, not a doctest):
 ///
 /// ```text
 /// c_enum! {
 ///     ReportFormat, "report format",
 ///     value_error(value) => format!("unknown report format {value} (0: text, 1: json)"),
 ///     { Text = "text", Json = "json" }
+///     aliases { "txt" => Text }
 /// }
 /// ```
 macro_rules! c_enum {
-    ($ty:ident, $what:literal, value_error($value:ident) => $message:expr, { $($variant:ident = $name:literal),+ $(,)? }) => {
+    ($ty:ident, $what:literal, value_error($value:ident) => $message:expr, { $($variant:ident = $name:literal),+ $(,)? }
+     $(aliases { $($alias:literal => $aliased:ident),+ $(,)? })?) => {
         // Inherent twins of the trait's items: callers need no import, and
         // `name` stays usable in const contexts.
         #[allow(dead_code)]
@@ -107,6 +114,7 @@ macro_rules! c_enum {
         impl $crate::names::CEnum for $ty {
             const ALL: &'static [Self] = <$ty>::ALL;
             const WHAT: &'static str = $what;
+            const ALIASES: &'static [(&'static str, Self)] = &[$($(($alias, $ty::$aliased)),+)?];
 
             #[inline]
             fn name_nul(self) -> &'static str {
@@ -153,6 +161,10 @@ mod tests {
         }
         let names: std::collections::HashSet<&str> = E::ALL.iter().map(|v| v.as_str()).collect();
         assert_eq!(names.len(), E::ALL.len(), "{}: names are distinct", E::WHAT);
+        for &(alias, v) in E::ALIASES {
+            assert!(!names.contains(alias), "{}: alias '{alias}' is a name", E::WHAT);
+            assert_eq!(E::from_name(alias).unwrap(), v);
+        }
         let n = E::ALL.len() as u32;
         assert_eq!(E::from_value(n).unwrap_err().status(), Status::InvalidArgument);
         assert_eq!(E::from_value(u32::MAX).unwrap_err().status(), Status::InvalidArgument);
@@ -170,6 +182,7 @@ mod tests {
         round_trips::<MemKind>();
         round_trips::<Ownership>();
         round_trips::<crate::region::TensorKind>();
+        round_trips::<crate::pool::StrategyKind>();
     }
 
     #[test]

@@ -254,7 +254,11 @@ fn pool_replay_command() -> clap::Command {
                 .value_name("NAME")
                 .action(ArgAction::Append)
                 .value_parser(|s: &str| StrategyKind::from_name(s).map_err(|e| e.message().to_string()))
-                .help(format!("A strategy to replay through (repeatable; default: all of\n{})", names.join(", "))),
+                .help(format!(
+                    "A strategy to replay through (repeatable; default: all of\n{}; RAF's page_unit_pool and \
+                     no_pool name page-unit and no-pool)",
+                    names.join(", ")
+                )),
         )
         .arg(alignment_option("256", "Alignment of every allocation, a power of two (256: CUDA's)"))
         .arg(

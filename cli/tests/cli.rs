@@ -516,6 +516,13 @@ fn pool_replay_runs_the_strategies_asked_for_on_either_device() {
 }
 
 #[test]
+fn pool_replay_takes_rafs_strategy_names_and_reports_nnmems() {
+    let runs = pool_replay(&["--strategy", "page_unit_pool", "--strategy=no_pool", "--strategy", "page-unit"]);
+    let names: Vec<&str> = runs.iter().map(|o| o["strategy"].as_str().unwrap()).collect();
+    assert_eq!(names, ["page-unit", "no-pool"], "an alias and its name are one strategy");
+}
+
+#[test]
 fn pool_replay_prints_a_text_report() {
     let out = nnmem(&["pool-replay", "-", "--iterations", "2"], Some(POOL_TRACE));
     assert!(out.status.success(), "{}", text(&out.stderr));

@@ -116,7 +116,8 @@ unsafe fn create(
 // --- strategies ------------------------------------------------------------------
 
 /// Looks a built-in strategy up by name ("no-pool", "page-unit", "caching",
-/// "replay") and writes its `nnm_strategy` value. User strategies have no
+/// "replay"; RAF's "no_pool" and "page_unit_pool" are taken too) and
+/// writes its `nnm_strategy` value. User strategies have no
 /// value: use them by name (`nnm_pool_new_by_name`, `nnm_device_init_pool`).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
@@ -170,8 +171,9 @@ pub unsafe extern "C" fn nnm_pool_new(
     unsafe { create(allocator, options, out_pool, |a, o| Pool::new(a, StrategyKind::from_value(strategy)?, o)) }
 }
 
-/// As `nnm_pool_new`, with the strategy by name: a built-in one or one
-/// registered with `nnm_pool_register_strategy`.
+/// As `nnm_pool_new`, with the strategy by name: a built-in one (RAF's
+/// `page_unit_pool` and `no_pool` are taken too; the pool reports nnmem's
+/// name) or one registered with `nnm_pool_register_strategy`.
 ///
 /// Errors: as `nnm_pool_new`; NOT_FOUND for an unknown name (the message
 /// lists the known ones).
@@ -217,10 +219,22 @@ pub unsafe extern "C" fn nnm_pool_free(pool: *mut nnm_pool) {
 /// `Memory::Alloc` / PyTorch's `raw_alloc_with_stream`. A block freed on
 /// another stream is reused only after `nnm_pool_streams_synchronized`.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment not a power
-/// of two), OVERFLOW (size), OUT_OF_MEMORY (the pool's limit: "requested X
-/// B, in use Y B, cached Z B, limit L B"; or the device, after the pool
-/// released its idle memory and retried once). Nothing changes on error.
+/// Size 0 succeeds, as RAF's `Alloc(0)` and C's `malloc(0)`: a block of the
+/// strategy's smallest size (`page-unit`: a page; `caching`: `min_block`;
+/// `no-pool`: 1 B; `replay`'s plan: 1 B padded to its alignment; a C
+/// strategy is asked for 1 B) at an address no other live block has,
+/// counted as a live block with 0 requested bytes; give it back with
+/// `nnm_pool_dealloc` like any other. (PyTorch's `raw_alloc(0)` returns
+/// NULL: a shim maps it itself.)
+///
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two),
+/// OVERFLOW (size, rounded up to the alignment or the strategy's unit),
+/// OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B, cached Z
+/// B, limit L B"; or the device; either after the pool released its idle
+/// memory, every idle segment included, and retried once). Nothing
+/// changes on error, except that an OUT_OF_MEMORY refusal counts in
+/// `oom_retries` and `limit_refusals` and has returned idle memory to the
+/// device.
 ///
 /// # Safety
 /// `pool` must be NULL or a live pool handle (only its type tag is checked:
@@ -264,7 +278,16 @@ pub unsafe extern "C" fn nnm_pool_dealloc(pool: *mut nnm_pool, ptr: *mut c_void)
 
 /// Returns the pool's idle memory to the device (whole device blocks, never
 /// memory handed out) and writes the bytes returned to `out_bytes` (may be
-/// NULL). PyTorch's `empty_cache`.
+/// NULL). PyTorch's `empty_cache`. Every idle device block goes: for
+/// `caching`, each segment none of whose blocks is handed out, even when
+/// its blocks were freed on different streams and no
+/// `nnm_pool_streams_synchronized` came since; for `page-unit`, each idle
+/// page chunk; for `replay`, its fallback's idle segments and the planned
+/// block while no planned buffer is out. As `empty_cache` synchronises the
+/// device first, the caller makes sure no stream's pending work still uses
+/// memory it gave back (the device's free is called with the stream the
+/// block was allocated on; `cudaFree` waits for the device by itself,
+/// `cudaFreeAsync` does not).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle).
 ///
@@ -299,7 +322,9 @@ pub unsafe extern "C" fn nnm_pool_streams_synchronized(pool: *mut nnm_pool) -> S
 
 /// Marks the end of an iteration. The `replay` strategy records the first
 /// iteration's sequence and plans it here; from the next iteration on it
-/// serves the same sequence from the plan. Other strategies ignore it.
+/// serves the same sequence from the plan. Other strategies ignore it
+/// (built-ins make no device call and change no statistic; a C strategy's
+/// `end_iteration` callback runs).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle), OUT_OF_MEMORY
 /// (the plan's block does not fit the limit or the device; the pool goes on

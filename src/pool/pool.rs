@@ -38,7 +38,8 @@ pub struct PoolOptions {
     pub limit: Option<u64>,
     /// The `page-unit` page, a power of two (default 4096).
     pub page_size: u64,
-    /// Shards of a shardable strategy (0: automatic, see [`auto_shards`]).
+    /// Shards of a shardable strategy (0: automatic, see [`auto_shards`]),
+    /// at most 64.
     pub shards: usize,
     /// Options of `caching` (and of `replay`'s fallback).
     pub caching: CachingOptions,
@@ -86,7 +87,7 @@ impl PoolOptions {
         if self.limit == Some(0) {
             return Err(Error::invalid("limit 0 B would refuse every allocation (None: no limit)"));
         }
-        Ok(())
+        self.caching.check()
     }
 }
 
@@ -107,13 +108,13 @@ fn read_user_strategies() -> std::sync::RwLockReadGuard<'static, BTreeMap<String
 }
 
 /// Registers a user strategy under `name`. AlreadyExists for a built-in
-/// name or one already registered.
+/// name (RAF's aliases included) or one already registered.
 pub fn register_strategy(name: &str, factory: StrategyFactory) -> Result<()> {
     if name.is_empty() {
         return Err(Error::invalid("a strategy needs a non-empty name"));
     }
-    if StrategyKind::from_name(name).is_ok() {
-        return Err(Error::new(Status::AlreadyExists, format!("'{name}' is a built-in pool strategy")));
+    if let Some(built_in) = built_in_named(name) {
+        return Err(Error::new(Status::AlreadyExists, built_in));
     }
     let mut table = user_strategies().write().unwrap_or_else(|p| p.into_inner());
     if table.contains_key(name) {
@@ -123,13 +124,39 @@ pub fn register_strategy(name: &str, factory: StrategyFactory) -> Result<()> {
     Ok(())
 }
 
-/// Removes a user strategy. Pools made with it keep it.
+/// What a built-in strategy's name (or alias) `name` is, for the refusal
+/// of a registration or removal; `None` for any other name.
+fn built_in_named(name: &str) -> Option<String> {
+    let kind = StrategyKind::from_name(name).ok()?;
+    let alias = if kind.name() == name { String::new() } else { format!(" (RAF's name of '{}')", kind.name()) };
+    Some(format!("'{name}' is a built-in pool strategy{alias}"))
+}
+
+/// Removes a user strategy. Pools made with it keep it. InvalidArgument for
+/// a built-in's name, NotFound for a name not registered.
 pub fn unregister_strategy(name: &str) -> Result<()> {
+    if let Some(built_in) = built_in_named(name) {
+        return Err(Error::invalid(format!("{built_in}; only user strategies can be unregistered")));
+    }
     let mut table = user_strategies().write().unwrap_or_else(|p| p.into_inner());
-    table
-        .remove(name)
-        .map(|_| ())
-        .ok_or_else(|| Error::new(Status::NotFound, format!("no user pool strategy '{name}' is registered")))
+    if table.remove(name).is_some() {
+        return Ok(());
+    }
+    Err(Error::new(
+        Status::NotFound,
+        format!("no user pool strategy '{name}' is registered (registered: {})", registered_names(&table)),
+    ))
+}
+
+/// The registered names, sorted, joined by ", " ("none" when there are
+/// none).
+fn registered_names(table: &BTreeMap<String, StrategyFactory>) -> String {
+    let names: Vec<&str> = table.keys().map(String::as_str).collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
 }
 
 /// The factory of a built-in or registered strategy; the error lists the
@@ -142,9 +169,7 @@ pub fn strategy_factory(name: &str) -> Result<StrategyFactory> {
     if let Some(factory) = table.get(name) {
         return Ok(factory.clone());
     }
-    let mut user: Vec<&str> = table.keys().map(String::as_str).collect();
-    user.sort_unstable();
-    let user = if user.is_empty() { String::new() } else { format!("; registered: {}", user.join(", ")) };
+    let user = if table.is_empty() { String::new() } else { format!("; registered: {}", registered_names(&table)) };
     Err(Error::new(
         Status::NotFound,
         format!("unknown pool strategy '{name}' (built in: {}{user})", StrategyKind::known_names()),
@@ -310,19 +335,25 @@ impl Pool {
     }
 
     /// Allocates `size` bytes aligned to `alignment` for use on `stream`.
+    /// Size 0 is a request like any other (RAF's `Alloc(0)`, C's
+    /// `malloc(0)`): a block of the strategy's smallest size, at an address
+    /// no other live block has, counted with 0 requested bytes and given
+    /// back with [`Pool::free`].
     ///
-    /// Errors: InvalidArgument for size 0 or an alignment that is not a
-    /// power of two; Overflow when the size rounded up to the alignment
-    /// overflows; OutOfMemory when the device or the limit refuses even
-    /// after the pool released its idle memory and retried once (the
-    /// message says "requested X B, in use Y B, cached Z B, limit L B");
-    /// WrongState once the pool is retired.
+    /// Errors: InvalidArgument for an alignment that is not a power of
+    /// two; Overflow when the size rounded up to the alignment (or to the
+    /// strategy's unit) overflows; OutOfMemory when the device or the limit
+    /// refuses even after the pool released its idle memory and retried
+    /// once (the message says "requested X B, in use Y B, cached Z B, limit
+    /// L B"); WrongState once the pool is retired. A refused request
+    /// changes nothing, except that an out-of-memory one counts in
+    /// `oom_retries` and `limit_refusals` and has released idle memory.
     #[inline]
     pub fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
         // `alignment` is a power of two once that test passed: rounding up
         // overflows exactly when adding `alignment - 1` does (no division
         // on the hot path).
-        if size == 0 || !alignment.is_power_of_two() || size.checked_add(alignment - 1).is_none() {
+        if !alignment.is_power_of_two() || size.checked_add(alignment - 1).is_none() {
             return Err(bad_request(size, alignment));
         }
         if self.retired.load(Ordering::Relaxed) {
@@ -434,8 +465,9 @@ impl Pool {
         )))
     }
 
-    /// Returns the idle memory of every shard to the device; the bytes
-    /// returned.
+    /// Returns the idle memory of every shard to the device (every idle
+    /// device block, whatever streams its pieces were freed on: PyTorch's
+    /// `empty_cache`); the bytes returned.
     pub fn release_cached(&self) -> u64 {
         self.shards.iter().map(|s| s.lock().strategy.release_cached(&self.device)).sum()
     }
@@ -449,7 +481,7 @@ impl Pool {
     }
 
     /// Marks the end of an iteration (the `replay` strategy records and
-    /// plans the first one).
+    /// plans the first one; the other built-ins ignore it).
     pub fn end_iteration(&self) -> Result<()> {
         for s in self.shards.iter() {
             s.lock().strategy.end_iteration(&self.device)?;
@@ -586,9 +618,7 @@ impl Drop for Pool {
 
 #[cold]
 fn bad_request(size: u64, alignment: u64) -> Error {
-    if size == 0 {
-        Error::invalid(format!("size 0 B (alignment {alignment} B): a pool block needs at least 1 B"))
-    } else if !alignment.is_power_of_two() {
+    if !alignment.is_power_of_two() {
         Error::invalid(format!("alignment {alignment} B of a {size} B request is not a power of two"))
     } else {
         Error::overflow(format!("{size} B rounded up to alignment {alignment} B overflows 64 bits"))

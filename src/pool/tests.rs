@@ -163,8 +163,7 @@ fn bad_input_is_refused_and_changes_nothing() {
     let pool = page_unit(&dev, &one_shard());
     let kept = pool.alloc(100, 8, S0).unwrap();
     let before = pool.stats();
-    let cases: [(u64, u64, Status, &str); 6] = [
-        (0, 8, Status::InvalidArgument, "size 0 B"),
+    let cases: [(u64, u64, Status, &str); 5] = [
         (8, 0, Status::InvalidArgument, "alignment 0 B of a 8 B request is not a power of two"),
         (8, 3, Status::InvalidArgument, "alignment 3 B"),
         (u64::MAX, 4096, Status::Overflow, "18446744073709551615 B rounded up to alignment 4096 B"),
@@ -203,6 +202,49 @@ fn options_are_checked() {
     ] {
         let e = Pool::new(host.clone(), StrategyKind::PageUnit, &options).err().unwrap();
         assert!(e.message().contains(words), "{}", e.message());
+    }
+    // The caching options are refused, never made consistent behind the
+    // caller's back; for every strategy (one options struct).
+    let caching = |c: CachingOptions| PoolOptions { caching: c, ..PoolOptions::default() };
+    let d = CachingOptions::default();
+    for (options, words) in [
+        (caching(CachingOptions { min_block: 1000, ..d }), "min_block 1000 B is not a power of two"),
+        (caching(CachingOptions { min_block: 0, ..d }), "min_block 0 B is not a power of two"),
+        (caching(CachingOptions { small_segment: 0, ..d }), "small_segment 0 B: must be a non-zero multiple"),
+        (caching(CachingOptions { small_segment: 3 << 19, min_block: 1 << 20, ..d }), "not a multiple of min_block"),
+        (caching(CachingOptions { small_segment: 1 << 19, ..d }), "smaller than small_size (1048576 B)"),
+        (caching(CachingOptions { large_round: 0, ..d }), "large_round 0 B"),
+        (caching(CachingOptions { large_round: 700, ..d }), "large_round 700 B is not a multiple of min_block (512 B)"),
+    ] {
+        for &kind in StrategyKind::ALL {
+            let e = Pool::new(host.clone(), kind, &options).err().unwrap();
+            assert_eq!(e.status(), Status::InvalidArgument);
+            assert!(e.message().contains(words), "{kind:?}: {}", e.message());
+        }
+    }
+    let edges = CachingOptions { min_block: 1, small_size: 0, small_segment: 1, large_round: 1, max_split: 0 };
+    assert!(Pool::new(host, StrategyKind::Caching, &caching(edges)).is_ok());
+}
+
+#[test]
+fn a_request_of_0_bytes_gets_a_smallest_block_of_its_own() {
+    for (&kind, smallest) in StrategyKind::ALL.iter().zip([1, 4096, 512, 512]) {
+        let dev = CountingAllocator::new();
+        let pool = Pool::new(dev.shared(), kind, &one_shard()).unwrap();
+        let a = pool.alloc(0, 1, S0).unwrap();
+        let b = pool.alloc(0, 64, S0).unwrap();
+        let c = pool.alloc(1, 1, S0).unwrap();
+        assert!(a != b && b != c && a != c && b.addr() % 64 == 0, "{kind:?}");
+        let st = pool.stats();
+        assert_eq!((st.requested_bytes, st.allocated_bytes, st.active_blocks), (1, 3 * smallest, 3), "{kind:?}");
+        for p in [a, b, c] {
+            pool.free(p).unwrap();
+        }
+        assert_eq!(pool.free(a).unwrap_err().status(), Status::InvalidArgument, "{kind:?}: freed already");
+        let st = pool.stats();
+        assert_eq!((st.requested_bytes, st.allocated_bytes, st.active_blocks, st.frees), (0, 0, 0, 3), "{kind:?}");
+        drop(pool);
+        assert_eq!(dev.live_blocks(), 0, "{kind:?}");
     }
 }
 
@@ -371,6 +413,19 @@ fn user_strategies_are_registered_by_name() {
     assert_eq!(e.status(), Status::NotFound);
     assert!(e.message().contains("built in: no-pool, page-unit, caching, replay"), "{}", e.message());
     assert_eq!(Pool::by_name(device::host(), "no-pool", &one_shard()).unwrap().strategy_name(), "no-pool");
+    // RAF's names are the built-ins' too: taken, reported as nnmem's, never
+    // registered or unregistered.
+    for (raf, ours) in [("page_unit_pool", "page-unit"), ("no_pool", "no-pool")] {
+        assert_eq!(Pool::by_name(device::host(), raf, &one_shard()).unwrap().strategy_name(), ours);
+        let e = register_strategy(raf, factory.clone()).unwrap_err();
+        assert_eq!(e.status(), Status::AlreadyExists);
+        assert!(e.message().contains(&format!("RAF's name of '{ours}'")), "{}", e.message());
+        for name in [raf, ours] {
+            let e = unregister_strategy(name).unwrap_err();
+            assert_eq!(e.status(), Status::InvalidArgument, "{name}");
+            assert!(e.message().contains("built-in"), "{}", e.message());
+        }
+    }
 }
 
 fn custom(id: u32) -> DeviceKey {

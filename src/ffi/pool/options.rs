@@ -10,6 +10,9 @@ use crate::status::{Error, Result, Status};
 /// How a pool is made (`nnm_pool_new`, `nnm_device_init_pool`). Start from
 /// `nnm_pool_options_default` and change the fields wanted: a field left at
 /// 0 is not a default (only `limit_bytes` and `shards` give 0 a meaning).
+/// Every field is checked, whatever the strategy: a value its rule refuses
+/// fails the call with INVALID_ARGUMENT naming the field, the value and
+/// the rule (nothing is silently changed).
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct nnm_pool_options {
@@ -20,18 +23,20 @@ pub struct nnm_pool_options {
     /// power of two; default 4096).
     pub page_size: u64,
     /// `caching`: free blocks larger than this are never split (default
-    /// UINT64_MAX: any block may be split).
+    /// UINT64_MAX: any block may be split). Any value.
     pub max_split: u64,
     /// `caching`: requests of at most this many bytes are served from small
-    /// segments (default 1 MiB).
+    /// segments (default 1 MiB). Any value (0: none).
     pub small_size: u64,
-    /// `caching`: the device block size of small segments (default 2 MiB).
+    /// `caching`: the device block size of small segments (default 2 MiB):
+    /// a non-zero multiple of `min_block`, at least `small_size`.
     pub small_segment: u64,
     /// `caching`: large requests' device blocks are rounded up to a
-    /// multiple of this (default 2 MiB).
+    /// multiple of this (default 2 MiB): a non-zero multiple of
+    /// `min_block`.
     pub large_round: u64,
     /// `caching`: every block is rounded up to a multiple of this (a power
-    /// of two; default 512).
+    /// of two, 1 included; default 512).
     pub min_block: u64,
     /// `replay`: the planner's work limit (default the planner's,
     /// 130000000); the plan is the best found within it.
@@ -39,7 +44,8 @@ pub struct nnm_pool_options {
     /// `replay`: the planner's algorithm, an `nnm_algorithm` (default AUTO).
     pub replay_algorithm: u32,
     /// Shards (independent caches, each with its own lock) of a shardable
-    /// strategy (`page-unit`, `caching`); 0: automatic (default).
+    /// strategy (`page-unit`, `caching`); 0: automatic (default); at most
+    /// 64.
     pub shards: u32,
     /// Non-zero: keep the snapshots of `nnm_pool_snapshot` (default 0).
     pub trace: u32,

@@ -43,7 +43,8 @@ pub unsafe extern "C" fn nnm_device_register_allocator(
 }
 
 /// Installs a new pool for the device with the strategy named `strategy`
-/// (built-in or registered) and `options` (NULL: defaults): RAF's
+/// (built-in, RAF's `page_unit_pool` and `no_pool` included, or registered)
+/// and `options` (NULL: defaults): RAF's
 /// `InitPool(device, name)`. The previous pool retires: it serves no new
 /// allocations, gives its idle memory back to the device, and still takes
 /// back the blocks it handed out (`nnm_device_dealloc` finds them, and
@@ -114,8 +115,9 @@ pub extern "C" fn nnm_device_reset_pool(device_type: u32, device_id: u32) -> Sta
 
 /// Allocates from the device's current pool (made as by
 /// `nnm_device_get_pool` when it has none): RAF's `Memory::Alloc(device,
-/// nbytes, alignment)`. Arguments and errors as `nnm_pool_alloc`, and
-/// NOT_FOUND (no allocator for the device).
+/// nbytes, alignment)`. Arguments (size 0 included: a block of its own)
+/// and errors as `nnm_pool_alloc`, and NOT_FOUND (no allocator for the
+/// device).
 ///
 /// # Safety
 /// `out_ptr` must be NULL or valid for writing one pointer.

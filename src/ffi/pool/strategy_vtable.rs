@@ -48,9 +48,10 @@ pub struct nnm_strategy_vtable {
     pub create: Option<unsafe extern "C" fn(ctx: *mut c_void, options: *const nnm_pool_options) -> *mut c_void>,
     /// Optional. Frees a state, after `release_all`.
     pub destroy: Option<unsafe extern "C" fn(state: *mut c_void)>,
-    /// Required. Serves `size` bytes aligned to `alignment` (a power of two)
-    /// on `stream`: writes the address to `out_ptr` and the bytes the block
-    /// occupies (at least `size`; preset to `size`) to `out_bytes`. Returns
+    /// Required. Serves `size` bytes (at least 1: a caller's request of 0 B
+    /// comes as 1 B) aligned to `alignment` (a power of two) on `stream`:
+    /// writes the address to `out_ptr` and the bytes the block occupies (at
+    /// least `size`; preset to `size`) to `out_bytes`. Returns
     /// an `nnm_status`: NNM_OK, or NNM_OUT_OF_MEMORY when the device refused
     /// (the pool then calls `release_cached` and retries once).
     pub alloc: Option<
@@ -221,7 +222,7 @@ impl CStrategy {
         if ptr.addr() as u64 % request.alignment != 0 {
             return bad(format!("{ptr:?}, not aligned"));
         }
-        if bytes < request.size {
+        if bytes < request.size.max(1) {
             return bad(format!("a block of {bytes} B"));
         }
         if !self.held.inside_a_block(ptr.addr(), bytes) {
@@ -247,7 +248,9 @@ impl Strategy for CStrategy {
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
         let alloc = self.vtable.c.alloc.expect("checked at registration");
         let too_large = || Error::overflow(format!("{} B exceed the address space", request.size));
-        let size = usize::try_from(request.size).map_err(|_| too_large())?;
+        // A request of 0 B asks the strategy for 1 B: its block then has an
+        // address of its own (nnmem's records key blocks by address).
+        let size = usize::try_from(request.size.max(1)).map_err(|_| too_large())?;
         let alignment = usize::try_from(request.alignment).map_err(|_| too_large())?;
         let (mut ptr, mut bytes) = (std::ptr::null_mut(), size);
         let stream = request.stream.as_handle();
@@ -438,7 +441,8 @@ pub unsafe extern "C" fn nnm_device_ctx_free(
 ///
 /// Errors: NULL_ARGUMENT (vtable, name, a required callback: the message
 /// names it), INVALID_ARGUMENT (empty or not UTF-8 name), ALREADY_EXISTS (a
-/// built-in's or a registered name).
+/// built-in's name, RAF's `no_pool` and `page_unit_pool` included, or a
+/// registered name).
 ///
 /// # Safety
 /// `vtable` must be NULL or valid for reading one `nnm_strategy_vtable`
@@ -482,7 +486,8 @@ pub unsafe extern "C" fn nnm_pool_register_strategy(vtable: *const nnm_strategy_
 /// with it keep it.
 ///
 /// Errors: NULL_ARGUMENT, NOT_FOUND (the message lists the registered
-/// names), INVALID_ARGUMENT (a built-in's name).
+/// names), INVALID_ARGUMENT (a built-in's name, RAF's `no_pool` and
+/// `page_unit_pool` included; not UTF-8).
 ///
 /// # Safety
 /// `name` must be NULL or a NUL-terminated string.

@@ -50,7 +50,11 @@ fn a_page_unit_pool_reuses_a_released_block_and_checks_its_input() {
     assert_eq!(dealloc(pool, p), Status::Ok);
     assert_eq!(dealloc(pool, p), Status::InvalidArgument);
     assert_eq!(alloc(pool, 4096, 0), Ok(p));
-    assert_eq!(alloc(pool, 0, 0), Err(Status::InvalidArgument));
+    // Size 0: a page of its own, while `p` is out.
+    let zero = alloc(pool, 0, 0).unwrap();
+    assert_ne!(zero, p);
+    assert_eq!((stats(pool).requested_bytes, stats(pool).allocated_bytes), (4096, 2 * 4096));
+    assert_eq!(dealloc(pool, zero), Status::Ok);
     assert_eq!(alloc(pool, 8, 3), Err(Status::InvalidArgument));
     assert_eq!(alloc(pool, usize::MAX, 16), Err(Status::Overflow));
     assert_eq!(dealloc(pool, null_mut()), Status::NullArgument);

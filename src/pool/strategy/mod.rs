@@ -12,7 +12,8 @@ use crate::pool::budget::Device;
 use crate::pool::device::{DevicePtr, Stream};
 use crate::status::Result;
 
-/// The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name.
+/// The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name
+/// (RAF's `no_pool` and `page_unit_pool` too; reports use nnmem's names).
 #[repr(C)]
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum StrategyKind {
@@ -33,13 +34,18 @@ crate::names::c_enum! {
     StrategyKind, "pool strategy",
     value_error(value) => format!("unknown pool strategy {value} (0: no-pool, 1: page-unit, 2: caching, 3: replay)"),
     { NoPool = "no-pool", PageUnit = "page-unit", Caching = "caching", Replay = "replay" }
+    // RAF's names of its strategies.
+    aliases { "no_pool" => NoPool, "page_unit_pool" => PageUnit }
 }
 
-/// A request as the pool checked it: `size > 0`, `alignment` a power of two
-/// (at least 1), `size` rounded up to `alignment` without overflow.
+/// A request as the pool checked it: `alignment` a power of two (at least
+/// 1), `size` rounded up to `alignment` without overflow.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Request {
-    /// Bytes asked for.
+    /// Bytes asked for. May be 0: the strategy then hands out a block of
+    /// its smallest size (at least 1 B), so that its address is unique
+    /// among the live blocks, and reports 0 requested bytes when it is
+    /// freed.
     pub size: u64,
     /// Alignment of the returned address, a power of two.
     pub alignment: u64,

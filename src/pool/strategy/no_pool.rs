@@ -11,6 +11,9 @@ use crate::status::Result;
 #[derive(Copy, Clone)]
 struct Live {
     requested: u64,
+    /// The device block's bytes: `requested`, or 1 for a request of 0 B
+    /// (a device block has at least one byte).
+    bytes: u64,
     stream: Stream,
 }
 
@@ -35,15 +38,16 @@ impl Strategy for NoPool {
     }
 
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
-        let ptr = device.alloc(request.size, request.alignment, request.stream)?;
-        self.live.insert(ptr.addr(), Live { requested: request.size, stream: request.stream });
-        Ok(Served { ptr, bytes: request.size, from_plan: false })
+        let bytes = request.size.max(1);
+        let ptr = device.alloc(bytes, request.alignment, request.stream)?;
+        self.live.insert(ptr.addr(), Live { requested: request.size, bytes, stream: request.stream });
+        Ok(Served { ptr, bytes, from_plan: false })
     }
 
     fn free(&mut self, ptr: DevicePtr, device: &Device) -> std::result::Result<Freed, NotLive> {
         let live = self.live.remove(&ptr.addr()).ok_or(NotLive)?;
-        device.free(ptr, live.requested, live.stream);
-        Ok(Freed { requested: live.requested, bytes: live.requested })
+        device.free(ptr, live.bytes, live.stream);
+        Ok(Freed { requested: live.requested, bytes: live.bytes })
     }
 
     fn release_cached(&mut self, _device: &Device) -> u64 {

@@ -202,8 +202,9 @@ impl Strategy for PageUnit {
 
     #[inline]
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
-        // The page is a power of two: a mask, not a division.
-        let bytes = match request.size.checked_add(self.page - 1) {
+        // The page is a power of two: a mask, not a division. A request of
+        // 0 B takes one page, as one of 1 B.
+        let bytes = match request.size.max(1).checked_add(self.page - 1) {
             Some(end) => end & !(self.page - 1),
             None => return Err(page_overflow(request.size, self.page)),
         };

@@ -38,10 +38,11 @@ impl Sizes {
         }
     }
 
-    /// `size` rounded up to `min_block`; `None` on overflow.
+    /// `size` rounded up to `min_block` (0 B to one `min_block`: a block
+    /// of its own); `None` on overflow.
     #[inline]
     fn block_size(&self, size: u64) -> Option<u64> {
-        size.checked_add(self.min_block - 1).map(|s| s & !(self.min_block - 1))
+        size.max(1).checked_add(self.min_block - 1).map(|s| s & !(self.min_block - 1))
     }
 
     /// Whether a free block of `block` bytes may serve `size` bytes (both
@@ -320,38 +321,50 @@ impl Cache {
         Ok(i)
     }
 
-    /// Whether segment `seg` is large, wholly free and usable on `tag`
-    /// (`exact`: bound to `tag` itself, not usable on every stream).
-    fn wholly_free_large(&self, seg: &Segment, tag: u32, exact: bool) -> bool {
+    /// Whether segment `seg` is large and one free block usable on `tag`.
+    fn wholly_free_large(&self, seg: &Segment, tag: u32) -> bool {
         let first = &self.slab.blocks[seg.first as usize];
-        !seg.small
-            && first.state == State::Free
-            && first.size == seg.size
-            && (first.tag == tag || (!exact && first.tag == ANY))
+        !seg.small && first.state == State::Free && first.size == seg.size && (first.tag == tag || first.tag == ANY)
     }
 
-    /// Gives the large segments wholly free and usable on `tag` (`exact`:
-    /// bound to it) back to the device; returns their bytes.
-    fn release_free_large_on(&mut self, device: &Device, tag: u32, exact: bool) -> u64 {
+    /// Gives the large segments that are one free block usable on `tag`
+    /// back to the device; returns their bytes.
+    fn release_free_large(&mut self, device: &Device, tag: u32) -> u64 {
         let mut released = 0;
         for k in 0..self.segments.len() {
             match self.segments[k] {
-                Some(seg) if self.wholly_free_large(&seg, tag, exact) => released += self.release_segment(device, k),
+                Some(seg) if self.wholly_free_large(&seg, tag) => released += self.release_segment(device, k),
                 _ => {}
             }
         }
         released
     }
 
-    fn release_free_large(&mut self, device: &Device, tag: u32) -> u64 {
-        self.release_free_large_on(device, tag, false)
+    /// Whether no block of segment `seg` is handed out or deferred (its
+    /// free blocks may be tagged with different streams).
+    fn idle(&self, seg: &Segment) -> bool {
+        let mut i = seg.first;
+        while i != NIL {
+            let b = &self.slab.blocks[i as usize];
+            if b.state != State::Free {
+                return false;
+            }
+            i = b.next;
+        }
+        true
     }
 
-    /// Gives wholly free segment `k` back to the device; returns its bytes.
+    /// Gives idle segment `k` (every block free) back to the device;
+    /// returns its bytes.
     fn release_segment(&mut self, device: &Device, k: usize) -> u64 {
         let Some(seg) = self.segments[k].take() else { return 0 };
-        self.unindex(seg.first, seg.small);
-        self.slab.remove(seg.first);
+        let mut i = seg.first;
+        while i != NIL {
+            let next = self.slab.blocks[i as usize].next;
+            self.unindex(i, seg.small);
+            self.slab.remove(i);
+            i = next;
+        }
         self.vacant_segments.push(k as u32);
         device.free(seg.base, seg.size, seg.stream);
         if !seg.small {
@@ -606,43 +619,20 @@ impl Cache {
         list[bin] = i;
     }
 
+    /// Gives back every idle segment: every segment none of whose blocks
+    /// is handed out, whatever streams its free blocks were freed on (as
+    /// PyTorch's `empty_cache`, which synchronises first; see the module
+    /// documentation).
     pub(super) fn release_cached(&mut self, device: &Device) -> u64 {
         self.coalesce_deferred();
         let mut released = 0;
         for k in 0..self.segments.len() {
-            let Some(seg) = self.segments[k] else { continue };
-            let first = self.slab.blocks[seg.first as usize];
-            if first.state != State::Free || first.size != seg.size {
-                continue;
+            match self.segments[k] {
+                Some(seg) if self.idle(&seg) => released += self.release_segment(device, k),
+                _ => {}
             }
-            released += self.release_segment(device, k);
         }
         released
-    }
-
-    /// Merges, per stream, the large segments wholly free and bound to it
-    /// into one segment of their bytes (released first, so the bytes held
-    /// never grow).
-    pub(super) fn end_iteration(&mut self, device: &Device) -> Result<()> {
-        self.coalesce_deferred();
-        if self.sizes.max_split != u64::MAX {
-            return Ok(());
-        }
-        for t in 1..self.tags.len() as u32 {
-            let Some(stream) = self.tags[t as usize].stream else { continue };
-            let segments = self.segments.iter().flatten();
-            if segments.filter(|seg| self.wholly_free_large(seg, t, true)).nth(1).is_none() {
-                continue;
-            }
-            let bytes = self.release_free_large_on(device, t, true);
-            match self.new_segment(device, bytes, 1, stream, t, false) {
-                Ok(i) => self.index(i, false),
-                // The device refused the bytes just given back: the cache is
-                // smaller, nothing is lost; the refusal is no caller's.
-                Err(_) => _ = crate::pool::budget::take_limit_refusal(),
-            }
-        }
-        Ok(())
     }
 
     pub(super) fn streams_synchronized(&mut self) {

@@ -21,12 +21,8 @@
 //!   segments becomes one block). Should the padded segment be refused,
 //!   the request alone is tried. With a `max_split` (not the default), a
 //!   fresh segment is the request alone (a larger one could not be split).
-//! - `end_iteration` (the program is between iterations, typically with
-//!   little live): per stream, the large segments wholly free and bound to
-//!   it are merged the same way into one segment of their bytes, so that
-//!   the next iteration splits one block rather than fitting into the
-//!   first iteration's scattered pieces (not with a `max_split`). Without
-//!   calls to `end_iteration` only the growth rule applies.
+//! - `end_iteration` is ignored (the pool's contract: only `replay` acts
+//!   on it), so a caching pool makes no device call there.
 //! - Splitting (PyTorch's rule): a small block is split when at least
 //!   `min_block` bytes would remain; a large one when more than
 //!   `small_size` bytes would remain (a smaller remainder could only ever
@@ -42,6 +38,14 @@
 //!   may use both; the merged block then serves that stream only (a
 //!   block usable everywhere merges into its stream-bound neighbour rather
 //!   than fragmenting single-stream work after each synchronisation).
+//! - `release_cached` (PyTorch's `empty_cache`) gives back every idle
+//!   segment, one none of whose blocks is handed out, even when its free
+//!   blocks were freed on different streams and so stay unmerged: as
+//!   `empty_cache`, which synchronises the device first, it takes the
+//!   memory to be unused by any stream's pending work. The device's free
+//!   names the stream the segment was allocated on. The pool calls it
+//!   before retrying a refused allocation, so idle segments never cause an
+//!   out-of-memory.
 //! - Alignment: segments are allocated aligned to `max(alignment,
 //!   min_block)`, blocks start `min_block`-aligned; a request aligned more
 //!   strictly takes the best free block in which an aligned start fits
@@ -76,7 +80,7 @@ use std::cell::RefCell;
 use crate::pool::budget::Device;
 use crate::pool::device::DevicePtr;
 use crate::pool::strategy::{CacheFigures, Freed, NotLive, Request, Served, Strategy};
-use crate::status::Result;
+use crate::status::{Error, Result};
 
 use cache::Cache;
 
@@ -93,21 +97,58 @@ pub const GROWTH_DIVISOR: u64 = 16;
 /// never pins a segment many times its size.
 pub const GROWTH_MULTIPLE: u64 = 2;
 
-/// The caching strategy's sizes (the same fields as the pool's
-/// `CachingOptions`, which replaces this one when the pool core lands).
+/// The caching strategy's sizes (a pool's `PoolOptions::caching`); a pool
+/// refuses those [`CachingOptions::check`] refuses.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct CachingOptions {
-    /// Blocks larger than this are never split (default: no limit).
+    /// Blocks larger than this are never split (default: no limit). Any
+    /// value.
     pub max_split: u64,
     /// Requests of at most this many bytes are served from small segments.
+    /// Any value (0: none is small).
     pub small_size: u64,
-    /// The device block size of small segments.
+    /// The device block size of small segments: a non-zero multiple of
+    /// `min_block`, at least `small_size`.
     pub small_segment: u64,
     /// Large requests' device blocks are rounded up to a multiple of this
-    /// (and padded by the growth rule of the module documentation).
+    /// (and padded by the growth rule of the module documentation): a
+    /// non-zero multiple of `min_block`.
     pub large_round: u64,
-    /// The rounding unit of every block.
+    /// The rounding unit of every block: a power of two (1 included).
     pub min_block: u64,
+}
+
+impl CachingOptions {
+    /// Checks the rules of the fields' documentation; the error names the
+    /// field, its value and the rule.
+    pub fn check(&self) -> Result<()> {
+        let min_block = self.min_block;
+        if !min_block.is_power_of_two() {
+            return Err(Error::invalid(format!(
+                "min_block {min_block} B is not a power of two (every block is a multiple of it)"
+            )));
+        }
+        for (field, value) in [("small_segment", self.small_segment), ("large_round", self.large_round)] {
+            if value == 0 {
+                return Err(Error::invalid(format!(
+                    "{field} 0 B: must be a non-zero multiple of min_block ({min_block} B)"
+                )));
+            }
+            if value % min_block != 0 {
+                return Err(Error::invalid(format!(
+                    "{field} {value} B is not a multiple of min_block ({min_block} B)"
+                )));
+            }
+        }
+        if self.small_segment < self.small_size {
+            return Err(Error::invalid(format!(
+                "small_segment {} B is smaller than small_size ({} B): a small segment must hold the largest small \
+                 request",
+                self.small_segment, self.small_size
+            )));
+        }
+        Ok(())
+    }
 }
 
 impl Default for CachingOptions {
@@ -132,10 +173,12 @@ pub struct Caching {
 }
 
 impl Caching {
-    /// A caching strategy with `options`, made consistent: `min_block` is
-    /// rounded up to a power of two (at least 1); `small_segment` to a
-    /// multiple of it and to at least `small_size`; `large_round` to a
-    /// multiple of `min_block`. Nothing is allocated from the device yet.
+    /// A caching strategy with `options`; nothing is allocated from the
+    /// device yet. A pool refuses options that [`CachingOptions::check`]
+    /// refuses; given here directly, they are made consistent
+    /// (`min_block` rounded up to a power of two, `small_segment` and
+    /// `large_round` to non-zero multiples of it, `small_segment` raised to
+    /// `small_size`).
     pub fn new(options: &CachingOptions) -> Caching {
         Caching { cache: RefCell::new(Cache::new(options)) }
     }
@@ -162,10 +205,6 @@ impl Strategy for Caching {
 
     fn streams_synchronized(&mut self) {
         self.cache.get_mut().streams_synchronized()
-    }
-
-    fn end_iteration(&mut self, device: &Device) -> Result<()> {
-        self.cache.get_mut().end_iteration(device)
     }
 
     fn cache_figures(&self) -> CacheFigures {

@@ -327,11 +327,20 @@ impl Replay {
 
     /// Everything but the fast path: recording, unplanned allocs,
     /// departures, a new iteration (kept out of line so that the fast path
-    /// stays a few instructions).
+    /// stays a few instructions). A refused request leaves the iteration
+    /// where it was: no departure counted, the cursor unmoved.
     #[inline(never)]
     fn alloc_slow(&mut self, request: Request, device: &Device) -> Result<Served> {
-        if self.plan.is_some() {
-            return self.alloc_replaying(request, device);
+        if let Some(plan) = &self.plan {
+            let (cursor, departed, departures) = (plan.cursor, plan.departed, self.departures);
+            let served = self.alloc_replaying(request, device);
+            if served.is_err() {
+                // Only these change before the request is served: a
+                // planned buffer goes live only once it is.
+                let plan = self.plan.as_mut().expect("replaying");
+                (plan.cursor, plan.departed, self.departures) = (cursor, departed, departures);
+            }
+            return served;
         }
         let served = self.fallback.alloc(request, device)?;
         self.recording.alloc(request, served.ptr);

@@ -98,7 +98,9 @@ impl Recording {
         for (slot, &i) in planned.iter().enumerate() {
             slot_of[i] = slot;
             let a = self.allocs[i];
-            let padded = align_up(a.request.size, alignment)?
+            // A request of 0 B gets a byte of its own, so that its address
+            // is no other live buffer's.
+            let padded = align_up(a.request.size.max(1), alignment)?
                 .checked_add(a.request.alignment - alignment)
                 .ok_or_else(|| Error::overflow(format!("recorded size {} B overflows when aligned", a.request.size)))?;
             let lifetime = Lifetime::half_open(phase[a.at], phase[a.freed_at.expect("planned")])?;

@@ -402,6 +402,34 @@ fn an_iteration_with_nothing_to_plan_is_recorded_again() {
 }
 
 #[test]
+fn a_refused_request_counts_no_departure_and_leaves_the_iteration_where_it_was() {
+    let mut h = Harness::planned();
+    let before = h.figures();
+    // Not the recorded first request: it would depart, but NoPool's device
+    // refuses it (overflow) first.
+    let e = h.replay.alloc(Request { size: u64::MAX - 148, alignment: 64, stream: Stream::DEFAULT }, &h.device);
+    assert!(e.is_err());
+    assert_eq!(h.figures(), before, "no departure counted");
+    let served = run(&mut h, &iteration());
+    assert_eq!(served, 7, "the plan still serves the iteration from its start");
+    assert_eq!(h.figures().departures, 0);
+    h.finish();
+}
+
+#[test]
+fn a_request_of_0_bytes_is_recorded_and_replayed_at_an_address_of_its_own() {
+    let mut h = Harness::new(1_000_000);
+    let ops = [Alloc(0, 0, 64), Alloc(1, 0, 64), Alloc(2, 100, 64), Free(0), Free(1), Free(2)];
+    run(&mut h, &ops);
+    h.end();
+    for _ in 0..2 {
+        assert_eq!(run(&mut h, &ops), 3, "every request from the plan");
+    }
+    assert_eq!(h.figures().departures, 0);
+    h.finish();
+}
+
+#[test]
 fn the_device_refusing_the_block_restarts_the_recording() {
     let counting = CountingAllocator::new();
     let device = Device::new(counting.shared(), Some(12_000));
