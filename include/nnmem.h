@@ -890,6 +890,9 @@ typedef void (*nnm_write_fn)(void *user, const char *text, size_t len);
  * Allocates `size` bytes (> 0) aligned to `alignment` (a power of two) for
  * use on `stream` (NULL: the device's default stream); returns NULL when
  * the device has no room. May be called from any thread, concurrently.
+ * Memory it handed out and has not taken back must not be returned again:
+ * a pool refuses such a block (the same pointer twice, or one inside a
+ * block it holds) and never gives it back, as `nnm_pool_alloc` says.
  */
 typedef void *(*nnm_device_alloc_fn)(void *ctx, size_t size, size_t alignment, void *stream);
 
@@ -909,7 +912,9 @@ typedef int (*nnm_device_mem_info_fn)(void *ctx, uint64_t *free_bytes, uint64_t 
 /**
  * Called once with the context when nothing uses the allocator any more
  * (its handle and every pool, arena and net made with it are gone, and all
- * their memory has been returned): the place to free `ctx`.
+ * their memory has been returned): the place to free `ctx`. Never called
+ * while memory it handed out is in use: a pool freed with blocks still out
+ * never returns them, so `release` is then never called.
  */
 typedef void (*nnm_device_release_fn)(void *ctx);
 
@@ -2604,8 +2609,9 @@ void nnm_device_allocator_free(struct nnm_device_allocator *allocator);
  * (its name too), so it may be reused or freed after the call. The
  * vtable's `release` (if any) is called once nothing uses the allocator any
  * more: this handle and every pool, arena and net made with it are freed
- * and all their memory returned. When this call fails, `release` is not
- * called: the context stays the caller's.
+ * and all their memory returned (never, then, when a pool was freed with
+ * blocks still out: see `nnm_pool_free`). When this call fails, `release`
+ * is not called: the context stays the caller's.
  *
  * Errors: NULL_ARGUMENT (`vtable`, its `name`, `out_allocator`);
  * INVALID_ARGUMENT (`alloc` or `free` NULL, unknown flags, a name that is
@@ -2653,8 +2659,11 @@ enum nnm_status nnm_device_allocator_mem_info(const struct nnm_device_allocator 
  * Thread-safe.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
- * of two, not a live handle); OUT_OF_MEMORY naming the allocator and the
- * size when the device has no room.
+ * of two, not a live handle; an allocator that returned an address this
+ * handle has out already: the message names both blocks, and the memory
+ * is neither handed out nor given back, as that would free the block in
+ * use); OUT_OF_MEMORY naming the allocator and the size when the device
+ * has no room.
  *
  * # Safety
  * `allocator` must be NULL, a freed handle, or a live one not being freed
@@ -3671,8 +3680,10 @@ enum nnm_status nnm_pool_new_by_name(const struct nnm_device_allocator *allocato
  * and no registry holds it: then all its memory goes back to the device
  * when nothing is handed out; otherwise only its idle memory does, and the
  * blocks still out stay valid but are never returned (give every block
- * back first). NULL is a no-op; a double free is detected and reported
- * through `nnm_last_error()`.
+ * back first): the device allocator (and a C strategy's state) is then
+ * kept for the life of the process, so a C allocator's `release` and a C
+ * strategy's `release_all` and `destroy` never run. NULL is a no-op; a double
+ * free is detected and reported through `nnm_last_error()`.
  *
  * # Safety
  * `pool` may be any pointer value: only a live pool handle is freed. No
@@ -3689,9 +3700,14 @@ void nnm_pool_free(struct nnm_pool *pool);
  * another stream is reused only after `nnm_pool_streams_synchronized`.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment not a power
- * of two), OVERFLOW (size), OUT_OF_MEMORY (the pool's limit: "requested X
- * B, in use Y B, cached Z B, limit L B"; or the device, after the pool
- * released its idle memory and retried once). Nothing changes on error.
+ * of two; or a device allocator that returned memory overlapping a block
+ * the pool holds from it, such as the same pointer twice: the message
+ * names the allocator and both ranges, and that memory is neither handed
+ * out nor given back, as the allocator's free would pull it from under the
+ * block in use), OVERFLOW (size), OUT_OF_MEMORY (the pool's limit:
+ * "requested X B, in use Y B, cached Z B, limit L B"; or the device, after
+ * the pool released its idle memory and retried once). Nothing changes on
+ * error.
  *
  * # Safety
  * `pool` must be NULL or a live pool handle (only its type tag is checked:
