@@ -670,8 +670,15 @@ typedef struct nnm_cancel_token nnm_cancel_token;
 typedef struct nnm_device_allocator nnm_device_allocator;
 
 /**
- * The device of a pool, as a C strategy's callback reaches it. Valid only
- * during the callback it was passed to.
+ * The device of a pool, as a C strategy's callbacks reach it: one per
+ * pool, at an address fixed for the pool's life, valid only during a
+ * callback, on that callback's thread. nnmem compares a `dev` with the
+ * contexts of the callbacks running on the calling thread before reading
+ * it, so any other pointer (a context kept past its callback, another
+ * pool's, or one used from another thread) is refused with
+ * NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
+ * freed since, whose memory a new pool's context now occupies, used during
+ * that new pool's callback: it is the new pool's context.
  */
 typedef struct nnm_device_ctx nnm_device_ctx;
 
@@ -1539,9 +1546,15 @@ typedef struct nnm_pool_stats {
  * lock), from any thread; `create` may run concurrently for different
  * pools. A callback must not call back into the same pool. Memory comes
  * only from the `nnm_device_ctx` passed to the callbacks, which is valid
- * only during the call: limits and device counts then apply, and nnmem
- * checks every block the strategy hands out (NULL, alignment, size, inside
- * a device block it holds, not overlapping a block still out).
+ * only during the call, on its thread: limits and device counts then
+ * apply, and nnmem checks every block the strategy hands out (NULL,
+ * alignment, size, inside a device block it holds, not overlapping a block
+ * still out).
+ *
+ * A pool freed with blocks still out calls no callback again: it returns
+ * its idle device blocks (`release_cached`) and keeps the rest, and its
+ * state, for the life of the process (neither `release_all` nor `destroy`
+ * runs), as those blocks stay valid.
  */
 typedef struct nnm_strategy_vtable {
   /**
@@ -1559,7 +1572,8 @@ typedef struct nnm_strategy_vtable {
    */
   void *(*create)(void *ctx, const struct nnm_pool_options *options);
   /**
-   * Optional. Frees a state, after `release_all`.
+   * Optional. Frees a state, after `release_all` (never without it: a
+   * pool freed with blocks still out keeps its state).
    */
   void (*destroy)(void *state);
   /**
@@ -3997,14 +4011,18 @@ enum nnm_status nnm_device_dealloc(uint32_t device_type, uint32_t device_id, voi
  * `stream` from the pool's device, for a C strategy's callback: the pool's
  * limit applies and the device call is counted. Writes the address.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, a context
- * not of a running callback), OUT_OF_MEMORY (the limit or the device; the
- * strategy should return NNM_OUT_OF_MEMORY, and the pool's message will be
- * the device's).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment, `dev` not
+ * the context of a callback running on this thread, or a device allocator
+ * that returned memory this pool already holds from it: see
+ * `nnm_pool_alloc`; the strategy should return that status);
+ * OUT_OF_MEMORY (the limit or the device; the strategy should return
+ * NNM_OUT_OF_MEMORY, and the pool's message will be the device's).
  *
  * # Safety
- * `dev` must be NULL or the context passed to the running callback;
- * `out_ptr` NULL or valid for writing one pointer.
+ * `dev` may be any pointer value: it is compared with the contexts of the
+ * callbacks running on this thread before it is read (a context kept past
+ * its callback is refused, even once its pool is freed). `out_ptr` must be
+ * NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
                                      size_t size,
@@ -4016,13 +4034,14 @@ enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
  * Returns a device block `nnm_device_ctx_alloc` gave this strategy, with
  * its size, to the device.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a device block of this
- * strategy, a different size), WRONG_STATE (memory handed out inside it is
- * still out). Nothing changes on error.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`dev` not the context of a
+ * callback running on this thread, not a device block of this strategy, a
+ * different size), WRONG_STATE (memory handed out inside it is still out).
+ * Nothing changes on error.
  *
  * # Safety
- * `dev` must be NULL or the context passed to the running callback. `ptr`
- * is only compared.
+ * `dev` may be any pointer value, as for `nnm_device_ctx_alloc`. `ptr` is
+ * only compared.
  */
 enum nnm_status nnm_device_ctx_free(struct nnm_device_ctx *dev,
                                     void *ptr,
