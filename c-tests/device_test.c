@@ -6,11 +6,16 @@
  * vtables; an allocator the CPU cannot read refused for arenas and nets;
  * the CUDA allocator (NOT_FOUND with a message where no CUDA runtime or
  * GPU is, a working round trip where one is); names, mem_info, and the
- * handle's NULL free and double free.
+ * handle's NULL free and double free. Behind pools: `release` never runs
+ * while a block a freed pool left out is in use, and an allocator that
+ * hands out memory a pool already holds (the same pointer twice, or one
+ * inside a held block) is refused by every strategy, losing nothing.
  *
  * Valid C11 and C++ (built both ways).
  */
+#include <inttypes.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -34,15 +39,26 @@ typedef struct counting {
     size_t fail_above;   /* requests larger than this fail (NULL) */
     size_t bad_frees;    /* frees of unknown pointers, or with another size or stream */
     live_block live[MAX_LIVE];
+    int last;            /* the slot of the last block handed out (-1: none) */
+    /* Misbehaving on demand: while set, alloc hands out the last block
+     * again, `again_offset` bytes in, allocating nothing. */
+    int again;
+    size_t again_offset;
+    size_t agains;       /* pointers so handed out */
 } counting;
 
 static void counting_init(counting *c, size_t fail_above) {
     memset(c, 0, sizeof *c);
     c->fail_above = fail_above;
+    c->last = -1;
 }
 
 static void *counting_alloc(void *ctx, size_t size, size_t alignment, void *stream) {
     counting *c = (counting *)ctx;
+    if (c->again && c->last >= 0 && c->live[c->last].ptr != NULL) {
+        c->agains += 1;
+        return (unsigned char *)c->live[c->last].ptr + c->again_offset;
+    }
     if (size > c->fail_above) {
         return NULL;
     }
@@ -57,6 +73,7 @@ static void *counting_alloc(void *ctx, size_t size, size_t alignment, void *stre
             void *p = raw + (at - (uintptr_t)raw);
             live_block b = {p, raw, size, stream};
             c->live[i] = b;
+            c->last = i;
             c->allocs += 1;
             c->live_bytes += size;
             c->total_bytes += size;
@@ -116,6 +133,21 @@ static nnm_device_allocator *make(counting *c, uint32_t flags) {
 
 static int last_error_has(const char *text) {
     return strstr(nnm_last_error(), text) != NULL;
+}
+
+/* Frees what nnmem will never give back (blocks a freed pool left out), as
+ * a runtime tearing down its own heap would; returns how many. */
+static int counting_teardown(counting *c) {
+    int n = 0;
+    for (int i = 0; i < MAX_LIVE; ++i) {
+        if (c->live[i].ptr != NULL) {
+            free(c->live[i].raw);
+            c->live[i].ptr = NULL;
+            c->live_bytes -= c->live[i].size;
+            ++n;
+        }
+    }
+    return n;
 }
 
 /* --- tests -------------------------------------------------------------------- */
@@ -327,11 +359,121 @@ static void test_cuda_and_host(void) {
     nnm_device_allocator_free(host);
 }
 
+/* A pool freed with a block still out never returns it (the block stays
+ * valid), so the allocator's `release` never runs: a runtime freeing its
+ * heap there would pull that block's memory away. A pool freed empty lets
+ * `release` run once, after the last byte is back. */
+static void test_pool_keeps_its_allocator(void) {
+    counting c;
+    counting_init(&c, 1 << 20);
+    nnm_device_allocator *a = make(&c, NNM_DEVICE_HOST_ACCESSIBLE);
+    nnm_pool *pool = NULL;
+    void *kept = NULL, *idle = NULL;
+    CHECK_OK(nnm_pool_new(a, NNM_STRATEGY_PAGE_UNIT, NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 0, NULL, &kept));
+    CHECK_OK(nnm_pool_alloc(pool, 9000, 0, NULL, &idle));
+    CHECK_OK(nnm_pool_dealloc(pool, idle));
+    nnm_pool_free(pool);
+    CHECK(c.frees == 1 && c.live_bytes == 4096); /* only the idle block went back */
+    nnm_device_allocator_free(a);
+    CHECK(c.releases == 0); /* the kept block is still in use */
+    if (kept != NULL) {
+        memset(kept, 0x5a, 1000); /* valid, as nnm_pool_free promises */
+        CHECK(((unsigned char *)kept)[999] == 0x5a);
+    }
+    CHECK(c.frees == 1 && c.releases == 0 && c.bad_frees == 0);
+    CHECK(counting_teardown(&c) == 1);
+
+    /* Freed empty, after its allocator's handle: `release` runs then, once. */
+    counting d;
+    counting_init(&d, 1 << 20);
+    a = make(&d, NNM_DEVICE_HOST_ACCESSIBLE);
+    CHECK_OK(nnm_pool_new(a, NNM_STRATEGY_PAGE_UNIT, NULL, &pool));
+    nnm_device_allocator_free(a);
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 0, NULL, &kept));
+    CHECK_OK(nnm_pool_dealloc(pool, kept));
+    CHECK(d.releases == 0);
+    nnm_pool_free(pool);
+    CHECK(d.allocs == 1 && d.frees == 1 && d.live_bytes == 0 && d.releases == 1 && d.bad_frees == 0);
+}
+
+/* An allocator handing out memory a pool already holds from it, through
+ * every strategy: the same pointer again (offset 0) or one inside the held
+ * block, for a 3 MiB request. The pool refuses it with INVALID_ARGUMENT
+ * naming the allocator and both ranges, hands nothing out, never gives that
+ * pointer back, and returns every real block once. */
+static void test_memory_handed_out_twice(void) {
+    static const uint32_t strategies[4] = {NNM_STRATEGY_NO_POOL, NNM_STRATEGY_PAGE_UNIT, NNM_STRATEGY_CACHING,
+                                           NNM_STRATEGY_REPLAY};
+    static const size_t offsets[2] = {0, 512};
+    const size_t big = (size_t)3 << 20;
+    for (int k = 0; k < 4; ++k) {
+        for (int o = 0; o < 2; ++o) {
+            counting c;
+            counting_init(&c, (size_t)64 << 20);
+            nnm_device_allocator *a = make(&c, NNM_DEVICE_HOST_ACCESSIBLE);
+            nnm_pool *pool = NULL;
+            nnm_pool_options options;
+            CHECK_OK(nnm_pool_options_default(&options));
+            options.shards = 1;
+            if (nnm_pool_new(a, strategies[k], &options, &pool) != NNM_OK) {
+                CHECK(0);
+                continue;
+            }
+            void *first = NULL, *p = NULL;
+            CHECK_OK(nnm_pool_alloc(pool, 1000, 256, NULL, &first));
+            CHECK(first != NULL && c.last >= 0);
+            if (first == NULL || c.last < 0) {
+                nnm_pool_free(pool);
+                nnm_device_allocator_free(a);
+                continue;
+            }
+            memset(first, 0x11, 1000);
+            nnm_pool_stats before, after;
+            CHECK_OK(nnm_pool_get_stats(pool, &before));
+            uintptr_t base = (uintptr_t)c.live[c.last].ptr;
+            size_t held = c.live[c.last].size;
+            char returned[96], overlapping[160];
+            snprintf(returned, sizeof returned, "device allocator \"counting\" returned [0x%" PRIxPTR ", ",
+                     base + offsets[o]);
+            snprintf(overlapping, sizeof overlapping, "overlapping [0x%" PRIxPTR ", 0x%" PRIxPTR ") (%zu B) that this pool",
+                     base, base + held, held);
+
+            c.again = 1;
+            c.again_offset = offsets[o];
+            CHECK_FAILS(nnm_pool_alloc(pool, big, 256, NULL, &p), NNM_INVALID_ARGUMENT);
+            CHECK(last_error_has(returned) && last_error_has(overlapping));
+            CHECK(last_error_has("not handed out and not given back"));
+            CHECK(p == NULL && c.agains >= 1);
+            CHECK_OK(nnm_pool_get_stats(pool, &after));
+            CHECK(after.allocs == 1 && after.active_blocks == 1 && after.allocated_bytes == before.allocated_bytes);
+            CHECK(after.device_allocs == before.device_allocs && after.reserved_bytes == before.reserved_bytes);
+
+            /* Behaving again: served apart from the first block. */
+            c.again = 0;
+            CHECK_OK(nnm_pool_alloc(pool, big, 256, NULL, &p));
+            if (p != NULL) {
+                memset(p, 0x22, big);
+                CHECK((uintptr_t)p >= (uintptr_t)first + 1000 || (uintptr_t)p + big <= (uintptr_t)first);
+            }
+            CHECK(((unsigned char *)first)[0] == 0x11 && ((unsigned char *)first)[999] == 0x11);
+            CHECK_OK(nnm_pool_dealloc(pool, first));
+            CHECK_OK(nnm_pool_dealloc(pool, p));
+            nnm_pool_free(pool);
+            nnm_device_allocator_free(a);
+            /* Every real block back once; the repeated pointer never freed. */
+            CHECK(c.allocs == c.frees && c.live_bytes == 0 && c.bad_frees == 0 && c.releases == 1);
+        }
+    }
+}
+
 int main(void) {
     test_direct_allocations();
     test_bad_vtables();
     test_owned_arena();
     test_net();
     test_cuda_and_host();
+    test_pool_keeps_its_allocator();
+    test_memory_handed_out_twice();
     return nnm_check_report();
 }

@@ -22,6 +22,9 @@
  *              departing one served by the fallback without overlap;
  *   strategy   a C strategy registered by name, used through the registry,
  *              and a faulty one whose bad blocks are refused;
+ *   order      a C strategy's callbacks in order: `destroy` only after
+ *              `release_all`, neither when a pool goes with a block out;
+ *              a device context kept past its callback is refused;
  *   reports    text, JSON, the callback variant and the snapshot trace;
  *   bad input  NULL, alignment 3, SIZE_MAX, a foreign pointer, double
  *              dealloc, unknown names, bad options: status, message, no
@@ -861,6 +864,117 @@ static void test_c_strategy(void) {
     pthread_mutex_destroy(&c.lock);
 }
 
+/* --- callback order, and a context kept past its callback --------------- */
+
+/* "c-order": c-exact whose callbacks log their order, one letter each (c
+ * create, a alloc, d dealloc, r release_cached, R release_all, D destroy),
+ * and whose alloc keeps its device context, as a faulty strategy might. */
+static struct {
+    char text[32];
+    size_t len;
+    nnm_device_ctx *saved;
+} order_log;
+
+static void log_callback(char letter) {
+    if (order_log.len + 1 < sizeof order_log.text) {
+        order_log.text[order_log.len++] = letter;
+        order_log.text[order_log.len] = '\0';
+    }
+}
+
+static void *o_create(void *ctx, const nnm_pool_options *options) {
+    log_callback('c');
+    return c_create(ctx, options);
+}
+
+static void o_destroy(void *state) {
+    log_callback('D');
+    c_destroy(state);
+}
+
+static int o_alloc(void *state, nnm_device_ctx *dev, size_t size, size_t alignment, void *stream, void **out_ptr,
+                   size_t *out_bytes) {
+    log_callback('a');
+    order_log.saved = dev;
+    return c_alloc(state, dev, size, alignment, stream, out_ptr, out_bytes);
+}
+
+static int o_dealloc(void *state, nnm_device_ctx *dev, void *ptr) {
+    log_callback('d');
+    return c_dealloc(state, dev, ptr);
+}
+
+static void o_release_cached(void *state, nnm_device_ctx *dev) {
+    log_callback('r');
+    c_release_cached(state, dev);
+}
+
+static void o_release_all(void *state, nnm_device_ctx *dev) {
+    log_callback('R');
+    c_release_all(state, dev);
+}
+
+static void test_callback_order_and_stale_contexts(void) {
+    c_registry reg;
+    counter c;
+    nnm_device_allocator *dev = counter_allocator(&c, "order-device");
+    nnm_pool *pool = NULL;
+    void *p = NULL, *q = NULL;
+    memset(&reg, 0, sizeof reg);
+    nnm_strategy_vtable vt =
+        strategy_vtable("c-order", &reg, o_create, o_alloc, o_dealloc, o_release_cached, o_release_all);
+    vt.destroy = o_destroy;
+    CHECK_OK(nnm_pool_register_strategy(&vt));
+
+    /* Emptied, then freed: release_all, then destroy. */
+    memset(&order_log, 0, sizeof order_log);
+    REQUIRE_OK(nnm_pool_new_by_name(dev, "c-order", NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 100, 0, NULL, &p));
+    CHECK(order_log.saved != NULL);
+
+    /* The context of a callback that returned: refused, nothing allocated
+     * or freed (nnmem compares the pointer with the running callbacks'
+     * contexts before it reads it). */
+    void *stray = NULL;
+    CHECK_FAILS(nnm_device_ctx_alloc(order_log.saved, 64, 64, NULL, &stray), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("not the nnm_device_ctx of a strategy callback running on this thread");
+    CHECK_FAILS(nnm_device_ctx_free(order_log.saved, p, 128, NULL), NNM_INVALID_ARGUMENT);
+    CHECK(stray == NULL);
+    nnm_pool_stats s = stats_of(pool);
+    CHECK(s.device_allocs == 1 && s.device_frees == 0 && s.reserved_bytes == 128 && device_allocs(&c) == 1);
+
+    CHECK_OK(nnm_pool_dealloc(pool, p));
+    nnm_pool_free(pool);
+    CHECK(strcmp(order_log.text, "cadRD") == 0);
+    CHECK(balanced(&c));
+    /* Its pool gone, the context is still refused. */
+    CHECK_FAILS(nnm_device_ctx_alloc(order_log.saved, 64, 64, NULL, &stray), NNM_INVALID_ARGUMENT);
+
+    /* Freed with a block still out: its idle block goes back
+     * (release_cached); the block out stays valid, so neither release_all
+     * nor destroy runs (nnmem keeps the state). */
+    memset(&order_log, 0, sizeof order_log);
+    REQUIRE_OK(nnm_pool_new_by_name(dev, "c-order", NULL, &pool));
+    CHECK_OK(nnm_pool_alloc(pool, 100, 0, NULL, &p));
+    CHECK_OK(nnm_pool_alloc(pool, 1000, 0, NULL, &q));
+    CHECK_OK(nnm_pool_dealloc(pool, q));
+    nnm_pool_free(pool);
+    CHECK(strcmp(order_log.text, "caadr") == 0);
+    CHECK(reg.created == 2 && reg.destroyed == 1);
+    CHECK_OK(nnm_pool_unregister_strategy("c-order"));
+    nnm_device_allocator_free(dev);
+    pthread_mutex_lock(&c.lock);
+    CHECK(c.allocs == 3 && c.frees == 2 && c.bytes_out == 128);
+    pthread_mutex_unlock(&c.lock);
+    if (p != NULL) {
+        memset(p, 0x7e, 100);
+        CHECK(((unsigned char *)p)[99] == 0x7e);
+        /* nnmem never returns it: the runtime frees its own heap. */
+        free(p);
+    }
+    pthread_mutex_destroy(&c.lock);
+}
+
 /* --- reports and the trace ------------------------------------------------- */
 
 typedef struct lines {
@@ -1286,6 +1400,7 @@ int main(void) {
     test_registry();
     test_replay();
     test_c_strategy();
+    test_callback_order_and_stale_contexts();
     test_reports();
     test_bad_input(NNM_STRATEGY_PAGE_UNIT);
     test_bad_input(NNM_STRATEGY_CACHING);

@@ -671,8 +671,15 @@ typedef struct nnm_cancel_token nnm_cancel_token;
 typedef struct nnm_device_allocator nnm_device_allocator;
 
 /**
- * The device of a pool, as a C strategy's callback reaches it. Valid only
- * during the callback it was passed to.
+ * The device of a pool, as a C strategy's callbacks reach it: one per
+ * pool, at an address fixed for the pool's life, valid only during a
+ * callback, on that callback's thread. nnmem compares a `dev` with the
+ * contexts of the callbacks running on the calling thread before reading
+ * it, so any other pointer (a context kept past its callback, another
+ * pool's, or one used from another thread) is refused with
+ * NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
+ * freed since, whose memory a new pool's context now occupies, used during
+ * that new pool's callback: it is the new pool's context.
  */
 typedef struct nnm_device_ctx nnm_device_ctx;
 
@@ -891,6 +898,9 @@ typedef void (*nnm_write_fn)(void *user, const char *text, size_t len);
  * Allocates `size` bytes (> 0) aligned to `alignment` (a power of two) for
  * use on `stream` (NULL: the device's default stream); returns NULL when
  * the device has no room. May be called from any thread, concurrently.
+ * Memory it handed out and has not taken back must not be returned again:
+ * a pool refuses such a block (the same pointer twice, or one inside a
+ * block it holds) and never gives it back, as `nnm_pool_alloc` says.
  */
 typedef void *(*nnm_device_alloc_fn)(void *ctx, size_t size, size_t alignment, void *stream);
 
@@ -910,7 +920,9 @@ typedef int (*nnm_device_mem_info_fn)(void *ctx, uint64_t *free_bytes, uint64_t 
 /**
  * Called once with the context when nothing uses the allocator any more
  * (its handle and every pool, arena and net made with it are gone, and all
- * their memory has been returned): the place to free `ctx`.
+ * their memory has been returned): the place to free `ctx`. Never called
+ * while memory it handed out is in use: a pool freed with blocks still out
+ * never returns them, so `release` is then never called.
  */
 typedef void (*nnm_device_release_fn)(void *ctx);
 
@@ -1541,9 +1553,15 @@ typedef struct nnm_pool_stats {
  * lock), from any thread; `create` may run concurrently for different
  * pools. A callback must not call back into the same pool. Memory comes
  * only from the `nnm_device_ctx` passed to the callbacks, which is valid
- * only during the call: limits and device counts then apply, and nnmem
- * checks every block the strategy hands out (NULL, alignment, size, inside
- * a device block it holds, not overlapping a block still out).
+ * only during the call, on its thread: limits and device counts then
+ * apply, and nnmem checks every block the strategy hands out (NULL,
+ * alignment, size, inside a device block it holds, not overlapping a block
+ * still out).
+ *
+ * A pool freed with blocks still out calls no callback again: it returns
+ * its idle device blocks (`release_cached`) and keeps the rest, and its
+ * state, for the life of the process (neither `release_all` nor `destroy`
+ * runs), as those blocks stay valid.
  */
 typedef struct nnm_strategy_vtable {
   /**
@@ -1561,7 +1579,8 @@ typedef struct nnm_strategy_vtable {
    */
   void *(*create)(void *ctx, const struct nnm_pool_options *options);
   /**
-   * Optional. Frees a state, after `release_all`.
+   * Optional. Frees a state, after `release_all` (never without it: a
+   * pool freed with blocks still out keeps its state).
    */
   void (*destroy)(void *state);
   /**
@@ -2612,8 +2631,9 @@ void nnm_device_allocator_free(struct nnm_device_allocator *allocator);
  * (its name too), so it may be reused or freed after the call. The
  * vtable's `release` (if any) is called once nothing uses the allocator any
  * more: this handle and every pool, arena and net made with it are freed
- * and all their memory returned. When this call fails, `release` is not
- * called: the context stays the caller's.
+ * and all their memory returned (never, then, when a pool was freed with
+ * blocks still out: see `nnm_pool_free`). When this call fails, `release`
+ * is not called: the context stays the caller's.
  *
  * Errors: NULL_ARGUMENT (`vtable`, its `name`, `out_allocator`);
  * INVALID_ARGUMENT (`alloc` or `free` NULL, unknown flags, a name that is
@@ -2661,8 +2681,11 @@ enum nnm_status nnm_device_allocator_mem_info(const struct nnm_device_allocator 
  * Thread-safe.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
- * of two, not a live handle); OUT_OF_MEMORY naming the allocator and the
- * size when the device has no room.
+ * of two, not a live handle; an allocator that returned an address this
+ * handle has out already: the message names both blocks, and the memory
+ * is neither handed out nor given back, as that would free the block in
+ * use); OUT_OF_MEMORY naming the allocator and the size when the device
+ * has no room.
  *
  * # Safety
  * `allocator` must be NULL, a freed handle, or a live one not being freed
@@ -3681,8 +3704,10 @@ enum nnm_status nnm_pool_new_by_name(const struct nnm_device_allocator *allocato
  * and no registry holds it: then all its memory goes back to the device
  * when nothing is handed out; otherwise only its idle memory does, and the
  * blocks still out stay valid but are never returned (give every block
- * back first). NULL is a no-op; a double free is detected and reported
- * through `nnm_last_error()`.
+ * back first): the device allocator (and a C strategy's state) is then
+ * kept for the life of the process, so a C allocator's `release` and a C
+ * strategy's `release_all` and `destroy` never run. NULL is a no-op; a double
+ * free is detected and reported through `nnm_last_error()`.
  *
  * # Safety
  * `pool` may be any pointer value: only a live pool handle is freed. No
@@ -3706,12 +3731,16 @@ void nnm_pool_free(struct nnm_pool *pool);
  * `nnm_pool_dealloc` like any other. (PyTorch's `raw_alloc(0)` returns
  * NULL: a shim maps it itself.)
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two),
- * OVERFLOW (size, rounded up to the alignment or the strategy's unit),
- * OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B, cached Z
- * B, limit L B"; or the device; either after the pool released its idle
- * memory, every idle segment included, and retried once). Nothing
- * changes on error, except that an OUT_OF_MEMORY refusal counts in
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two;
+ * or a device allocator that returned memory overlapping a block the pool
+ * holds from it, such as the same pointer twice: the message names the
+ * allocator and both ranges, and that memory is neither handed out nor
+ * given back, as the allocator's free would pull it from under the block
+ * in use), OVERFLOW (size, rounded up to the alignment or the strategy's
+ * unit), OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B,
+ * cached Z B, limit L B"; or the device; either after the pool released
+ * its idle memory, every idle segment included, and retried once).
+ * Nothing changes on error, except that an OUT_OF_MEMORY refusal counts in
  * `oom_retries` and `limit_refusals` and has returned idle memory to the
  * device.
  *
@@ -4016,14 +4045,18 @@ enum nnm_status nnm_device_dealloc(uint32_t device_type, uint32_t device_id, voi
  * `stream` from the pool's device, for a C strategy's callback: the pool's
  * limit applies and the device call is counted. Writes the address.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, a context
- * not of a running callback), OUT_OF_MEMORY (the limit or the device; the
- * strategy should return NNM_OUT_OF_MEMORY, and the pool's message will be
- * the device's).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment, `dev` not
+ * the context of a callback running on this thread, or a device allocator
+ * that returned memory this pool already holds from it: see
+ * `nnm_pool_alloc`; the strategy should return that status);
+ * OUT_OF_MEMORY (the limit or the device; the strategy should return
+ * NNM_OUT_OF_MEMORY, and the pool's message will be the device's).
  *
  * # Safety
- * `dev` must be NULL or the context passed to the running callback;
- * `out_ptr` NULL or valid for writing one pointer.
+ * `dev` may be any pointer value: it is compared with the contexts of the
+ * callbacks running on this thread before it is read (a context kept past
+ * its callback is refused, even once its pool is freed). `out_ptr` must be
+ * NULL or valid for writing one pointer.
  */
 enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
                                      size_t size,
@@ -4035,13 +4068,14 @@ enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
  * Returns a device block `nnm_device_ctx_alloc` gave this strategy, with
  * its size, to the device.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a device block of this
- * strategy, a different size), WRONG_STATE (memory handed out inside it is
- * still out). Nothing changes on error.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`dev` not the context of a
+ * callback running on this thread, not a device block of this strategy, a
+ * different size), WRONG_STATE (memory handed out inside it is still out).
+ * Nothing changes on error.
  *
  * # Safety
- * `dev` must be NULL or the context passed to the running callback. `ptr`
- * is only compared.
+ * `dev` may be any pointer value, as for `nnm_device_ctx_alloc`. `ptr` is
+ * only compared.
  */
 enum nnm_status nnm_device_ctx_free(struct nnm_device_ctx *dev,
                                     void *ptr,

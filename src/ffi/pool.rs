@@ -199,8 +199,10 @@ pub unsafe extern "C" fn nnm_pool_new_by_name(
 /// and no registry holds it: then all its memory goes back to the device
 /// when nothing is handed out; otherwise only its idle memory does, and the
 /// blocks still out stay valid but are never returned (give every block
-/// back first). NULL is a no-op; a double free is detected and reported
-/// through `nnm_last_error()`.
+/// back first): the device allocator (and a C strategy's state) is then
+/// kept for the life of the process, so a C allocator's `release` and a C
+/// strategy's `release_all` and `destroy` never run. NULL is a no-op; a double
+/// free is detected and reported through `nnm_last_error()`.
 ///
 /// # Safety
 /// `pool` may be any pointer value: only a live pool handle is freed. No
@@ -227,12 +229,16 @@ pub unsafe extern "C" fn nnm_pool_free(pool: *mut nnm_pool) {
 /// `nnm_pool_dealloc` like any other. (PyTorch's `raw_alloc(0)` returns
 /// NULL: a shim maps it itself.)
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two),
-/// OVERFLOW (size, rounded up to the alignment or the strategy's unit),
-/// OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B, cached Z
-/// B, limit L B"; or the device; either after the pool released its idle
-/// memory, every idle segment included, and retried once). Nothing
-/// changes on error, except that an OUT_OF_MEMORY refusal counts in
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment not a power of two;
+/// or a device allocator that returned memory overlapping a block the pool
+/// holds from it, such as the same pointer twice: the message names the
+/// allocator and both ranges, and that memory is neither handed out nor
+/// given back, as the allocator's free would pull it from under the block
+/// in use), OVERFLOW (size, rounded up to the alignment or the strategy's
+/// unit), OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B,
+/// cached Z B, limit L B"; or the device; either after the pool released
+/// its idle memory, every idle segment included, and retried once).
+/// Nothing changes on error, except that an OUT_OF_MEMORY refusal counts in
 /// `oom_retries` and `limit_refusals` and has returned idle memory to the
 /// device.
 ///

@@ -1,11 +1,17 @@
-//! The device side of a pool: its allocator, its hard byte limit, and the
-//! counters of what it reserved. Shared by all of a pool's shards; only
-//! the slow path (a device call) takes its lock.
+//! The device side of a pool: its allocator, its hard byte limit, the
+//! counters of what it reserved, and the blocks it holds from the device
+//! (so that an allocator handing out memory the pool already holds is
+//! caught before any strategy hands it out twice). Shared by all of a
+//! pool's shards; only the slow path (a device call) takes its lock.
+
+#[cfg(test)]
+mod tests;
 
 use std::cell::Cell;
+use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::pool::device::{DevicePtr, SharedAllocator, Stream};
+use crate::pool::device::{handed_out_twice, DevicePtr, SharedAllocator, Stream};
 use crate::status::{Error, Result, Status};
 
 /// Reserved bytes and device calls of one pool.
@@ -21,12 +27,25 @@ pub struct DeviceCounters {
     pub device_frees: u64,
 }
 
-/// The counters, and the bytes of device calls under way: the limit counts
-/// them too, so that two shards allocating at once cannot both pass it.
+/// The counters, the bytes of device calls under way (the limit counts
+/// them too, so that two shards allocating at once cannot both pass it),
+/// and the device blocks held now.
 #[derive(Default)]
 struct State {
     counters: DeviceCounters,
     pending: u64,
+    /// Start address -> size of every block held from the device; never
+    /// overlapping, so the block starting last before an address is the
+    /// only one that can contain it.
+    held: BTreeMap<usize, u64>,
+}
+
+impl State {
+    /// The held block overlapping `[start, end)`, if any.
+    fn overlapping(&self, start: usize, end: usize) -> Option<(usize, u64)> {
+        let (&base, &size) = self.held.range(..end).next_back()?;
+        (base.saturating_add(size as usize) > start).then_some((base, size))
+    }
 }
 
 thread_local! {
@@ -77,6 +96,13 @@ impl Device {
     /// with `Status::OutOfMemory` (the pool words the final message, see
     /// [`take_limit_refusal`]). The bytes count against the limit from
     /// before the device call, so concurrent callers cannot overshoot it.
+    ///
+    /// A block the allocator returns overlapping one this pool already
+    /// holds from it (the same pointer twice, or one inside a block) is
+    /// refused with `Status::InvalidArgument` naming the allocator and both
+    /// ranges, and kept from every strategy. It is not given back either
+    /// (unlike a misaligned block): by the allocator's own books that
+    /// memory is the held block's, which a free would pull from under it.
     pub fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
         {
             let mut st = self.state();
@@ -99,17 +125,31 @@ impl Device {
         let result = self.allocator.alloc(size, alignment, stream);
         let mut st = self.state();
         st.pending -= size;
-        if result.is_ok() {
-            let c = &mut st.counters;
-            c.reserved_bytes += size;
-            c.reserved_peak = c.reserved_peak.max(c.reserved_bytes);
-            c.device_allocs += 1;
+        let ptr = result?;
+        // Checked and recorded under one lock: of two concurrent calls
+        // handed the same memory, the second sees the first's block.
+        let start = ptr.addr();
+        if let Some((base, held)) = st.overlapping(start, start.saturating_add(size as usize)) {
+            drop(st);
+            return Err(handed_out_twice(self.allocator.name(), (ptr.addr(), size), (base, held), "this pool"));
         }
-        result
+        st.held.insert(start, size);
+        let c = &mut st.counters;
+        c.reserved_bytes += size;
+        c.reserved_peak = c.reserved_peak.max(c.reserved_bytes);
+        c.device_allocs += 1;
+        Ok(ptr)
     }
 
     /// Returns `size` bytes at `ptr` (from [`Device::alloc`]) to the device.
     pub fn free(&self, ptr: DevicePtr, size: u64, stream: Stream) {
+        {
+            let mut st = self.state();
+            let was = st.held.remove(&ptr.addr());
+            debug_assert_eq!(was, Some(size), "device free of {ptr:?} ({size} B): not a block held from the device");
+        }
+        // Out of the held blocks before the device call: the allocator may
+        // hand the memory out again as soon as it has it back.
         self.allocator.free(ptr, size, stream);
         let mut st = self.state();
         let c = &mut st.counters;

@@ -602,7 +602,9 @@ impl Pool {
 impl Drop for Pool {
     /// Returns every device block when nothing is handed out. Blocks still
     /// out stay with whoever holds them (their memory stays valid; the
-    /// device never sees them again): only idle memory is returned then.
+    /// device never sees them again): only idle memory is returned then,
+    /// and the allocator is kept for the life of the process (see
+    /// [`keep_allocator`]).
     fn drop(&mut self) {
         let live = self.live_blocks();
         for shard in self.shards.iter_mut() {
@@ -613,7 +615,20 @@ impl Drop for Pool {
                 s.strategy.release_cached(&self.device);
             }
         }
+        if live != 0 {
+            keep_allocator(self.allocator().clone());
+        }
     }
+}
+
+/// Keeps `allocator` until the process ends: a pool dropped with blocks
+/// still out never returns them, and they stay valid for whoever holds
+/// them, so the allocator must never learn it is unused (a C vtable's
+/// `release` could tear down the heap under them). Kept in a static, not
+/// forgotten, so that leak checkers see it reachable.
+fn keep_allocator(allocator: SharedAllocator) {
+    static KEPT: Mutex<Vec<SharedAllocator>> = Mutex::new(Vec::new());
+    KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(allocator);
 }
 
 #[cold]

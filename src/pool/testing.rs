@@ -131,3 +131,62 @@ pub(crate) fn zeroed(ptr: DevicePtr, size: u64) -> bool {
     let bytes = unsafe { std::slice::from_raw_parts(ptr.as_ptr(), size as usize) };
     bytes.iter().all(|&b| b == 0)
 }
+
+/// A device allocator that misbehaves on demand: while armed with an
+/// offset, it hands out the last block it really allocated, that many bytes
+/// in, without allocating (0: the same pointer twice). Everything else goes
+/// to a [`CountingAllocator`], which panics on a free it did not hand out,
+/// so a pool that gave such a pointer back would fail the test.
+pub(crate) struct Misbehaving {
+    pub(crate) inner: Arc<CountingAllocator>,
+    armed: Mutex<Option<u64>>,
+    last: Mutex<Option<(DevicePtr, u64)>>,
+    /// Pointers handed out while armed.
+    pub(crate) bogus: AtomicU64,
+}
+
+impl Misbehaving {
+    pub(crate) fn new() -> Arc<Misbehaving> {
+        Arc::new(Misbehaving {
+            inner: CountingAllocator::new(),
+            armed: Mutex::default(),
+            last: Mutex::default(),
+            bogus: AtomicU64::new(0),
+        })
+    }
+
+    /// From now on, hand out the last real block `offset` bytes in (`None`:
+    /// behave again).
+    pub(crate) fn arm(&self, offset: Option<u64>) {
+        *self.armed.lock().unwrap() = offset;
+    }
+
+    /// The last block really allocated (address, size).
+    pub(crate) fn last(&self) -> (DevicePtr, u64) {
+        self.last.lock().unwrap().expect("a block was allocated")
+    }
+}
+
+impl DeviceAllocator for Misbehaving {
+    fn name(&self) -> &str {
+        "misbehaving"
+    }
+
+    fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        if let Some(offset) = *self.armed.lock().unwrap() {
+            self.bogus.fetch_add(1, Ordering::SeqCst);
+            return Ok(self.last().0.byte_add(offset));
+        }
+        let ptr = self.inner.alloc(size, alignment, stream)?;
+        *self.last.lock().unwrap() = Some((ptr, size));
+        Ok(ptr)
+    }
+
+    fn free(&self, ptr: DevicePtr, size: u64, stream: Stream) {
+        self.inner.free(ptr, size, stream);
+    }
+
+    fn host_accessible(&self) -> bool {
+        true
+    }
+}

@@ -538,16 +538,27 @@ fn a_dropped_pool_returns_its_device_memory() {
     drop(pool);
     assert_eq!((dev.allocs(), dev.frees(), dev.live_blocks()), (2, 2, 0));
 
+    // Emptied, a pool lets go of its allocator.
+    let weak = Arc::downgrade(&dev);
+    drop(dev);
+    assert!(weak.upgrade().is_none());
+
     // With a block still out, only idle memory goes back: the block stays
-    // valid for whoever holds it.
+    // valid for whoever holds it, and so does the allocator it came from
+    // (a C allocator is never told it is unused).
+    let dev = CountingAllocator::new();
     let pool = page_unit(&dev, &PoolOptions::default());
     let out = pool.alloc(10, 8, S0).unwrap();
-    let idle = pool.alloc(10, 8, S0).unwrap();
+    let idle = pool.alloc(5000, 8, S0).unwrap();
     pool.free(idle).unwrap();
     drop(pool);
-    assert_eq!(dev.live_blocks(), 1);
+    assert_eq!((dev.live_blocks(), dev.frees()), (1, 1));
+    let weak = Arc::downgrade(&dev);
+    drop(dev);
+    let kept = weak.upgrade().expect("the allocator of a block still out is kept");
     fill(out, 10, 1);
     assert!(holds(out, 10, 1));
+    assert_eq!(kept.live_blocks(), 1);
     device::host().free(out, 4096, S0);
 }
 

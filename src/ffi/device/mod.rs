@@ -181,8 +181,9 @@ pub unsafe extern "C" fn nnm_device_allocator_free(allocator: *mut nnm_device_al
 /// (its name too), so it may be reused or freed after the call. The
 /// vtable's `release` (if any) is called once nothing uses the allocator any
 /// more: this handle and every pool, arena and net made with it are freed
-/// and all their memory returned. When this call fails, `release` is not
-/// called: the context stays the caller's.
+/// and all their memory returned (never, then, when a pool was freed with
+/// blocks still out: see `nnm_pool_free`). When this call fails, `release`
+/// is not called: the context stays the caller's.
 ///
 /// Errors: NULL_ARGUMENT (`vtable`, its `name`, `out_allocator`);
 /// INVALID_ARGUMENT (`alloc` or `free` NULL, unknown flags, a name that is
@@ -261,8 +262,11 @@ pub unsafe extern "C" fn nnm_device_allocator_mem_info(
 /// Thread-safe.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
-/// of two, not a live handle); OUT_OF_MEMORY naming the allocator and the
-/// size when the device has no room.
+/// of two, not a live handle; an allocator that returned an address this
+/// handle has out already: the message names both blocks, and the memory
+/// is neither handed out nor given back, as that would free the block in
+/// use); OUT_OF_MEMORY naming the allocator and the size when the device
+/// has no room.
 ///
 /// # Safety
 /// `allocator` must be NULL, a freed handle, or a live one not being freed
@@ -284,6 +288,13 @@ pub unsafe extern "C" fn nnm_device_allocator_alloc(
         let block = DeviceBlock::on_stream(a.inner.clone(), size as u64, alignment as u64, stream_of(stream))?;
         let ptr = block.ptr().as_ptr();
         let mut direct = a.direct();
+        if let Some(held) = direct.get(&block.ptr().addr()) {
+            let returned = (block.ptr().addr(), block.size());
+            let e = device::handed_out_twice(a.inner.name(), returned, (held.ptr().addr(), held.size()), "this handle");
+            drop(direct);
+            block.abandon();
+            return Err(e);
+        }
         direct.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record the allocation"))?;
         direct.insert(block.ptr().addr(), block);
         out.write(ptr.cast());

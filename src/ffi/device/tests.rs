@@ -171,6 +171,36 @@ fn device_failures_and_bad_requests_are_reported_with_figures() {
 }
 
 #[test]
+fn an_address_the_handle_has_out_already_is_refused_and_not_freed() {
+    let dev = crate::pool::testing::Misbehaving::new();
+    let a = into_handle(nnm_device_allocator::new(dev.clone()));
+    let (mut p, mut q) = (ptr::null_mut(), ptr::null_mut());
+    // SAFETY: live handle, writable out-parameters.
+    unsafe {
+        assert_eq!(nnm_device_allocator_alloc(a, 100, 64, ptr::null_mut(), &mut p), Status::Ok);
+        dev.arm(Some(0));
+        assert_eq!(nnm_device_allocator_alloc(a, 200, 64, ptr::null_mut(), &mut q), Status::InvalidArgument);
+    }
+    let expected = format!(
+        "device allocator \"misbehaving\" returned [{p:p}, {:#x}) (200 B), overlapping [{p:p}, {:#x}) (100 B) \
+         that this handle already holds from it: not handed out and not given back",
+        p as usize + 200,
+        p as usize + 100
+    );
+    assert!(last_error().starts_with(&expected), "{}", last_error());
+    assert!(q.is_null());
+    // `p` is still out (once): given back once, with its own size.
+    dev.arm(None);
+    // SAFETY: live handle; `p` came from it; then freed once.
+    unsafe {
+        assert_eq!(nnm_device_allocator_dealloc(a, p), Status::Ok);
+        assert_eq!(nnm_device_allocator_dealloc(a, p), Status::InvalidArgument);
+        nnm_device_allocator_free(a);
+    }
+    assert_eq!((dev.inner.allocs(), dev.inner.frees(), dev.inner.live_blocks()), (1, 1, 0));
+}
+
+#[test]
 fn incomplete_vtables_are_refused_and_keep_their_context() {
     let counts = Counts::default();
     let mut a = ptr::null_mut();

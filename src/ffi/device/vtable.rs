@@ -20,6 +20,9 @@ const KNOWN_FLAGS: u32 = NNM_DEVICE_HOST_ACCESSIBLE;
 /// Allocates `size` bytes (> 0) aligned to `alignment` (a power of two) for
 /// use on `stream` (NULL: the device's default stream); returns NULL when
 /// the device has no room. May be called from any thread, concurrently.
+/// Memory it handed out and has not taken back must not be returned again:
+/// a pool refuses such a block (the same pointer twice, or one inside a
+/// block it holds) and never gives it back, as `nnm_pool_alloc` says.
 pub type nnm_device_alloc_fn =
     Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize, alignment: usize, stream: *mut c_void) -> *mut c_void>;
 
@@ -36,7 +39,9 @@ pub type nnm_device_mem_info_fn =
 
 /// Called once with the context when nothing uses the allocator any more
 /// (its handle and every pool, arena and net made with it are gone, and all
-/// their memory has been returned): the place to free `ctx`.
+/// their memory has been returned): the place to free `ctx`. Never called
+/// while memory it handed out is in use: a pool freed with blocks still out
+/// never returns them, so `release` is then never called.
 pub type nnm_device_release_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
 
 /// A device allocator written in C, for `nnm_device_allocator_new`, which

@@ -11,6 +11,7 @@
 //! refuses to free a device block that still holds handed-out memory. The
 //! statistics come from these records, not from figures the C code reports.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::Arc;
@@ -32,9 +33,15 @@ use crate::status::{Error, Result, Status};
 /// lock), from any thread; `create` may run concurrently for different
 /// pools. A callback must not call back into the same pool. Memory comes
 /// only from the `nnm_device_ctx` passed to the callbacks, which is valid
-/// only during the call: limits and device counts then apply, and nnmem
-/// checks every block the strategy hands out (NULL, alignment, size, inside
-/// a device block it holds, not overlapping a block still out).
+/// only during the call, on its thread: limits and device counts then
+/// apply, and nnmem checks every block the strategy hands out (NULL,
+/// alignment, size, inside a device block it holds, not overlapping a block
+/// still out).
+///
+/// A pool freed with blocks still out calls no callback again: it returns
+/// its idle device blocks (`release_cached`) and keeps the rest, and its
+/// state, for the life of the process (neither `release_all` nor `destroy`
+/// runs), as those blocks stay valid.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_strategy_vtable {
@@ -46,7 +53,8 @@ pub struct nnm_strategy_vtable {
     /// valid during the call) and returns it; the other callbacks get it.
     /// Without it the state is NULL.
     pub create: Option<unsafe extern "C" fn(ctx: *mut c_void, options: *const nnm_pool_options) -> *mut c_void>,
-    /// Optional. Frees a state, after `release_all`.
+    /// Optional. Frees a state, after `release_all` (never without it: a
+    /// pool freed with blocks still out keeps its state).
     pub destroy: Option<unsafe extern "C" fn(state: *mut c_void)>,
     /// Required. Serves `size` bytes (at least 1: a caller's request of 0 B
     /// comes as 1 B) aligned to `alignment` (a power of two) on `stream`:
@@ -100,16 +108,41 @@ impl Default for nnm_strategy_vtable {
     }
 }
 
-/// The device of a pool, as a C strategy's callback reaches it. Valid only
-/// during the callback it was passed to.
+/// The device of a pool, as a C strategy's callbacks reach it: one per
+/// pool, at an address fixed for the pool's life, valid only during a
+/// callback, on that callback's thread. nnmem compares a `dev` with the
+/// contexts of the callbacks running on the calling thread before reading
+/// it, so any other pointer (a context kept past its callback, another
+/// pool's, or one used from another thread) is refused with
+/// NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
+/// freed since, whose memory a new pool's context now occupies, used during
+/// that new pool's callback: it is the new pool's context.
 pub struct nnm_device_ctx {
-    /// [`CTX_MAGIC`] while valid, so a stray pointer fails a check.
-    magic: u64,
     device: *const Device,
     held: *mut Held,
+    /// The context of the callback this one's runs inside, on the same
+    /// thread (a callback allocating from another pool); NULL: none.
+    outer: *const nnm_device_ctx,
 }
 
-const CTX_MAGIC: u64 = crate::ffi::handle::tag_of("nnm_device_ctx");
+thread_local! {
+    // The context of the innermost strategy callback running on this
+    // thread (NULL: none); the others are reached through `outer`. A
+    // pointer a C function passes in is compared with these before it is
+    // read, so a context kept past its callback (perhaps freed with its
+    // pool since) is refused without touching that memory.
+    static RUNNING: Cell<*const nnm_device_ctx> = const { Cell::new(std::ptr::null()) };
+}
+
+/// Restores the running context of the callback outside, when a callback
+/// returns.
+struct Running(*const nnm_device_ctx);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        RUNNING.with(|r| r.set(self.0));
+    }
+}
 
 /// What a C strategy holds and has handed out, as nnmem recorded it.
 #[derive(Default)]
@@ -159,6 +192,12 @@ struct CStrategy {
     vtable: Arc<VTable>,
     state: *mut c_void,
     held: Held,
+    /// The context its callbacks get: here, so that it keeps one address
+    /// for the pool's life (the strategy is boxed), and a pointer kept from
+    /// one callback is this pool's context, refused outside its callbacks.
+    ctx: nnm_device_ctx,
+    /// `release_all` ran: `destroy` may follow.
+    released_all: bool,
 }
 
 // SAFETY: the state is used only through the callbacks, which the
@@ -186,16 +225,22 @@ impl CStrategy {
             Some(create) => unsafe { create(vtable.c.ctx, &c_options) },
             None => std::ptr::null_mut(),
         };
-        CStrategy { vtable, state, held: Held::default() }
+        let ctx = nnm_device_ctx { device: std::ptr::null(), held: std::ptr::null_mut(), outer: std::ptr::null() };
+        CStrategy { vtable, state, held: Held::default(), ctx, released_all: false }
     }
 
     /// Runs one callback with a device context over `device` and this
-    /// strategy's records.
+    /// strategy's records, registered as running on this thread for the
+    /// length of the call.
     fn call<R>(&mut self, device: &Device, callback: impl FnOnce(*mut c_void, *mut nnm_device_ctx) -> R) -> R {
         self.held.freed_in_call = 0;
         self.held.device_error = None;
-        let mut ctx = nnm_device_ctx { magic: CTX_MAGIC, device, held: &mut self.held };
-        callback(self.state, &mut ctx)
+        let outer = RUNNING.with(Cell::get);
+        self.ctx = nnm_device_ctx { device, held: &mut self.held, outer };
+        let ctx: *mut nnm_device_ctx = &mut self.ctx;
+        RUNNING.with(|r| r.set(ctx));
+        let _restore = Running(outer);
+        callback(self.state, ctx)
     }
 
     fn failed(&mut self, what: &str, code: c_int) -> Error {
@@ -328,31 +373,63 @@ impl Strategy for CStrategy {
         for (_, (ptr, size)) in std::mem::take(&mut self.held.blocks) {
             device.free(ptr, size, Stream::DEFAULT);
         }
+        self.released_all = true;
     }
 }
 
 impl Drop for CStrategy {
+    /// `destroy` only after `release_all`, as the header promises. A pool
+    /// dropped with blocks still out calls `release_cached` only: those
+    /// blocks stay valid, so the state that knows them is kept, never
+    /// destroyed (in a static, so that leak checkers see it reachable).
     fn drop(&mut self) {
-        if let Some(destroy) = self.vtable.c.destroy {
+        if !self.released_all {
+            static KEPT: std::sync::Mutex<Vec<KeptState>> = std::sync::Mutex::new(Vec::new());
+            KEPT.lock().unwrap_or_else(|p| p.into_inner()).push(KeptState { _state: self.state });
+        } else if let Some(destroy) = self.vtable.c.destroy {
             // SAFETY: the registration contract; the state is not used again.
             unsafe { destroy(self.state) }
         }
     }
 }
 
-/// The context behind a C pointer, after NULL and magic checks.
+/// The state of a C strategy whose pool went with blocks still out.
+struct KeptState {
+    _state: *mut c_void,
+}
+
+// SAFETY: never used again, only kept.
+unsafe impl Send for KeptState {}
+
+/// The context behind a C pointer: the context of a callback running on
+/// this thread, found by address before `dev` is read.
 ///
 /// # Safety
-/// `dev` must be NULL or the context passed to the running callback.
+/// Any `dev` may be passed: it is only read once found among the running
+/// contexts. The references live no longer than the calling export, beside
+/// no other pair from this function.
 unsafe fn ctx_parts<'a>(dev: *mut nnm_device_ctx) -> Result<(&'a Device, &'a mut Held)> {
     non_null(dev, "dev")?;
-    // SAFETY: non-NULL; the caller promises it is the live context.
-    let ctx = unsafe { &*dev };
-    if ctx.magic != CTX_MAGIC {
-        return Err(Error::invalid("dev is not the nnm_device_ctx of a running strategy callback"));
+    let mut running = RUNNING.with(Cell::get);
+    while !running.is_null() && !std::ptr::eq(running, dev) {
+        // SAFETY: every context in the chain from RUNNING belongs to a
+        // callback still running on this thread (`call` unlinks it when
+        // the callback returns), so its strategy, and the context in it, is
+        // live.
+        running = unsafe { (*running).outer };
     }
-    // SAFETY: a live context points to the pool's device and the running
-    // strategy's records, which nothing else uses during the callback.
+    if running.is_null() {
+        return Err(Error::invalid(
+            "dev is not the nnm_device_ctx of a strategy callback running on this thread \
+             (kept past its callback, or passed to another thread)",
+        ));
+    }
+    // SAFETY: `dev` is a running callback's context (found above): it
+    // points to its pool's device and its strategy's records, which that
+    // callback's pool lock, held by this thread, keeps from every other
+    // user until the callback returns.
+    let ctx = unsafe { &*dev };
+    // SAFETY: as above.
     Ok(unsafe { (&*ctx.device, &mut *ctx.held) })
 }
 
@@ -360,14 +437,18 @@ unsafe fn ctx_parts<'a>(dev: *mut nnm_device_ctx) -> Result<(&'a Device, &'a mut
 /// `stream` from the pool's device, for a C strategy's callback: the pool's
 /// limit applies and the device call is counted. Writes the address.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment, a context
-/// not of a running callback), OUT_OF_MEMORY (the limit or the device; the
-/// strategy should return NNM_OUT_OF_MEMORY, and the pool's message will be
-/// the device's).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment, `dev` not
+/// the context of a callback running on this thread, or a device allocator
+/// that returned memory this pool already holds from it: see
+/// `nnm_pool_alloc`; the strategy should return that status);
+/// OUT_OF_MEMORY (the limit or the device; the strategy should return
+/// NNM_OUT_OF_MEMORY, and the pool's message will be the device's).
 ///
 /// # Safety
-/// `dev` must be NULL or the context passed to the running callback;
-/// `out_ptr` NULL or valid for writing one pointer.
+/// `dev` may be any pointer value: it is compared with the contexts of the
+/// callbacks running on this thread before it is read (a context kept past
+/// its callback is refused, even once its pool is freed). `out_ptr` must be
+/// NULL or valid for writing one pointer.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_device_ctx_alloc(
     dev: *mut nnm_device_ctx,
@@ -396,13 +477,14 @@ pub unsafe extern "C" fn nnm_device_ctx_alloc(
 /// Returns a device block `nnm_device_ctx_alloc` gave this strategy, with
 /// its size, to the device.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a device block of this
-/// strategy, a different size), WRONG_STATE (memory handed out inside it is
-/// still out). Nothing changes on error.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`dev` not the context of a
+/// callback running on this thread, not a device block of this strategy, a
+/// different size), WRONG_STATE (memory handed out inside it is still out).
+/// Nothing changes on error.
 ///
 /// # Safety
-/// `dev` must be NULL or the context passed to the running callback. `ptr`
-/// is only compared.
+/// `dev` may be any pointer value, as for `nnm_device_ctx_alloc`. `ptr` is
+/// only compared.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_device_ctx_free(
     dev: *mut nnm_device_ctx,

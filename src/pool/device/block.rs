@@ -60,6 +60,16 @@ impl DeviceBlock {
         &self.allocator
     }
 
+    /// Lets go of the block without giving its memory back: for memory
+    /// the allocator had already handed out to another block (see
+    /// [`super::handed_out_twice`]), which a free would pull from under it.
+    pub(crate) fn abandon(self) {
+        let this = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `this` is never dropped, so the allocator is read out of
+        // it once and dropped once, here; nothing else in it needs a drop.
+        drop(unsafe { std::ptr::read(&this.allocator) });
+    }
+
     /// Copies `bytes` into the block at `offset`: how a blob of constants
     /// gets its contents. Errors, writing nothing: an allocator whose memory
     /// the CPU cannot write, or a range past the block's end.

@@ -131,6 +131,27 @@ pub trait DeviceAllocator: Send + Sync {
     fn host_accessible(&self) -> bool;
 }
 
+/// The error for memory an allocator returned over memory it had already
+/// handed out and not taken back: `returned` and `held` as (address,
+/// bytes), `holder` the user holding the older block ("this pool"). That
+/// memory is neither handed out nor given back: by the allocator's books
+/// it is in use, and a free would pull it from under the older block.
+#[cold]
+pub(crate) fn handed_out_twice(
+    allocator: &str,
+    returned: (usize, u64),
+    held: (usize, u64),
+    holder: &str,
+) -> crate::status::Error {
+    let range = |(start, len): (usize, u64)| format!("[{start:#x}, {:#x}) ({len} B)", start as u128 + u128::from(len));
+    crate::status::Error::invalid(format!(
+        "device allocator \"{allocator}\" returned {}, overlapping {} that {holder} already holds from it: \
+         not handed out and not given back (that memory is in use); the allocator must not hand out memory twice",
+        range(returned),
+        range(held)
+    ))
+}
+
 /// A shared device allocator: pools, arenas and nets hold one each.
 pub type SharedAllocator = std::sync::Arc<dyn DeviceAllocator>;
 
