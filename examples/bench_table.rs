@@ -31,6 +31,9 @@ use nnmem::plan::{Algorithm, Lifetime, Planner};
 // benchmarks' tables and targets.
 #[path = "bench_table/pools.rs"]
 mod pools;
+// The pools on a real GPU: the recorded output of scripts/gpu-check.sh.
+#[path = "bench_table/gpu.rs"]
+mod gpu;
 // Memory regions: the synthetic 100,000-tensor table and the Glow models
 // through the default configuration.
 #[path = "bench_table/region_model.rs"]
@@ -167,12 +170,15 @@ fn main() {
     let workbuffers = workbuffers::measure(&traces);
     let criterion = args.criterion.as_deref().map(|d| read_criterion(d, args.since)).unwrap_or_default();
     let generated_in = started.elapsed();
+    let gpu_run = gpu::read(Path::new(env!("CARGO_MANIFEST_DIR")));
     let mut more_targets = pools::targets(&replays, &criterion);
+    more_targets.push(gpu::target(gpu_run.as_ref()));
     more_targets.extend(regions::targets(&regions));
     more_targets.extend(workbuffers::targets(&workbuffers, &criterion));
     print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in, more_targets));
     print!("{}", render_exact(&exact));
     print!("{}", pools::render(&replays, &criterion));
+    print!("{}", gpu::render(gpu_run.as_ref()));
     print!("{}", regions::render(&regions, &criterion));
     print!("{}", workbuffers::render(&workbuffers, &criterion));
 }

@@ -266,13 +266,6 @@ pub fn targets(replays: &[TraceReplay], criterion: &Medians) -> Vec<Target> {
         }
         out.push(Target { what, result: parts.join(". "), status: "measured (no numeric limit)" });
     }
-    out.push(Target {
-        what: "(w) pools through the CUDA allocator (where a GPU is lent)".into(),
-        result: "not taken: no GPU was lent to this task; every pool figure here is host memory (or the virtual \
-                 device for the trace replays)"
-            .into(),
-        status: "not measured",
-    });
     out
 }
 
@@ -365,8 +358,8 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         "Pools through the C ABI (`benches/pool.rs`, criterion medians) beside glibc `malloc`/`free` and mimalloc \
          (the `mimalloc` crate, a benchmark-only dependency), and the real traces replayed through every strategy \
          by `nnmem pool-replay`. The 1-minute load average was {load} when this section was written: on a shared \
-         machine the nanosecond figures and the thread ratios move with the load. No GPU was lent to this task, so \
-         no figure here went through the CUDA allocator.\n"
+         machine the nanosecond figures and the thread ratios move with the load. These figures are host memory; \
+         the CUDA allocator's are under Pools on a GPU below.\n"
     );
 
     let _ = writeln!(w, "### Cached alloc+free pair, one thread\n");
