@@ -220,7 +220,11 @@ pub unsafe extern "C" fn nnm_pool_free(pool: *mut nnm_pool) {
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment not a power
 /// of two), OVERFLOW (size), OUT_OF_MEMORY (the pool's limit: "requested X
 /// B, in use Y B, cached Z B, limit L B"; or the device, after the pool
-/// released its idle memory and retried once). Nothing changes on error.
+/// released its idle memory and retried once), WRONG_STATE (a handle to a
+/// registry pool that has retired, switched by `nnm_device_init_pool` or
+/// `_reset_pool` or removed by `_remove_pool`: it only takes back its
+/// blocks; allocate from the device's current pool instead). Nothing
+/// changes on error.
 ///
 /// # Safety
 /// `pool` must be NULL or a live pool handle (only its type tag is checked:
