@@ -440,6 +440,10 @@ static void test_registry(void) {
     CHECK(strcmp(name_of(current), "caching") == 0);
     nnm_pool_stats old = stats_of(held); /* the handle keeps the retired pool readable */
     CHECK(old.active_blocks == 2 && old.cached_bytes == 0);
+    /* ... but allocates no more through it (the header lists WRONG_STATE). */
+    p = NULL;
+    CHECK_REFUSES(nnm_pool_alloc(held, 64, 0, NULL, &p), NNM_WRONG_STATE, "retired");
+    CHECK(p == NULL && stats_of(held).allocs == 3);
     for (i = 0; i < 2; ++i) {
         new_blocks[i] = NULL;
         CHECK_OK(nnm_device_alloc(custom, id, 5000, 0, NULL, &new_blocks[i]));

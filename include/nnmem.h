@@ -3739,7 +3739,11 @@ void nnm_pool_free(struct nnm_pool *pool);
  * in use), OVERFLOW (size, rounded up to the alignment or the strategy's
  * unit), OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B,
  * cached Z B, limit L B"; or the device; either after the pool released
- * its idle memory, every idle segment included, and retried once).
+ * its idle memory, every idle segment included, and retried once),
+ * WRONG_STATE (a handle to a registry pool that has retired, switched by
+ * `nnm_device_init_pool` or `_reset_pool` or removed by `_remove_pool`: it
+ * only takes back its blocks; allocate from the device's current pool
+ * instead).
  * Nothing changes on error, except that an OUT_OF_MEMORY refusal counts in
  * `oom_retries` and `limit_refusals` and has returned idle memory to the
  * device.
@@ -3960,7 +3964,9 @@ enum nnm_status nnm_device_register_allocator(uint32_t device_type,
  * (built-in, RAF's `page_unit_pool` and `no_pool` included, or registered)
  * and `options` (NULL: defaults): RAF's
  * `InitPool(device, name)`. The previous pool retires: it serves no new
- * allocations, gives its idle memory back to the device, and still takes
+ * allocations (`nnm_pool_alloc` on a handle to it returns WRONG_STATE; an
+ * `nnm_device_alloc` running meanwhile is served by the old pool or the
+ * new one), gives its idle memory back to the device, and still takes
  * back the blocks it handed out (`nnm_device_dealloc` finds them, and
  * `nnm_pool_dealloc` on a handle to it takes them too), each straight back
  * to the device; it goes when the last one comes back. Unlike RAF's
@@ -3998,7 +4004,9 @@ enum nnm_status nnm_device_get_pool(uint32_t device_type,
 /**
  * Removes the device's pool (RAF's `RemovePool`): it retires as with
  * `nnm_device_init_pool`; the next `nnm_device_get_pool` or
- * `nnm_device_alloc` makes a default one. Handles to it stay usable.
+ * `nnm_device_alloc` makes a default one. Handles to it stay usable, to
+ * give back its blocks and read its statistics (`nnm_pool_alloc` through
+ * them returns WRONG_STATE).
  *
  * Errors: INVALID_ARGUMENT (device type), NOT_FOUND (no pool).
  */
@@ -4016,9 +4024,15 @@ enum nnm_status nnm_device_reset_pool(uint32_t device_type, uint32_t device_id);
 /**
  * Allocates from the device's current pool (made as by
  * `nnm_device_get_pool` when it has none): RAF's `Memory::Alloc(device,
- * nbytes, alignment)`. Arguments (size 0 included: a block of its own)
- * and errors as `nnm_pool_alloc`, and NOT_FOUND (no allocator for the
- * device).
+ * nbytes, alignment)`. A switch (`nnm_device_init_pool`, `_reset_pool`,
+ * `_remove_pool`) on another thread during the call never fails it: the
+ * block comes from the old pool or the new one, and `nnm_device_dealloc`
+ * takes it back either way.
+ *
+ * Arguments (size 0 included: a block of its own) and errors as
+ * `nnm_pool_alloc`, and INVALID_ARGUMENT (device type), NOT_FOUND (no
+ * allocator for the device); not WRONG_STATE, which a switch never causes
+ * here.
  *
  * # Safety
  * `out_ptr` must be NULL or valid for writing one pointer.

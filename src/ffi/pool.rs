@@ -237,7 +237,11 @@ pub unsafe extern "C" fn nnm_pool_free(pool: *mut nnm_pool) {
 /// in use), OVERFLOW (size, rounded up to the alignment or the strategy's
 /// unit), OUT_OF_MEMORY (the pool's limit: "requested X B, in use Y B,
 /// cached Z B, limit L B"; or the device; either after the pool released
-/// its idle memory, every idle segment included, and retried once).
+/// its idle memory, every idle segment included, and retried once),
+/// WRONG_STATE (a handle to a registry pool that has retired, switched by
+/// `nnm_device_init_pool` or `_reset_pool` or removed by `_remove_pool`: it
+/// only takes back its blocks; allocate from the device's current pool
+/// instead).
 /// Nothing changes on error, except that an OUT_OF_MEMORY refusal counts in
 /// `oom_retries` and `limit_refusals` and has returned idle memory to the
 /// device.

@@ -21,6 +21,8 @@ pub(crate) mod lock;
 #[allow(clippy::module_inception)] // the brief's path: src/pool/pool.rs
 pub mod pool;
 pub mod registry;
+#[cfg(test)]
+mod registry_tests;
 pub mod stats;
 pub mod strategy;
 #[cfg(test)]

@@ -97,6 +97,9 @@ impl State {
     }
 
     fn retire(&mut self, key: DeviceKey, pool: Arc<Pool>) {
+        // After `Pool::retire` no allocation from it succeeds, even one
+        // that took it from the registry before: a pool counting no block
+        // now never will again, so forgetting it loses nothing.
         pool.retire();
         // Pools whose last block came back through their own handle (not
         // through `Registry::free`) hold nothing any more: let them go.
@@ -170,15 +173,43 @@ impl Registry {
     }
 
     /// Allocates from `key`'s pool (made as [`Registry::get`] does when
-    /// none).
+    /// none). An allocation racing a switch is served by the old pool or
+    /// the new one, never refused for it.
     pub fn alloc(&self, key: DeviceKey, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
-        self.get(key)?.alloc(size, alignment, stream)
+        // The pool is allocated from after the registry's lock is released
+        // (holding it would serialise every allocation of every device,
+        // and a C device allocator calling back into the registry would
+        // deadlock). A switch in between retires the pool taken: it
+        // refuses with WrongState, and the allocation is tried again on
+        // the pool current now. Each retry follows a switch, so this ends
+        // as soon as the switches pause; a pool still current when it
+        // refused (a strategy's own WrongState) answers as it is.
+        let mut pool = self.get(key)?;
+        loop {
+            match pool.alloc(size, alignment, stream) {
+                Err(e) if e.status() == Status::WrongState => {
+                    let now = self.get(key)?;
+                    if Arc::ptr_eq(&now, &pool) {
+                        return Err(e);
+                    }
+                    pool = now;
+                }
+                served => return served,
+            }
+        }
     }
 
     /// Frees a block of `key`'s current pool or of one of the retired
     /// pools; a retired pool is destroyed when its last block comes back.
     /// InvalidArgument when no pool handed it out (nothing changes).
     pub fn free(&self, key: DeviceKey, ptr: DevicePtr) -> Result<()> {
+        // Why a block is always found: the pool that handed it out is the
+        // current one or a retired one with a block out (this one), and a
+        // retired pool with a block out is always in `retired` (it was
+        // kept by `retire`, which counted every block it could ever hand
+        // out, see `Pool::retire`, and is dropped only at 0 blocks, which
+        // is final). So if the pool read as current here is not the one,
+        // that one had retired by then and is found below, under the lock.
         let current = self.state().pools.get(&key).map(|installed| installed.pool.clone());
         if let Some(pool) = &current {
             if pool.free(ptr).is_ok() {

@@ -46,7 +46,9 @@ pub unsafe extern "C" fn nnm_device_register_allocator(
 /// (built-in, RAF's `page_unit_pool` and `no_pool` included, or registered)
 /// and `options` (NULL: defaults): RAF's
 /// `InitPool(device, name)`. The previous pool retires: it serves no new
-/// allocations, gives its idle memory back to the device, and still takes
+/// allocations (`nnm_pool_alloc` on a handle to it returns WRONG_STATE; an
+/// `nnm_device_alloc` running meanwhile is served by the old pool or the
+/// new one), gives its idle memory back to the device, and still takes
 /// back the blocks it handed out (`nnm_device_dealloc` finds them, and
 /// `nnm_pool_dealloc` on a handle to it takes them too), each straight back
 /// to the device; it goes when the last one comes back. Unlike RAF's
@@ -95,7 +97,9 @@ pub unsafe extern "C" fn nnm_device_get_pool(device_type: u32, device_id: u32, o
 
 /// Removes the device's pool (RAF's `RemovePool`): it retires as with
 /// `nnm_device_init_pool`; the next `nnm_device_get_pool` or
-/// `nnm_device_alloc` makes a default one. Handles to it stay usable.
+/// `nnm_device_alloc` makes a default one. Handles to it stay usable, to
+/// give back its blocks and read its statistics (`nnm_pool_alloc` through
+/// them returns WRONG_STATE).
 ///
 /// Errors: INVALID_ARGUMENT (device type), NOT_FOUND (no pool).
 #[no_mangle]
@@ -115,9 +119,15 @@ pub extern "C" fn nnm_device_reset_pool(device_type: u32, device_id: u32) -> Sta
 
 /// Allocates from the device's current pool (made as by
 /// `nnm_device_get_pool` when it has none): RAF's `Memory::Alloc(device,
-/// nbytes, alignment)`. Arguments (size 0 included: a block of its own)
-/// and errors as `nnm_pool_alloc`, and NOT_FOUND (no allocator for the
-/// device).
+/// nbytes, alignment)`. A switch (`nnm_device_init_pool`, `_reset_pool`,
+/// `_remove_pool`) on another thread during the call never fails it: the
+/// block comes from the old pool or the new one, and `nnm_device_dealloc`
+/// takes it back either way.
+///
+/// Arguments (size 0 included: a block of its own) and errors as
+/// `nnm_pool_alloc`, and INVALID_ARGUMENT (device type), NOT_FOUND (no
+/// allocator for the device); not WRONG_STATE, which a switch never causes
+/// here.
 ///
 /// # Safety
 /// `out_ptr` must be NULL or valid for writing one pointer.
