@@ -43,15 +43,11 @@ pub fn read(root: &Path) -> Option<GpuRun> {
         return None;
     }
     let lines: Vec<&str> = text.lines().collect();
-    let device = lines
-        .iter()
-        .position(|l| l.trim() == "nvidia-smi -L:")
-        .and_then(|i| lines.get(i + 1))
-        .map(|l| {
-            let named = l.trim().split(" (UUID").next().unwrap_or("");
-            // "GPU 0: NVIDIA H200" -> "NVIDIA H200"
-            named.split_once(": ").map_or(named, |(_, name)| name).to_string()
-        })?;
+    let device = lines.iter().position(|l| l.trim() == "nvidia-smi -L:").and_then(|i| lines.get(i + 1)).map(|l| {
+        let named = l.trim().split(" (UUID").next().unwrap_or("");
+        // "GPU 0: NVIDIA H200" -> "NVIDIA H200"
+        named.split_once(": ").map_or(named, |(_, name)| name).to_string()
+    })?;
     let verdict = lines.iter().rev().find(|l| l.contains(" passed, ") && l.contains(" failed"))?.trim().to_string();
     let clean = verdict.contains(" 0 failed");
     let table: Vec<String> = lines.iter().filter(|l| l.starts_with('|')).map(|l| l.to_string()).collect();
