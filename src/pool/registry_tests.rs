@@ -1,7 +1,7 @@
 //! The registry under concurrency: threads allocate and free through
 //! `Registry::alloc` / `Registry::free` while another thread switches the
-//! device's pool (init, reset, remove, get) without pause. An allocation
-//! racing a switch is served by the old pool or the new one, never
+//! device's pool (init, reset, remove, get) every 64 allocations. An
+//! allocation racing a switch is served by the old pool or the new one, never
 //! refused; every block handed out is taken back; the device gets every
 //! byte back once the last pool is removed.
 
@@ -19,10 +19,10 @@ const OPS: usize = 1_000_000;
 /// Blocks a thread holds at once: allocations and frees interleave, and
 /// blocks out across a switch keep retired pools waiting.
 const WINDOW: usize = 8;
-/// Switch cycles made even when the workers are done before the switching
-/// thread gets going (a loaded machine): the run never depends on timing
-/// for its assertions, only for how much it overlaps.
-const MIN_CYCLES: usize = 2000;
+/// One switch cycle (init, reset, remove, get) per this many allocations
+/// of all the threads together.
+const STRIDE: usize = 64;
+const CYCLES: usize = THREADS * OPS / STRIDE;
 /// Bytes at the start of each block filled with a pattern and checked
 /// before the block goes back: two blocks handed out over each other
 /// show; filling whole blocks would spend the run in memset, away from
@@ -47,7 +47,29 @@ impl Refusals {
     }
 }
 
-fn worker(reg: &Registry, key: DeviceKey, t: usize) -> Refusals {
+/// The allocations a worker has yet to count in `done`: counted when it
+/// ends, even by a panic, so that the switching thread never waits for
+/// allocations that will not come.
+struct Pace<'a> {
+    done: &'a AtomicUsize,
+    left: usize,
+}
+
+impl Pace<'_> {
+    fn one(&mut self) {
+        self.left -= 1;
+        self.done.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Pace<'_> {
+    fn drop(&mut self) {
+        self.done.fetch_add(self.left, Ordering::Relaxed);
+    }
+}
+
+fn worker(reg: &Registry, key: DeviceKey, t: usize, done: &AtomicUsize) -> Refusals {
+    let mut pace = Pace { done, left: OPS };
     let mut out = Refusals::default();
     let mut held: [Option<(DevicePtr, u64, u8)>; WINDOW] = [None; WINDOW];
     let mut rng = 0x9e37_79b9_7f4a_7c15u64.wrapping_mul(t as u64 + 1);
@@ -76,6 +98,7 @@ fn worker(reg: &Registry, key: DeviceKey, t: usize) -> Refusals {
                 out.note("alloc", &e);
             }
         }
+        pace.one();
     }
     for (p, size, seed) in held.into_iter().flatten() {
         out.damaged += usize::from(!holds(p, size.min(PATTERN), seed));
@@ -87,21 +110,25 @@ fn worker(reg: &Registry, key: DeviceKey, t: usize) -> Refusals {
     out
 }
 
-/// Cycles init (each strategy in turn), reset, remove, get until the
-/// workers are done and at least `MIN_CYCLES` cycles were made. In this
-/// order every verb's outcome is fixed: only this thread removes, so
-/// reset and remove always find a pool. Returns the cycles made.
-fn switcher(reg: &Registry, key: DeviceKey, running: &AtomicUsize) -> usize {
-    let mut cycles = 0;
-    while running.load(Ordering::Acquire) > 0 || cycles < MIN_CYCLES {
-        let strategy = STRATEGIES[cycles % STRATEGIES.len()];
-        reg.init_pool(key, strategy, &PoolOptions { shards: 1, ..PoolOptions::default() }).unwrap();
+/// Makes `CYCLES` cycles of init (each strategy in turn, one shard: the
+/// threads contend for its lock, which widens the windows a switch can
+/// fall into), reset, remove, get, each once the workers made `STRIDE`
+/// more allocations. Paced by their count, not by time: a switching
+/// thread that never waits starves an allocating thread of the
+/// registry's lock (std's Mutex is not fair), and a run took minutes. In
+/// this order every verb's outcome is fixed: only this thread removes, so
+/// reset and remove always find a pool.
+fn switcher(reg: &Registry, key: DeviceKey, done: &AtomicUsize) {
+    let options = PoolOptions { shards: 1, ..PoolOptions::default() };
+    for cycle in 0..CYCLES {
+        while done.load(Ordering::Relaxed) < cycle * STRIDE {
+            std::thread::yield_now();
+        }
+        reg.init_pool(key, STRATEGIES[cycle % STRATEGIES.len()], &options).unwrap();
         reg.reset(key).unwrap();
         reg.remove(key).unwrap();
         reg.get(key).unwrap();
-        cycles += 1;
     }
-    cycles
 }
 
 #[test]
@@ -110,29 +137,19 @@ fn allocations_racing_switches_are_served_and_every_block_comes_back() {
     let reg = registry();
     let dev = CountingAllocator::new();
     reg.register_allocator(key, dev.shared()).unwrap();
-    let running = AtomicUsize::new(THREADS);
-    let (results, cycles) = std::thread::scope(|s| {
-        let workers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let running = &running;
-                s.spawn(move || {
-                    let r = worker(reg, key, t);
-                    running.fetch_sub(1, Ordering::Release);
-                    r
-                })
-            })
-            .collect();
-        let switches = s.spawn(|| switcher(reg, key, &running));
-        let results: Vec<Refusals> = workers.into_iter().map(|w| w.join().unwrap()).collect();
-        (results, switches.join().unwrap())
+    let done = AtomicUsize::new(0);
+    let results = std::thread::scope(|s| {
+        let done = &done;
+        let workers: Vec<_> = (0..THREADS).map(|t| s.spawn(move || worker(reg, key, t, done))).collect();
+        s.spawn(move || switcher(reg, key, done));
+        workers.into_iter().map(|w| w.join().unwrap()).collect::<Vec<Refusals>>()
     });
-    assert!(cycles >= MIN_CYCLES);
     let total = |f: fn(&Refusals) -> usize| results.iter().map(f).sum::<usize>();
     let first: Vec<&String> = results.iter().flat_map(|r| &r.first).collect();
     assert_eq!(
         (total(|r| r.allocs), total(|r| r.frees), total(|r| r.damaged)),
         (0, 0, 0),
-        "refused allocations, refused frees, damaged blocks of {} ({cycles} switch cycles); first: {first:#?}",
+        "refused allocations, refused frees, damaged blocks of {} ({CYCLES} switch cycles); first: {first:#?}",
         THREADS * OPS
     );
     reg.remove(key).unwrap();
