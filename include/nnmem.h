@@ -674,10 +674,11 @@ typedef struct nnm_device_allocator nnm_device_allocator;
  * The device of a pool, as a C strategy's callbacks reach it: one per
  * pool, at an address fixed for the pool's life, valid only during a
  * callback, on that callback's thread. nnmem compares a `dev` with the
- * contexts of the callbacks running on the calling thread before reading
- * it, so any other pointer (a context kept past its callback, another
- * pool's, or one used from another thread) is refused with
- * NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
+ * contexts of the callbacks running on the calling thread (the callback
+ * itself and any it runs inside, such as a pool's callback allocating from
+ * another pool) before reading it, so any other pointer (a context kept
+ * past its callback, one of a callback not running on this thread, or one
+ * used from another thread) is refused with NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
  * freed since, whose memory a new pool's context now occupies, used during
  * that new pool's callback: it is the new pool's context.
  */
@@ -933,7 +934,10 @@ typedef void (*nnm_device_release_fn)(void *ctx);
  * Thread safety: `alloc`, `free` and `mem_info` may be called from any
  * thread, concurrently (pools are thread-safe and call them without a
  * lock of their own), and `release` from whichever thread drops the last
- * use; the functions must allow that. Fill in every field.
+ * use; the functions must allow that. They must not call the per-device
+ * registry (`nnm_device_*` but `nnm_device_allocator_*`): it may call
+ * them while holding its own lock (returning a retired pool's idle
+ * memory), so such a call would deadlock. Fill in every field.
  */
 typedef struct nnm_device_allocator_vtable {
   /**
@@ -1551,7 +1555,10 @@ typedef struct nnm_pool_stats {
  *
  * One pool calls its state's callbacks one at a time (under the pool's
  * lock), from any thread; `create` may run concurrently for different
- * pools. A callback must not call back into the same pool. Memory comes
+ * pools. A callback must not call back into the same pool, nor into the
+ * per-device registry (`nnm_device_*` but `nnm_device_ctx_*`): the
+ * registry may run `create`, `release_all` and `destroy` while holding
+ * its own lock, so such a call would deadlock. Memory comes
  * only from the `nnm_device_ctx` passed to the callbacks, which is valid
  * only during the call, on its thread: limits and device counts then
  * apply, and nnmem checks every block the strategy hands out (NULL,
@@ -3744,9 +3751,13 @@ void nnm_pool_free(struct nnm_pool *pool);
  * `nnm_device_init_pool` or `_reset_pool` or removed by `_remove_pool`: it
  * only takes back its blocks; allocate from the device's current pool
  * instead).
- * Nothing changes on error, except that an OUT_OF_MEMORY refusal counts in
- * `oom_retries` and `limit_refusals` and has returned idle memory to the
- * device.
+ * Nothing changes on error, except where the device was asked: an
+ * OUT_OF_MEMORY refusal counts in `oom_retries` and `limit_refusals` and
+ * has returned idle memory to the device, and a refusal of the device
+ * allocator's return (INVALID_ARGUMENT above) may have returned idle
+ * `caching` segments first (as to make room) and, on `replay`, counts a
+ * plan departure. A registered C strategy's own refusal status is passed
+ * on.
  *
  * # Safety
  * `pool` must be NULL or a live pool handle (only its type tag is checked:
@@ -3812,9 +3823,12 @@ enum nnm_status nnm_pool_streams_synchronized(struct nnm_pool *pool);
  * (built-ins make no device call and change no statistic; a C strategy's
  * `end_iteration` callback runs).
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle), OUT_OF_MEMORY
- * (the plan's block does not fit the limit or the device; the pool goes on
- * serving without a plan).
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle; or the device
+ * allocator returned the plan's block overlapping memory the pool holds,
+ * refused as in `nnm_pool_alloc`), OUT_OF_MEMORY (the plan's block does
+ * not fit the limit or the device); in both device cases the pool goes on
+ * serving without a plan. A C strategy's `end_iteration` status is passed
+ * on.
  *
  * # Safety
  * `pool` must be NULL or a pool handle not being freed meanwhile.
@@ -3969,8 +3983,11 @@ enum nnm_status nnm_device_register_allocator(uint32_t device_type,
  * new one), gives its idle memory back to the device, and still takes
  * back the blocks it handed out (`nnm_device_dealloc` finds them, and
  * `nnm_pool_dealloc` on a handle to it takes them too), each straight back
- * to the device; it goes when the last one comes back. Unlike RAF's
- * switch, nothing leaks.
+ * to the device; it goes when the last one comes back through
+ * `nnm_device_dealloc` (when it came back through a handle, at the
+ * device's next switch or `nnm_device_dealloc`;
+ * it holds no device memory meanwhile). Unlike RAF's switch, nothing
+ * leaks.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (device type, options), NOT_FOUND
  * (unknown strategy, or a device with no allocator: CUDA absent, CUSTOM
@@ -4031,8 +4048,8 @@ enum nnm_status nnm_device_reset_pool(uint32_t device_type, uint32_t device_id);
  *
  * Arguments (size 0 included: a block of its own) and errors as
  * `nnm_pool_alloc`, and INVALID_ARGUMENT (device type), NOT_FOUND (no
- * allocator for the device); not WRONG_STATE, which a switch never causes
- * here.
+ * allocator for the device). A switch never causes WRONG_STATE here (only
+ * a registered C strategy returning it itself passes it on).
  *
  * # Safety
  * `out_ptr` must be NULL or valid for writing one pointer.

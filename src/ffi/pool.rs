@@ -242,9 +242,13 @@ pub unsafe extern "C" fn nnm_pool_free(pool: *mut nnm_pool) {
 /// `nnm_device_init_pool` or `_reset_pool` or removed by `_remove_pool`: it
 /// only takes back its blocks; allocate from the device's current pool
 /// instead).
-/// Nothing changes on error, except that an OUT_OF_MEMORY refusal counts in
-/// `oom_retries` and `limit_refusals` and has returned idle memory to the
-/// device.
+/// Nothing changes on error, except where the device was asked: an
+/// OUT_OF_MEMORY refusal counts in `oom_retries` and `limit_refusals` and
+/// has returned idle memory to the device, and a refusal of the device
+/// allocator's return (INVALID_ARGUMENT above) may have returned idle
+/// `caching` segments first (as to make room) and, on `replay`, counts a
+/// plan departure. A registered C strategy's own refusal status is passed
+/// on.
 ///
 /// # Safety
 /// `pool` must be NULL or a live pool handle (only its type tag is checked:
@@ -336,9 +340,12 @@ pub unsafe extern "C" fn nnm_pool_streams_synchronized(pool: *mut nnm_pool) -> S
 /// (built-ins make no device call and change no statistic; a C strategy's
 /// `end_iteration` callback runs).
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle), OUT_OF_MEMORY
-/// (the plan's block does not fit the limit or the device; the pool goes on
-/// serving without a plan).
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (a freed handle; or the device
+/// allocator returned the plan's block overlapping memory the pool holds,
+/// refused as in `nnm_pool_alloc`), OUT_OF_MEMORY (the plan's block does
+/// not fit the limit or the device); in both device cases the pool goes on
+/// serving without a plan. A C strategy's `end_iteration` status is passed
+/// on.
 ///
 /// # Safety
 /// `pool` must be NULL or a pool handle not being freed meanwhile.

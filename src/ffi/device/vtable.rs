@@ -50,7 +50,10 @@ pub type nnm_device_release_fn = Option<unsafe extern "C" fn(ctx: *mut c_void)>;
 /// Thread safety: `alloc`, `free` and `mem_info` may be called from any
 /// thread, concurrently (pools are thread-safe and call them without a
 /// lock of their own), and `release` from whichever thread drops the last
-/// use; the functions must allow that. Fill in every field.
+/// use; the functions must allow that. They must not call the per-device
+/// registry (`nnm_device_*` but `nnm_device_allocator_*`): it may call
+/// them while holding its own lock (returning a retired pool's idle
+/// memory), so such a call would deadlock. Fill in every field.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_device_allocator_vtable {

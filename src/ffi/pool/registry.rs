@@ -51,8 +51,11 @@ pub unsafe extern "C" fn nnm_device_register_allocator(
 /// new one), gives its idle memory back to the device, and still takes
 /// back the blocks it handed out (`nnm_device_dealloc` finds them, and
 /// `nnm_pool_dealloc` on a handle to it takes them too), each straight back
-/// to the device; it goes when the last one comes back. Unlike RAF's
-/// switch, nothing leaks.
+/// to the device; it goes when the last one comes back through
+/// `nnm_device_dealloc` (when it came back through a handle, at the
+/// device's next switch or `nnm_device_dealloc`;
+/// it holds no device memory meanwhile). Unlike RAF's switch, nothing
+/// leaks.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (device type, options), NOT_FOUND
 /// (unknown strategy, or a device with no allocator: CUDA absent, CUSTOM
@@ -126,8 +129,8 @@ pub extern "C" fn nnm_device_reset_pool(device_type: u32, device_id: u32) -> Sta
 ///
 /// Arguments (size 0 included: a block of its own) and errors as
 /// `nnm_pool_alloc`, and INVALID_ARGUMENT (device type), NOT_FOUND (no
-/// allocator for the device); not WRONG_STATE, which a switch never causes
-/// here.
+/// allocator for the device). A switch never causes WRONG_STATE here (only
+/// a registered C strategy returning it itself passes it on).
 ///
 /// # Safety
 /// `out_ptr` must be NULL or valid for writing one pointer.

@@ -31,7 +31,10 @@ use crate::status::{Error, Result, Status};
 ///
 /// One pool calls its state's callbacks one at a time (under the pool's
 /// lock), from any thread; `create` may run concurrently for different
-/// pools. A callback must not call back into the same pool. Memory comes
+/// pools. A callback must not call back into the same pool, nor into the
+/// per-device registry (`nnm_device_*` but `nnm_device_ctx_*`): the
+/// registry may run `create`, `release_all` and `destroy` while holding
+/// its own lock, so such a call would deadlock. Memory comes
 /// only from the `nnm_device_ctx` passed to the callbacks, which is valid
 /// only during the call, on its thread: limits and device counts then
 /// apply, and nnmem checks every block the strategy hands out (NULL,
@@ -111,10 +114,11 @@ impl Default for nnm_strategy_vtable {
 /// The device of a pool, as a C strategy's callbacks reach it: one per
 /// pool, at an address fixed for the pool's life, valid only during a
 /// callback, on that callback's thread. nnmem compares a `dev` with the
-/// contexts of the callbacks running on the calling thread before reading
-/// it, so any other pointer (a context kept past its callback, another
-/// pool's, or one used from another thread) is refused with
-/// NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
+/// contexts of the callbacks running on the calling thread (the callback
+/// itself and any it runs inside, such as a pool's callback allocating from
+/// another pool) before reading it, so any other pointer (a context kept
+/// past its callback, one of a callback not running on this thread, or one
+/// used from another thread) is refused with NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
 /// freed since, whose memory a new pool's context now occupies, used during
 /// that new pool's callback: it is the new pool's context.
 pub struct nnm_device_ctx {
