@@ -15,6 +15,8 @@ pub struct DeviceBlock {
     ptr: DevicePtr,
     size: u64,
     stream: Stream,
+    /// False once [`DeviceBlock::abandon`]ed: the drop gives nothing back.
+    owns_memory: bool,
 }
 
 impl DeviceBlock {
@@ -33,7 +35,7 @@ impl DeviceBlock {
             )));
         }
         let ptr = allocator.alloc(size, alignment, stream)?;
-        Ok(DeviceBlock { allocator, ptr, size, stream })
+        Ok(DeviceBlock { allocator, ptr, size, stream, owns_memory: true })
     }
 
     /// The block's address (with the allocator's provenance).
@@ -63,11 +65,8 @@ impl DeviceBlock {
     /// Lets go of the block without giving its memory back: for memory
     /// the allocator had already handed out to another block (see
     /// [`super::handed_out_twice`]), which a free would pull from under it.
-    pub(crate) fn abandon(self) {
-        let this = std::mem::ManuallyDrop::new(self);
-        // SAFETY: `this` is never dropped, so the allocator is read out of
-        // it once and dropped once, here; nothing else in it needs a drop.
-        drop(unsafe { std::ptr::read(&this.allocator) });
+    pub(crate) fn abandon(mut self) {
+        self.owns_memory = false;
     }
 
     /// Copies `bytes` into the block at `offset`: how a blob of constants
@@ -113,7 +112,9 @@ impl DeviceBlock {
 
 impl Drop for DeviceBlock {
     fn drop(&mut self) {
-        self.allocator.free(self.ptr, self.size, self.stream);
+        if self.owns_memory {
+            self.allocator.free(self.ptr, self.size, self.stream);
+        }
     }
 }
 
