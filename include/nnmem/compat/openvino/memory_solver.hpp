@@ -47,7 +47,9 @@
  *   end the step before it starts, with no other box live at that point
  *   of the sweep).
  * - A box whose finish is before its start (not -1) is live at no step:
- *   offset 0, and `solve()` is at least its size, as in OpenVINO.
+ *   offset 0, and `solve()` is at least its size, as in OpenVINO. (Where
+ *   such boxes make OpenVINO's solve() index its time slots past their
+ *   end, the other boxes are planned over the steps they state.)
  *
  * What nnmem adds: `solve()` computes OpenVINO's own greedy plan (boxes by
  * size descending, in the order OpenVINO's std::sort gives them with the
