@@ -36,6 +36,8 @@ mod size_best_fit;
 mod size_first_fit;
 mod tflm;
 
+pub(crate) use tflm::replan as tflm_replan;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
