@@ -3437,7 +3437,9 @@ enum nnm_status nnm_planner_set_trust_fixed(struct nnm_planner *planner, uint8_t
  * NNM_ALGORITHM_TFLM 8 more kept for a re-plan after adding. While
  * `nnm_planner_plan` runs, NNM_ALGORITHM_TFLM allocates at most 280 bytes
  * per buffer more (so at most 80 n + 16 n + 280 n bytes for n buffers,
- * besides the fixed-size handle); other algorithms use more.
+ * besides the fixed-size handle), plus, when fixed buffers overlap each
+ * other, the blocks of their union (see `nnm_planner_set_trust_fixed`);
+ * other algorithms use more (AUTO and EXACT: their search).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, a step
  * below -1, or a `last_use` of -1 with a `first_use` other than -1),

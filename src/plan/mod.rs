@@ -109,8 +109,9 @@ pub struct PlanOutcome {
 /// offsets kept for a re-plan after adding (8 B per buffer). Planning with
 /// `tflm` allocates at most 280 B per buffer more while it runs (its order,
 /// its offset-sorted list, the lower bound's and the validator's events, and
-/// a copy of the buffers when some are never used); `tests/planner_heap.rs`
-/// measures both bounds.
+/// a copy of the buffers when some are never used), plus the blocks of the
+/// union of fixed buffers that overlap each other (see `fixed`);
+/// `tests/planner_heap.rs` measures both bounds.
 #[derive(Debug)]
 pub struct Planner {
     algorithm: Algorithm,

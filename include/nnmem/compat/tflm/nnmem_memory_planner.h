@@ -5,9 +5,9 @@
  * tflite::MicroMemoryPlanner over nnmem's static planner (<nnmem.h>). With
  * NNM_ALGORITHM_TFLM (the default) it gives the offsets and arena size of
  * TFLite Micro's own GreedyMemoryPlanner, byte for byte; any other nnmem
- * algorithm (NNM_ALGORITHM_EXACT, NNM_ALGORITHM_AUTO, ...) picked in the
- * constructor plans the same buffers into an arena no larger than
- * GreedyMemoryPlanner's on most models, and often smaller.
+ * algorithm picked in the constructor plans the same buffers its own way
+ * (NNM_ALGORITHM_EXACT: the smallest arena its search proves or finds
+ * within its work budget, which is where a smaller arena comes from).
  *
  * Compile it inside a TFLite Micro build (where the base class is declared)
  * and hand it to the allocator:
