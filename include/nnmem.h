@@ -315,6 +315,9 @@ typedef enum nnm_algorithm {
    * fixed buffers first, then by size descending (later-added first on
    * ties), each at the lowest gap that fits. O(n^2), like the original.
    * Fixed buffers may overlap each other: TFLM trusts an offline plan.
+   * Buffers never used (first and last use -1) live at step -1, as
+   * TFLM plans them; the peak counts zero-size buffers, as TFLM's arena
+   * size does.
    */
   NNM_ALGORITHM_TFLM = 1,
   /**
