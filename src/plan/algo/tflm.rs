@@ -190,6 +190,33 @@ mod tests {
     }
 
     #[test]
+    fn replan_walks_only_buffers_that_come_last_in_tflm_order() {
+        let problem = |extra: &[(u64, Option<u64>)]| {
+            let base = [(50, None), (30, Some(0)), (20, None)];
+            Problem::from_buffers(
+                1,
+                base.iter().chain(extra).map(|&(size, fixed_offset)| crate::plan::Buffer {
+                    size,
+                    lifetime: Lifetime::half_open(0, 3).unwrap(),
+                    fixed_offset,
+                }),
+            )
+            .unwrap()
+        };
+        let limits = SearchLimits::unlimited(0);
+        let before = Tflm.place(&problem(&[]), &limits).offsets;
+        assert_eq!(before, vec![30, 0, 80]);
+        // Smaller than every online buffer: the old offsets stand.
+        let smaller = problem(&[(10, None), (5, None)]);
+        assert_eq!(replan(&smaller, &before).unwrap().offsets, Tflm.place(&smaller, &limits).offsets);
+        // As large as one (later-added goes first), larger, or fixed: the
+        // order changed, so no re-plan.
+        for extra in [(20, None), (60, None), (10, Some(200))] {
+            assert!(replan(&problem(&[extra]), &before).is_none(), "{extra:?}");
+        }
+    }
+
+    #[test]
     fn overlapping_fixed_buffers_are_walked_as_tflm_walks_them() {
         // Same offset: a new entry goes after those at its offset, and the
         // walk passes both. The 16 B buffer fits the gap 32..48 that both
