@@ -87,11 +87,17 @@ static void add_all(nnm_planner *p, const test_buffer *b, size_t n) {
     }
 }
 
+/* Both steps NNM_UNUSED_STEP: never used (a first use of -1 alone is "live
+ * before the first step"). */
+static int never_used(const test_buffer *b) {
+    return b->first_use == NNM_UNUSED_STEP && b->last_use == NNM_UNUSED_STEP;
+}
+
 static uint64_t max_end(const test_buffer *b, const uint64_t *offsets, size_t n) {
     uint64_t peak = 0;
     for (size_t i = 0; i < n; ++i) {
         /* Zero-size and never-used buffers occupy no memory. */
-        if (b[i].size > 0 && b[i].first_use != NNM_UNUSED_STEP && offsets[i] + b[i].size > peak) {
+        if (b[i].size > 0 && !never_used(&b[i]) && offsets[i] + b[i].size > peak) {
             peak = offsets[i] + b[i].size;
         }
     }
@@ -127,7 +133,7 @@ static nnm_plan_result check_plan(const nnm_planner *p, const test_buffer *b, si
         CHECK_OK(nnm_planner_get_offset(p, i, &one));
         CHECK(one == offsets[i]);
         if (b[i].fixed) CHECK(offsets[i] == b[i].offset);
-        if (b[i].size > 0 && b[i].first_use != NNM_UNUSED_STEP) {
+        if (b[i].size > 0 && !never_used(&b[i])) {
             CHECK(offsets[i] + b[i].size <= r.peak_bytes);
         }
         plan[i].size = b[i].size;
@@ -154,6 +160,133 @@ static nnm_plan_result plan_with(nnm_planner *p, uint32_t algorithm, const test_
     nnm_plan_result r = check_plan(p, b, n, offsets);
     if (algorithm != NNM_ALGORITHM_AUTO) CHECK(r.algorithm == algorithm);
     return r;
+}
+
+static void draw_ok(nnm_planner *p, const char *expect);
+
+/* Adding after a plan drops the plan (queries say WRONG_STATE) and the next
+ * nnm_planner_plan plans everything, as a fresh planner would; a refused add
+ * keeps the plan. */
+static void test_add_after_plan(void) {
+    static const test_buffer first[] = {{100, 0, 1, 0, 0}, {50, 1, 2, 0, 0}, {70, 2, 3, 0, 0}};
+    /* 20 B is smaller than every buffer planned before: TFLM walks only it.
+     * 200 B is larger: TFLM plans everything again. Same offsets either way. */
+    static const test_buffer later[] = {{20, 0, 3, 0, 0}, {200, 4, 4, 0, 0}, {8, 1, 1, 1, 96}};
+    for (size_t a = 0; a < COUNT_OF(ALL_ALGORITHMS); ++a) {
+        nnm_planner *p = new_planner();
+        CHECK_OK(nnm_planner_set_algorithm(p, ALL_ALGORITHMS[a]));
+        add_all(p, first, COUNT_OF(first));
+        CHECK_OK(nnm_planner_plan(p));
+        test_buffer all[6];
+        memcpy(all, first, sizeof first);
+        for (size_t k = 0; k < COUNT_OF(later); ++k) {
+            size_t index = 99;
+            /* Refused: the plan stays. */
+            CHECK_FAILS(nnm_planner_add_buffer(p, 8, 3, 2, &index), NNM_INVALID_ARGUMENT);
+            uint64_t u64 = SENTINEL;
+            CHECK_OK(nnm_planner_get_offset(p, 0, &u64));
+            if (later[k].fixed) {
+                CHECK_OK(nnm_planner_add_fixed_buffer(p, later[k].size, later[k].first_use, later[k].last_use,
+                                                      later[k].offset, &index));
+            } else {
+                CHECK_OK(nnm_planner_add_buffer(p, later[k].size, later[k].first_use, later[k].last_use, &index));
+            }
+            CHECK(index == COUNT_OF(first) + k);
+            all[COUNT_OF(first) + k] = later[k];
+            size_t n = COUNT_OF(first) + k + 1;
+            u64 = SENTINEL;
+            CHECK_FAILS(nnm_planner_get_offset(p, 0, &u64), NNM_WRONG_STATE);
+            CHECK_FAILS(nnm_planner_required_bytes(p, &u64), NNM_WRONG_STATE);
+            CHECK(u64 == SENTINEL);
+            CHECK_OK(nnm_planner_plan(p));
+            uint64_t got[6], want[6];
+            nnm_plan_result r = check_plan(p, all, n, got);
+            nnm_planner *fresh = new_planner();
+            CHECK_OK(nnm_planner_set_algorithm(fresh, ALL_ALGORITHMS[a]));
+            add_all(fresh, all, n);
+            CHECK_OK(nnm_planner_plan(fresh));
+            nnm_plan_result rf = check_plan(fresh, all, n, want);
+            CHECK(memcmp(got, want, n * sizeof got[0]) == 0);
+            CHECK(r.peak_bytes == rf.peak_bytes);
+            nnm_planner_free(fresh);
+        }
+        nnm_planner_free(p);
+    }
+}
+
+/* TFLite Micro's lifetimes: 100 B and 50 B never used (-1, -1) and 30 B at
+ * steps 0 and 1. TFLite Micro's GreedyMemoryPlanner places them at 0, 100 and
+ * 0 with an arena of 150 B (never-used tensors live at step -1, together);
+ * TFLM must agree, every other algorithm lets them occupy nothing. */
+static void test_tflite_micro_lifetimes(void) {
+    static const test_buffer b[] = {
+        {100, NNM_UNUSED_STEP, NNM_UNUSED_STEP, 0, 0},
+        {50, NNM_UNUSED_STEP, NNM_UNUSED_STEP, 0, 0},
+        {30, 0, 1, 0, 0},
+    };
+    for (size_t a = 0; a < COUNT_OF(ALL_ALGORITHMS); ++a) {
+        nnm_planner *p = new_planner();
+        CHECK_OK(nnm_planner_set_algorithm(p, ALL_ALGORITHMS[a]));
+        add_all(p, b, COUNT_OF(b));
+        uint64_t bound = SENTINEL, required = SENTINEL, offsets[3];
+        CHECK_OK(nnm_planner_lower_bound(p, &bound));
+        CHECK_OK(nnm_planner_plan(p));
+        CHECK_OK(nnm_planner_required_bytes(p, &required));
+        CHECK_OK(nnm_planner_get_offsets(p, offsets, 3));
+        if (ALL_ALGORITHMS[a] == NNM_ALGORITHM_TFLM) {
+            CHECK(offsets[0] == 0 && offsets[1] == 100 && offsets[2] == 0);
+            CHECK(required == 150 && bound == 150);
+            draw_ok(p, "1 (id=1): size=50, offset=100, first_used=-1 last_used=-1\n");
+        } else {
+            CHECK(bound == 30);
+            if (ALL_ALGORITHMS[a] != NNM_ALGORITHM_LINEAR) CHECK(required == 30);
+        }
+        /* The buffers read back as added. */
+        nnm_plan_buffer got;
+        CHECK_OK(nnm_planner_get_buffer(p, 1, &got));
+        CHECK(got.size == 50 && got.first_use == -1 && got.last_use == -1 && got.offset == offsets[1]);
+        nnm_planner_free(p);
+    }
+
+    /* A first use of -1 with a last use of 0 or more: live before the first
+     * step, under every algorithm (here it meets (-1, 0) and (0, 2)). */
+    static const test_buffer read_only[] = {
+        {16, NNM_UNUSED_STEP, 1, 0, 0}, {8, NNM_UNUSED_STEP, 0, 0, 0}, {8, 0, 2, 0, 0}};
+    for (size_t a = 0; a < COUNT_OF(ALL_ALGORITHMS); ++a) {
+        nnm_planner *p = new_planner();
+        uint64_t offsets[3];
+        add_all(p, read_only, COUNT_OF(read_only));
+        nnm_plan_result r = plan_with(p, ALL_ALGORITHMS[a], read_only, COUNT_OF(read_only), offsets);
+        CHECK(r.lower_bound_bytes == 32);
+        nnm_plan_buffer got;
+        CHECK_OK(nnm_planner_get_buffer(p, 0, &got));
+        CHECK(got.size == 16 && got.first_use == -1 && got.last_use == 1 && got.offset == offsets[0]);
+        nnm_planner_free(p);
+    }
+}
+
+/* nnm_planner_get_buffer: sizes rounded to the alignment, lifetimes as added,
+ * every documented error. */
+static void test_get_buffer(void) {
+    nnm_planner *p = new_planner();
+    nnm_plan_buffer b;
+    memset(&b, 0x5e, sizeof b);
+    nnm_plan_buffer untouched = b;
+    CHECK_OK(nnm_planner_set_alignment(p, 16));
+    CHECK_OK(nnm_planner_add_buffer(p, 10, 2, 4, NULL));
+    CHECK_OK(nnm_planner_add_fixed_buffer(p, 1, 0, 0, 64, NULL));
+    CHECK_FAILS(nnm_planner_get_buffer(p, 0, &b), NNM_WRONG_STATE);
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_FAILS(nnm_planner_get_buffer(NULL, 0, &b), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_buffer(p, 0, NULL), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_buffer(p, 2, &b), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_get_buffer(p, (size_t)-1, &b), NNM_INVALID_ARGUMENT);
+    CHECK(memcmp(&b, &untouched, sizeof b) == 0);
+    CHECK_OK(nnm_planner_get_buffer(p, 0, &b));
+    CHECK(b.size == 16 && b.first_use == 2 && b.last_use == 4 && b.offset == 0);
+    CHECK_OK(nnm_planner_get_buffer(p, 1, &b));
+    CHECK(b.size == 16 && b.first_use == 0 && b.last_use == 0 && b.offset == 64);
+    nnm_planner_free(p);
 }
 
 /* ---- the library as a whole ------------------------------------------------ */
@@ -279,11 +412,16 @@ static void test_buffer_arguments(void) {
     CHECK(index == 1);
     CHECK_OK(nnm_planner_add_buffer(p, 8, 5, 5, &index)); /* one step: first == last */
     CHECK(index == 2);
+    /* Live from before the first step: TFLite Micro's tensors read but never
+     * produced. */
+    CHECK_OK(nnm_planner_add_buffer(p, 8, NNM_UNUSED_STEP, 2, &index));
+    CHECK(index == 3);
 
     index = 99;
     CHECK_FAILS(nnm_planner_add_buffer(p, 8, 3, 2, &index), NNM_INVALID_ARGUMENT); /* reversed */
-    CHECK_FAILS(nnm_planner_add_buffer(p, 8, -1, 2, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, -2, 2, &index), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_planner_add_buffer(p, 8, 0, -1, &index), NNM_INVALID_ARGUMENT);
+    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 5, -1, &index), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_planner_add_buffer(p, 8, -2, -2, &index), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_planner_add_buffer(p, 8, INT64_MIN, 4, &index), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, 3, 2, 0, &index), NNM_INVALID_ARGUMENT);
@@ -292,7 +430,7 @@ static void test_buffer_arguments(void) {
 
     size_t count = 0;
     CHECK_OK(nnm_planner_buffer_count(p, &count));
-    CHECK(count == 3); /* nothing half-added by the failures */
+    CHECK(count == 4); /* nothing half-added by the failures */
 
     /* Alignment may change only while the planner holds no buffer. */
     CHECK_FAILS(nnm_planner_set_alignment(p, 16), NNM_WRONG_STATE);
@@ -368,12 +506,8 @@ static void test_wrong_state(void) {
 
     CHECK_OK(nnm_planner_plan(p));
 
-    /* Planning twice, and adding after plan, without reset. */
+    /* Planning twice without adding is refused. */
     CHECK_FAILS(nnm_planner_plan(p), NNM_WRONG_STATE);
-    size_t index = 99;
-    CHECK_FAILS(nnm_planner_add_buffer(p, 8, 0, 1, &index), NNM_WRONG_STATE);
-    CHECK_FAILS(nnm_planner_add_fixed_buffer(p, 8, 0, 1, 0, &index), NNM_WRONG_STATE);
-    CHECK(index == 99);
     size_t count = 0;
     CHECK_OK(nnm_planner_buffer_count(p, &count));
     CHECK(count == 2);
@@ -395,6 +529,7 @@ static void test_wrong_state(void) {
     CHECK_OK(nnm_planner_buffer_count(p, &count));
     CHECK(count == 0);
     CHECK_FAILS(nnm_planner_get_result(p, &r), NNM_WRONG_STATE);
+    size_t index = 99;
     CHECK_OK(nnm_planner_add_buffer(p, 8, 0, 1, &index));
     CHECK(index == 0);
     nnm_planner_free(p);
@@ -874,8 +1009,11 @@ static void test_validate(void) {
     broken.first_use = 3;
     broken.last_use = 2;
     CHECK_FAILS(nnm_plan_validate(&broken, 1, &v), NNM_INVALID_ARGUMENT);
-    broken.first_use = -1;
+    broken.first_use = -2;
     broken.last_use = 2;
+    CHECK_FAILS(nnm_plan_validate(&broken, 1, &v), NNM_INVALID_ARGUMENT);
+    broken.first_use = 2;
+    broken.last_use = -1;
     CHECK_FAILS(nnm_plan_validate(&broken, 1, &v), NNM_INVALID_ARGUMENT);
     broken = good[0];
     broken.offset = UINT64_MAX - 1;
@@ -1341,6 +1479,9 @@ int main(void) {
     test_validate_ex();
     test_overflow_rules_as_documented();
     test_draw_zero_size_past_peak();
+    test_add_after_plan();
+    test_tflite_micro_lifetimes();
+    test_get_buffer();
     test_calls_on_freed_handles();
     test_a_freed_token_is_detached();
     test_time_and_work_limits();

@@ -263,8 +263,8 @@ typedef enum nnm_status {
   NNM_ALREADY_EXISTS = 7,
   /**
    * The call is not allowed in the object's current state (for example
-   * adding buffers after planning without a reset, or querying before
-   * planning).
+   * changing the alignment after buffers were added, planning twice, or
+   * querying before planning).
    */
   NNM_WRONG_STATE = 8,
   /**
@@ -315,6 +315,9 @@ typedef enum nnm_algorithm {
    * fixed buffers first, then by size descending (later-added first on
    * ties), each at the lowest gap that fits. O(n^2), like the original.
    * Fixed buffers may overlap each other: TFLM trusts an offline plan.
+   * Buffers never used (first and last use -1) live at step -1, as
+   * TFLM plans them; the peak counts zero-size buffers, as TFLM's arena
+   * size does.
    */
   NNM_ALGORITHM_TFLM = 1,
   /**
@@ -720,8 +723,9 @@ typedef struct nnm_exec_model nnm_exec_model;
 typedef struct nnm_exec_pool nnm_exec_pool;
 
 /**
- * A static memory planner: collects buffers, plans them once, answers
- * queries. Not thread-safe: calls on one planner must not overlap; distinct
+ * A static memory planner: collects buffers, plans them, answers queries;
+ * buffers added after a plan drop it, and the next `nnm_planner_plan`
+ * plans again. Not thread-safe: calls on one planner must not overlap; distinct
  * planners may be used from different threads. `const` queries may run
  * concurrently with each other. Every `nnm_planner_*` call (and
  * `nnm_arena_commit_plan`) checks that the planner is live: on a freed
@@ -1232,6 +1236,30 @@ typedef struct nnm_stack_cache {
 } nnm_stack_cache;
 
 /**
+ * A buffer with its offset, for `nnm_plan_validate`.
+ */
+typedef struct nnm_plan_buffer {
+  /**
+   * Bytes.
+   */
+  uint64_t size;
+  /**
+   * First step the buffer is live (inclusive), or NNM_UNUSED_STEP (live
+   * before the first step, or never used).
+   */
+  int64_t first_use;
+  /**
+   * Last step the buffer is live (inclusive), or NNM_UNUSED_STEP with a
+   * `first_use` of NNM_UNUSED_STEP (never used).
+   */
+  int64_t last_use;
+  /**
+   * Its offset in the block.
+   */
+  uint64_t offset;
+} nnm_plan_buffer;
+
+/**
  * Summary of the last plan.
  */
 typedef struct nnm_plan_result {
@@ -1304,28 +1332,6 @@ typedef struct nnm_plan_result {
    */
   int64_t fixed_overlap_step;
 } nnm_plan_result;
-
-/**
- * A buffer with its offset, for `nnm_plan_validate`.
- */
-typedef struct nnm_plan_buffer {
-  /**
-   * Bytes.
-   */
-  uint64_t size;
-  /**
-   * First step the buffer is live (inclusive), or NNM_UNUSED_STEP.
-   */
-  int64_t first_use;
-  /**
-   * Last step the buffer is live (inclusive), or NNM_UNUSED_STEP.
-   */
-  int64_t last_use;
-  /**
-   * Its offset in the block.
-   */
-  uint64_t offset;
-} nnm_plan_buffer;
 
 /**
  * Verdict of `nnm_plan_validate`.
@@ -3412,17 +3418,40 @@ enum nnm_status nnm_planner_set_trust_fixed(struct nnm_planner *planner, uint8_t
 
 /**
  * Adds a buffer of `size` bytes live from step `first_use` to `last_use`
- * (inclusive; both NNM_UNUSED_STEP for a buffer never used). Zero sizes are
- * legal. Writes its index to `out_index` when not NULL.
+ * (inclusive, TFLite Micro's lifetimes). Zero sizes are legal. Writes its
+ * index to `out_index` when not NULL.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, negative
- * step), OVERFLOW (`last_use` is INT64_MAX: steps are kept half-open, so
+ * A `first_use` of NNM_UNUSED_STEP (-1) with a `last_use` of 0 or more is
+ * live from step -1, before the first step (TFLite Micro's tensors that
+ * are read but never produced), under every algorithm. Both NNM_UNUSED_STEP
+ * is a buffer never used: NNM_ALGORITHM_TFLM plans it as TFLite Micro's
+ * `GreedyMemoryPlanner` does, live at step -1 (it meets every buffer whose
+ * `first_use` is -1, never-used ones included, and gets its own bytes next
+ * to them); every other algorithm lets it occupy nothing (no buffer avoids
+ * it; LINEAR still stacks it, as it stacks everything).
+ *
+ * After a plan, adding drops the plan: the planner collects again, and
+ * the queries that need a plan return WRONG_STATE until `nnm_planner_plan`
+ * plans all the buffers again.
+ *
+ * Heap: the planner keeps each buffer in an array of 40-byte entries
+ * (64-bit targets) that grows by doubling, so at most 80 bytes per buffer
+ * added; a plan adds 8 bytes per buffer for its offsets, and under
+ * NNM_ALGORITHM_TFLM 8 more kept for a re-plan after adding. While
+ * `nnm_planner_plan` runs, NNM_ALGORITHM_TFLM allocates at most 280 bytes
+ * per buffer more (so at most 80 n + 16 n + 280 n bytes for n buffers,
+ * besides the fixed-size handle), plus, when fixed buffers overlap each
+ * other, the blocks of their union (see `nnm_planner_set_trust_fixed`);
+ * other algorithms use more (AUTO and EXACT: their search).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, a step
+ * below -1, or a `last_use` of -1 with a `first_use` other than -1),
+ * OVERFLOW (`last_use` is INT64_MAX: steps are kept half-open, so
  * `last_use + 1` must fit; `size` rounded up to the alignment passes
  * 2^64 - 1; or the sizes of all buffers added, rounded up and summed
  * whether or not they are live at the same time, plus the highest
  * `offset + size` of a fixed buffer, pass 2^64 - 1: this bound keeps every
- * algorithm's arithmetic within 64 bits), WRONG_STATE (already planned;
- * reset first).
+ * algorithm's arithmetic within 64 bits). A failing call keeps the plan.
  *
  * # Safety
  * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
@@ -3460,9 +3489,15 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
                                              size_t *out_index);
 
 /**
- * Plans the buffers added so far.
+ * Plans the buffers added so far. After buffers were added to a plan made
+ * with NNM_ALGORITHM_TFLM, TFLM walks only the new ones when they come last
+ * in its order (all planned online, each smaller than every buffer of the
+ * earlier plan planned online), O(n log n + k n) for k new buffers; else,
+ * and with every other algorithm, it plans all the buffers again. Either
+ * way the offsets are those of planning all the buffers afresh.
  *
- * Errors: NULL_ARGUMENT; WRONG_STATE (already planned); INVALID_ARGUMENT
+ * Errors: NULL_ARGUMENT; WRONG_STATE (already planned and no buffer added
+ * since); INVALID_ARGUMENT
  * (two fixed buffers share a byte at a step, unless the algorithm is
  * NNM_ALGORITHM_TFLM or `nnm_planner_set_trust_fixed` is on: the message
  * names the first pair, the step and the number of pairs); DOES_NOT_FIT
@@ -3512,6 +3547,26 @@ enum nnm_status nnm_planner_get_offsets(const struct nnm_planner *planner,
                                         size_t count);
 
 /**
+ * Writes buffer `index` as planned: its size (rounded up to the
+ * alignment), `first_use` and `last_use` as added (NNM_UNUSED_STEP twice
+ * for a buffer never used) and its offset. With the buffer count, this is
+ * what a caller needs to check or print the plan in its own terms (as
+ * TFLite Micro's `DoAnyBuffersOverlap` and `PrintMemoryPlan` do) without
+ * keeping its own copy of the buffers.
+ *
+ * Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT (index
+ * out of range).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_buffer` must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_planner_get_buffer(const struct nnm_planner *planner,
+                                       size_t index,
+                                       struct nnm_plan_buffer *out_buffer);
+
+/**
  * Writes the summary of the last plan (also after DOES_NOT_FIT).
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
@@ -3526,7 +3581,8 @@ enum nnm_status nnm_planner_get_result(const struct nnm_planner *planner,
 
 /**
  * Writes the lower bound of the buffers added so far: the largest total
- * size live at one step, where bytes that fixed buffers share count once.
+ * size live at one step, where bytes that fixed buffers share count once
+ * (with NNM_ALGORITHM_TFLM selected, buffers never used count at step -1).
  * Available at any time. O(n log n), plus the union of the fixed buffers
  * when they overlap.
  *
@@ -3541,7 +3597,11 @@ enum nnm_status nnm_planner_lower_bound(const struct nnm_planner *planner, uint6
 
 /**
  * Writes the bytes the last plan needs (its peak); after DOES_NOT_FIT this
- * is the capacity that would have sufficed for that plan.
+ * is the capacity that would have sufficed for that plan. With
+ * NNM_ALGORITHM_TFLM it is TFLite Micro's arena size: the highest
+ * `offset + size` over every buffer, zero-size ones included (a zero-size
+ * fixed buffer may lie above the rest); otherwise over the buffers that
+ * occupy memory.
  *
  * Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
  *
@@ -3579,8 +3639,9 @@ enum nnm_status nnm_planner_reset(struct nnm_planner *planner);
 /**
  * Writes a TFLite-Micro-style text picture of the plan, NUL-terminated,
  * into `buf` (`len` bytes). Buffers are named by index; those that occupy
- * no memory (size 0 or never used) are listed but not drawn, wherever
- * their offset lies. With `buf` NULL and `len` 0 it only writes the
+ * no memory (size 0, or never used except under NNM_ALGORITHM_TFLM, which
+ * draws them at step -1) are listed but not drawn, wherever their offset
+ * lies, and the peak in its first line counts only what it draws. With `buf` NULL and `len` 0 it only writes the
  * bytes needed (NUL included) to `out_written`; on success `out_written`
  * receives the bytes written (NUL included).
  *
@@ -4382,7 +4443,8 @@ void nnm_region_model_free(struct nnm_region_model *model);
  *   6)") or `lifetime` value; an empty name or function; size 0; an
  *   alignment that is not a power of two; a reversed lifetime ("last_use 2
  *   is before first_use 5") or, with NNM_LIFETIME_FIRST_LAST_USE, a
- *   negative step other than -1, -1; a weight with a convention other
+ *   step below -1 (a first use of -1 is live before the first step; -1,
+ *   -1 is never used); a weight with a convention other
  *   than NNM_LIFETIME_WHOLE_RUN; malformed tags ("tag 'op' is not
  *   key=value (in 'op')"), a repeated or empty tag key; a view without
  *   `view_of`, `view_of` on another kind, `view_offset` without

@@ -35,8 +35,8 @@ pub enum Status {
     /// An item with that name or key already exists.
     AlreadyExists = 7,
     /// The call is not allowed in the object's current state (for example
-    /// adding buffers after planning without a reset, or querying before
-    /// planning).
+    /// changing the alignment after buffers were added, planning twice, or
+    /// querying before planning).
     WrongState = 8,
     /// The object is in use by another operation.
     Busy = 9,

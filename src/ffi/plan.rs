@@ -1,6 +1,7 @@
 //! C API of the static memory planner (`nnm_planner_*`, `nnm_plan_*`,
 //! `nnm_algorithm_*`). Steps are TFLite Micro's: `first_use` and `last_use`
-//! are inclusive; `first_use = last_use = NNM_UNUSED_STEP` means never used.
+//! are inclusive; a `first_use` of NNM_UNUSED_STEP is live before the first
+//! step; `first_use = last_use = NNM_UNUSED_STEP` means never used.
 
 use std::ffi::c_char;
 use std::sync::atomic::AtomicBool;
@@ -14,8 +15,10 @@ use super::text::copy_text;
 use crate::plan::{validate_with_fixed, Algorithm, Buffer, Invalid, Lifetime, Planner, Verdict};
 use crate::status::{Error, Status};
 
-/// `first_use` and `last_use` of a buffer that is never used (TFLite
-/// Micro's convention). Equals `crate::plan::UNUSED_STEP`. The C macro is
+/// Step -1, TFLite Micro's "not yet created": as `first_use` with a
+/// `last_use` of 0 or more, a buffer live from before the first step (a
+/// tensor read but never produced); as both `first_use` and `last_use`, a
+/// buffer never used. Equals `crate::plan::UNUSED_STEP`. The C macro is
 /// written in cbindgen.toml, parenthesised (cbindgen would print a bare -1).
 pub const NNM_UNUSED_STEP: i64 = -1;
 
@@ -24,8 +27,9 @@ pub const NNM_UNUSED_STEP: i64 = -1;
 pub const NNM_DEFAULT_WORK_LIMIT: u64 = 130_000_000;
 const _: () = assert!(NNM_DEFAULT_WORK_LIMIT == crate::plan::DEFAULT_WORK_LIMIT);
 
-/// A static memory planner: collects buffers, plans them once, answers
-/// queries. Not thread-safe: calls on one planner must not overlap; distinct
+/// A static memory planner: collects buffers, plans them, answers queries;
+/// buffers added after a plan drop it, and the next `nnm_planner_plan`
+/// plans again. Not thread-safe: calls on one planner must not overlap; distinct
 /// planners may be used from different threads. `const` queries may run
 /// concurrently with each other. Every `nnm_planner_*` call (and
 /// `nnm_arena_commit_plan`) checks that the planner is live: on a freed
@@ -98,9 +102,11 @@ pub struct nnm_plan_result {
 pub struct nnm_plan_buffer {
     /// Bytes.
     pub size: u64,
-    /// First step the buffer is live (inclusive), or NNM_UNUSED_STEP.
+    /// First step the buffer is live (inclusive), or NNM_UNUSED_STEP (live
+    /// before the first step, or never used).
     pub first_use: i64,
-    /// Last step the buffer is live (inclusive), or NNM_UNUSED_STEP.
+    /// Last step the buffer is live (inclusive), or NNM_UNUSED_STEP with a
+    /// `first_use` of NNM_UNUSED_STEP (never used).
     pub last_use: i64,
     /// Its offset in the block.
     pub offset: u64,
@@ -473,17 +479,40 @@ pub unsafe extern "C" fn nnm_planner_set_trust_fixed(planner: *mut nnm_planner, 
 }
 
 /// Adds a buffer of `size` bytes live from step `first_use` to `last_use`
-/// (inclusive; both NNM_UNUSED_STEP for a buffer never used). Zero sizes are
-/// legal. Writes its index to `out_index` when not NULL.
+/// (inclusive, TFLite Micro's lifetimes). Zero sizes are legal. Writes its
+/// index to `out_index` when not NULL.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, negative
-/// step), OVERFLOW (`last_use` is INT64_MAX: steps are kept half-open, so
+/// A `first_use` of NNM_UNUSED_STEP (-1) with a `last_use` of 0 or more is
+/// live from step -1, before the first step (TFLite Micro's tensors that
+/// are read but never produced), under every algorithm. Both NNM_UNUSED_STEP
+/// is a buffer never used: NNM_ALGORITHM_TFLM plans it as TFLite Micro's
+/// `GreedyMemoryPlanner` does, live at step -1 (it meets every buffer whose
+/// `first_use` is -1, never-used ones included, and gets its own bytes next
+/// to them); every other algorithm lets it occupy nothing (no buffer avoids
+/// it; LINEAR still stacks it, as it stacks everything).
+///
+/// After a plan, adding drops the plan: the planner collects again, and
+/// the queries that need a plan return WRONG_STATE until `nnm_planner_plan`
+/// plans all the buffers again.
+///
+/// Heap: the planner keeps each buffer in an array of 40-byte entries
+/// (64-bit targets) that grows by doubling, so at most 80 bytes per buffer
+/// added; a plan adds 8 bytes per buffer for its offsets, and under
+/// NNM_ALGORITHM_TFLM 8 more kept for a re-plan after adding. While
+/// `nnm_planner_plan` runs, NNM_ALGORITHM_TFLM allocates at most 280 bytes
+/// per buffer more (so at most 80 n + 16 n + 280 n bytes for n buffers,
+/// besides the fixed-size handle), plus, when fixed buffers overlap each
+/// other, the blocks of their union (see `nnm_planner_set_trust_fixed`);
+/// other algorithms use more (AUTO and EXACT: their search).
+///
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`last_use < first_use`, a step
+/// below -1, or a `last_use` of -1 with a `first_use` other than -1),
+/// OVERFLOW (`last_use` is INT64_MAX: steps are kept half-open, so
 /// `last_use + 1` must fit; `size` rounded up to the alignment passes
 /// 2^64 - 1; or the sizes of all buffers added, rounded up and summed
 /// whether or not they are live at the same time, plus the highest
 /// `offset + size` of a fixed buffer, pass 2^64 - 1: this bound keeps every
-/// algorithm's arithmetic within 64 bits), WRONG_STATE (already planned;
-/// reset first).
+/// algorithm's arithmetic within 64 bits). A failing call keeps the plan.
 ///
 /// # Safety
 /// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
@@ -547,9 +576,15 @@ pub unsafe extern "C" fn nnm_planner_add_fixed_buffer(
     })
 }
 
-/// Plans the buffers added so far.
+/// Plans the buffers added so far. After buffers were added to a plan made
+/// with NNM_ALGORITHM_TFLM, TFLM walks only the new ones when they come last
+/// in its order (all planned online, each smaller than every buffer of the
+/// earlier plan planned online), O(n log n + k n) for k new buffers; else,
+/// and with every other algorithm, it plans all the buffers again. Either
+/// way the offsets are those of planning all the buffers afresh.
 ///
-/// Errors: NULL_ARGUMENT; WRONG_STATE (already planned); INVALID_ARGUMENT
+/// Errors: NULL_ARGUMENT; WRONG_STATE (already planned and no buffer added
+/// since); INVALID_ARGUMENT
 /// (two fixed buffers share a byte at a step, unless the algorithm is
 /// NNM_ALGORITHM_TFLM or `nnm_planner_set_trust_fixed` is on: the message
 /// names the first pair, the step and the number of pairs); DOES_NOT_FIT
@@ -639,6 +674,37 @@ pub unsafe extern "C" fn nnm_planner_get_offsets(
     })
 }
 
+/// Writes buffer `index` as planned: its size (rounded up to the
+/// alignment), `first_use` and `last_use` as added (NNM_UNUSED_STEP twice
+/// for a buffer never used) and its offset. With the buffer count, this is
+/// what a caller needs to check or print the plan in its own terms (as
+/// TFLite Micro's `DoAnyBuffersOverlap` and `PrintMemoryPlan` do) without
+/// keeping its own copy of the buffers.
+///
+/// Errors: NULL_ARGUMENT, WRONG_STATE (not planned), INVALID_ARGUMENT (index
+/// out of range).
+///
+/// # Safety
+/// `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+/// refused without being read), and no call may change it meanwhile.
+/// `out_buffer` must be NULL or valid for writing one value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_planner_get_buffer(
+    planner: *const nnm_planner,
+    index: usize,
+    out_buffer: *mut nnm_plan_buffer,
+) -> Status {
+    // SAFETY: the caller's promises (# Safety) are `query`'s.
+    unsafe {
+        query(planner, out_buffer, "out_buffer", |p| {
+            let offset = p.offset(index)?;
+            let b = p.problem().buffers()[index];
+            let (first_use, last_use) = b.lifetime.to_inclusive();
+            Ok(nnm_plan_buffer { size: b.size, first_use, last_use, offset })
+        })
+    }
+}
+
 /// Writes the summary of the last plan (also after DOES_NOT_FIT).
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
@@ -677,7 +743,8 @@ pub unsafe extern "C" fn nnm_planner_get_result(
 }
 
 /// Writes the lower bound of the buffers added so far: the largest total
-/// size live at one step, where bytes that fixed buffers share count once.
+/// size live at one step, where bytes that fixed buffers share count once
+/// (with NNM_ALGORITHM_TFLM selected, buffers never used count at step -1).
 /// Available at any time. O(n log n), plus the union of the fixed buffers
 /// when they overlap.
 ///
@@ -694,7 +761,11 @@ pub unsafe extern "C" fn nnm_planner_lower_bound(planner: *const nnm_planner, ou
 }
 
 /// Writes the bytes the last plan needs (its peak); after DOES_NOT_FIT this
-/// is the capacity that would have sufficed for that plan.
+/// is the capacity that would have sufficed for that plan. With
+/// NNM_ALGORITHM_TFLM it is TFLite Micro's arena size: the highest
+/// `offset + size` over every buffer, zero-size ones included (a zero-size
+/// fixed buffer may lie above the rest); otherwise over the buffers that
+/// occupy memory.
 ///
 /// Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
 ///
@@ -743,8 +814,9 @@ pub unsafe extern "C" fn nnm_planner_reset(planner: *mut nnm_planner) -> Status 
 
 /// Writes a TFLite-Micro-style text picture of the plan, NUL-terminated,
 /// into `buf` (`len` bytes). Buffers are named by index; those that occupy
-/// no memory (size 0 or never used) are listed but not drawn, wherever
-/// their offset lies. With `buf` NULL and `len` 0 it only writes the
+/// no memory (size 0, or never used except under NNM_ALGORITHM_TFLM, which
+/// draws them at step -1) are listed but not drawn, wherever their offset
+/// lies, and the peak in its first line counts only what it draws. With `buf` NULL and `len` 0 it only writes the
 /// bytes needed (NUL included) to `out_written`; on success `out_written`
 /// receives the bytes written (NUL included).
 ///

@@ -89,11 +89,29 @@ pub struct PlanOutcome {
     pub fixed_overlaps: FixedOverlaps,
 }
 
-/// Collects buffers, plans them once, answers queries about the plan.
+/// Collects buffers, plans them, answers queries about the plan.
 ///
 /// States: *collecting* (buffers may be added) and *planned* (queries
-/// answer; adding requires [`Planner::reset`]). Every failing call leaves
-/// the planner exactly as it was.
+/// answer). Adding a buffer to a planned planner drops the plan and
+/// collects again, as TFLite Micro's planners allow: the next
+/// [`Planner::plan`] plans every buffer, and with `tflm` walks only the new
+/// ones when that gives the same offsets (see `replan` in `algo::tflm`).
+/// Every failing call leaves the planner exactly as it was.
+///
+/// Steps are TFLite Micro's: step -1 is "before the first step". A buffer
+/// that is never used (an empty lifetime) occupies nothing, except TFLite
+/// Micro's (-1, -1) under `tflm`, which plans it as TFLite Micro does: live
+/// at step -1, where it meets every buffer live at step -1.
+///
+/// Heap: the buffers are one vector of [`Buffer`]s (40 B each on 64-bit
+/// targets), grown by doubling, so at most 80 B per buffer added while
+/// collecting; a plan adds its offsets (8 B per buffer) and, with `tflm`, the
+/// offsets kept for a re-plan after adding (8 B per buffer). Planning with
+/// `tflm` allocates at most 280 B per buffer more while it runs (its order,
+/// its offset-sorted list, the lower bound's and the validator's events, and
+/// a copy of the buffers when some are never used), plus the blocks of the
+/// union of fixed buffers that overlap each other (see `fixed`);
+/// `tests/planner_heap.rs` measures both bounds.
 #[derive(Debug)]
 pub struct Planner {
     algorithm: Algorithm,
@@ -105,6 +123,11 @@ pub struct Planner {
     trust_fixed: bool,
     problem: Problem,
     outcome: Option<PlanOutcome>,
+    /// The outcome was planned with `tflm` selected.
+    planned_tflm: bool,
+    /// The offsets of the last `tflm` plan, kept when buffers are added
+    /// after it, for [`algo::tflm_replan`].
+    previous_tflm: Option<Vec<u64>>,
     #[cfg(test)]
     drag: Option<Duration>,
 }
@@ -128,6 +151,8 @@ impl Planner {
             trust_fixed: false,
             problem: Problem::new(1).expect("1 is a power of two"),
             outcome: None,
+            planned_tflm: false,
+            previous_tflm: None,
             #[cfg(test)]
             drag: None,
         }
@@ -255,16 +280,30 @@ impl Planner {
     }
 
     /// Adds a buffer (size rounded up to the alignment) with an optional
-    /// fixed offset; returns its index. Errors: `WrongState` after planning,
-    /// `InvalidArgument` for an unaligned fixed offset, `Overflow` when the
-    /// sum of all sizes (live together or not) plus the highest fixed
-    /// `offset + size` would pass `u64::MAX` (this keeps every algorithm's
-    /// arithmetic within 64 bits).
+    /// fixed offset; returns its index. After a plan, the plan is dropped and
+    /// the planner collects again (the next [`Planner::plan`] plans all the
+    /// buffers). Errors: `InvalidArgument` for an unaligned fixed offset,
+    /// `Overflow` when the sum of all sizes (live together or not) plus the
+    /// highest fixed `offset + size` would pass `u64::MAX` (this keeps every
+    /// algorithm's arithmetic within 64 bits); a failed add keeps the plan.
     pub fn add_buffer(&mut self, size: u64, lifetime: Lifetime, fixed_offset: Option<u64>) -> Result<usize> {
-        if self.outcome.is_some() {
-            return Err(Error::wrong_state("buffers cannot be added after planning; reset the planner first"));
+        let index = self.problem.push(size, lifetime, fixed_offset)?;
+        if let Some(outcome) = self.outcome.take() {
+            self.previous_tflm = self.planned_tflm.then_some(outcome.offsets);
         }
-        self.problem.push(size, lifetime, fixed_offset)
+        Ok(index)
+    }
+
+    /// The problem the selected algorithm plans: the buffers as added, but
+    /// under `tflm` those never used live at step -1 (see
+    /// [`Lifetime::tflm_never_used`]).
+    fn effective(&self, tflm: bool) -> std::borrow::Cow<'_, Problem> {
+        let buffers = self.problem.buffers();
+        if !tflm || !buffers.iter().any(|b| b.lifetime.tflm_never_used() != b.lifetime) {
+            return std::borrow::Cow::Borrowed(&self.problem);
+        }
+        let seen = buffers.iter().map(|b| Buffer { lifetime: b.lifetime.tflm_never_used(), ..*b }).collect();
+        std::borrow::Cow::Owned(self.problem.rewritten(seen))
     }
 
     /// The problem as collected so far.
@@ -279,16 +318,21 @@ impl Planner {
 
     /// The lower bound of the buffers added so far (any time): the largest
     /// number of bytes live at one step, where bytes that fixed buffers
-    /// share count once.
+    /// share count once (under `tflm`, buffers never used are live at step
+    /// -1).
     pub fn lower_bound(&self) -> u64 {
-        let rects = fixed::fixed_rects(&self.problem);
+        let problem = self.effective(self.algorithm == Algorithm::Tflm);
+        let rects = fixed::fixed_rects(&problem);
         if fixed::count_overlaps(&rects).count == 0 {
-            return lower_bound(self.problem.buffers()).bytes;
+            return lower_bound(problem.buffers()).bytes;
         }
-        lower_bound(fixed::Flat::new(&self.problem, &rects).problem.buffers()).bytes
+        lower_bound(fixed::Flat::new(&problem, &rects).problem.buffers()).bytes
     }
 
-    /// Plans the buffers. Errors: `WrongState` when already planned,
+    /// Plans the buffers: with `tflm`, after buffers were added to a `tflm`
+    /// plan, only the new ones when they come last in TFLite Micro's order
+    /// (the same offsets as planning afresh). Errors: `WrongState` when
+    /// already planned (and nothing added since),
     /// `InvalidArgument` when fixed buffers overlap each other (unless the
     /// algorithm is `tflm` or they are trusted), `DoesNotFit` when a capacity
     /// is set and the best peak exceeds it; the outcome is then still kept,
@@ -301,10 +345,13 @@ impl Planner {
             return Err(Error::wrong_state("already planned; reset the planner to plan again"));
         }
         let started = Instant::now();
-        let rects = fixed::fixed_rects(&self.problem);
+        let tflm = self.algorithm == Algorithm::Tflm;
+        let effective = self.effective(tflm);
+        let problem: &Problem = &effective;
+        let rects = fixed::fixed_rects(problem);
         let fixed_overlaps = fixed::count_overlaps(&rects);
         if let Some(o) = fixed_overlaps.first {
-            if !self.trust_fixed && self.algorithm != Algorithm::Tflm {
+            if !self.trust_fixed && !tflm {
                 return Err(Error::invalid(format!(
                     "fixed buffers {} and {} overlap in memory at step {} ({} overlapping pair(s) of fixed buffers); \
                      trust them with the trust-fixed option, or plan with tflm",
@@ -315,8 +362,8 @@ impl Planner {
         // Overlapping fixed buffers are planned as the disjoint blocks of
         // their union; tflm reproduces TFLite Micro, which walks the
         // overlapping buffers themselves.
-        let flat = (fixed_overlaps.count > 0).then(|| fixed::Flat::new(&self.problem, &rects));
-        let solved = flat.as_ref().map_or(&self.problem, |f| &f.problem);
+        let flat = (fixed_overlaps.count > 0).then(|| fixed::Flat::new(problem, &rects));
+        let solved = flat.as_ref().map_or(problem, |f| &f.problem);
         let lb = lower_bound(solved.buffers()).bytes;
         // No plan can be below the lower bound: say so without searching.
         if let Some(capacity) = self.capacity.filter(|&c| c < lb) {
@@ -341,17 +388,22 @@ impl Planner {
             #[cfg(test)]
             on_check: None,
         };
-        let mut placement = match &flat {
-            Some(f) if self.algorithm != Algorithm::Tflm => {
+        let replanned = match &self.previous_tflm {
+            Some(previous) if tflm => algo::tflm_replan(problem, previous),
+            _ => None,
+        };
+        let mut placement = match (&flat, replanned) {
+            (_, Some(p)) => p,
+            (Some(f), None) if !tflm => {
                 let mut p = self.algorithm.implementation().place(solved, &limits);
-                p.offsets = f.to_original(&self.problem, &p.offsets);
+                p.offsets = f.to_original(problem, &p.offsets);
                 p
             }
-            _ => self.algorithm.implementation().place(&self.problem, &limits),
+            _ => self.algorithm.implementation().place(problem, &limits),
         };
         let checked = match &flat {
             Some(f) => validate(solved.buffers(), &f.to_flat(&placement.offsets)),
-            None => validate(self.problem.buffers(), &placement.offsets),
+            None => validate(problem.buffers(), &placement.offsets),
         };
         let peak = checked.map_err(|e| {
             // With overlapping fixed buffers the indices are those of the
@@ -362,6 +414,15 @@ impl Planner {
                 format!("internal error: {} produced an invalid plan: {e}{indices}", placement.algorithm.name()),
             )
         })?;
+        // TFLite Micro's arena size is the highest offset + size over every
+        // buffer it plans, zero-size ones included (a fixed one may lie above
+        // the rest); the validator has checked that none overflows.
+        let peak = if tflm {
+            let planned = problem.buffers().iter().zip(&placement.offsets).filter(|(b, _)| !b.lifetime.is_empty());
+            planned.map(|(b, &o)| o + b.size).fold(peak, u64::max)
+        } else {
+            peak
+        };
         let offsets = std::mem::take(&mut placement.offsets);
         let fits = self.capacity.is_none_or(|c| peak <= c);
         let outcome = PlanOutcome {
@@ -378,6 +439,9 @@ impl Planner {
             time_limit_cut: placement.time_limit_cut,
             fixed_overlaps,
         };
+        drop(effective);
+        self.previous_tflm = None;
+        self.planned_tflm = tflm;
         let outcome = self.outcome.insert(outcome);
         if !outcome.fits {
             let capacity = self.capacity.unwrap_or(0);
@@ -422,12 +486,13 @@ impl Planner {
     pub fn reset(&mut self) {
         self.problem = Problem::new(self.problem.alignment()).expect("alignment was valid");
         self.outcome = None;
+        self.previous_tflm = None;
     }
 
     /// The TFLite-Micro-style text picture of the plan.
     pub fn draw(&self) -> Result<String> {
         let outcome = self.planned()?;
-        Ok(picture::draw(self.problem.buffers(), &outcome.offsets))
+        Ok(picture::draw(self.effective(self.planned_tflm).buffers(), &outcome.offsets))
     }
 }
 
@@ -459,9 +524,15 @@ mod tests {
         assert_eq!(p.set_alignment(16).unwrap_err().status(), Status::WrongState);
         p.plan().unwrap();
         assert_eq!(p.plan().unwrap_err().status(), Status::WrongState);
-        assert_eq!(p.add_buffer(1, lt(0, 0), None).unwrap_err().status(), Status::WrongState);
         assert_eq!(p.buffer_count(), 1);
         assert_eq!(p.offset(1).unwrap_err().status(), Status::InvalidArgument);
+        // A refused add keeps the plan; an accepted one drops it.
+        assert_eq!(p.add_buffer(u64::MAX, lt(0, 0), None).unwrap_err().status(), Status::Overflow);
+        assert_eq!(p.offset(0).unwrap(), 0);
+        assert_eq!(p.add_buffer(1, lt(0, 0), None).unwrap(), 1);
+        assert_eq!(p.offset(0).unwrap_err().status(), Status::WrongState);
+        assert_eq!(p.draw().unwrap_err().status(), Status::WrongState);
+        assert_eq!(p.plan().unwrap().offsets, vec![0, 10]);
         p.reset();
         assert_eq!(p.buffer_count(), 0);
         p.set_alignment(16).unwrap();
@@ -608,6 +679,136 @@ mod tests {
         p.add_buffer(8, lt(3, 3), None).unwrap();
         let o = p.plan().unwrap();
         assert_eq!((o.peak, o.lower_bound), (8, 8));
+    }
+
+    fn issue_example(p: &mut Planner) {
+        // 100 B and 50 B never used, 30 B at steps 0 and 1.
+        p.add_buffer(100, lt(-1, -1), None).unwrap();
+        p.add_buffer(50, lt(-1, -1), None).unwrap();
+        p.add_buffer(30, lt(0, 1), None).unwrap();
+    }
+
+    #[test]
+    fn tflm_plans_never_used_buffers_live_at_step_minus_one() {
+        // TFLite Micro's GreedyMemoryPlanner gives 0, 100, 0 and an arena of
+        // 150 B: its (-1, -1) tensors meet each other at step -1.
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Tflm);
+        issue_example(&mut p);
+        assert_eq!(p.lower_bound(), 150);
+        let o = p.plan().unwrap();
+        assert_eq!((o.offsets.clone(), o.peak, o.lower_bound), (vec![0, 100, 0], 150, 150));
+        assert!(p.draw().unwrap().contains("size=50, offset=100"), "{}", p.draw().unwrap());
+        // Every other algorithm: never used occupies nothing.
+        for &algorithm in Algorithm::all().iter().filter(|&&a| a != Algorithm::Tflm) {
+            let mut p = Planner::new();
+            p.set_algorithm(algorithm);
+            issue_example(&mut p);
+            assert_eq!(p.lower_bound(), 30, "{algorithm:?}");
+            let o = p.plan().unwrap();
+            if algorithm != Algorithm::Linear {
+                assert_eq!((o.offsets[2], o.peak), (0, 30), "{algorithm:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_first_use_of_minus_one_is_live_before_the_first_step() {
+        // Read but never produced (-1, 1): live with a never-used buffer
+        // under tflm, and with (0, 0) and (1, 3) under every algorithm.
+        for &algorithm in Algorithm::all() {
+            let mut p = Planner::new();
+            p.set_algorithm(algorithm);
+            p.add_buffer(16, lt(-1, 1), None).unwrap();
+            p.add_buffer(8, lt(0, 0), None).unwrap();
+            p.add_buffer(8, lt(1, 3), None).unwrap();
+            p.add_buffer(4, lt(-1, -1), None).unwrap();
+            let o = p.plan().unwrap().clone();
+            let tflm = algorithm == Algorithm::Tflm;
+            assert_eq!(o.lower_bound, 24, "{algorithm:?}");
+            let b = p.problem().buffers();
+            let apart = |i: usize, j: usize| {
+                o.offsets[i] + b[i].size <= o.offsets[j] || o.offsets[j] + b[j].size <= o.offsets[i]
+            };
+            assert!(apart(0, 1) && apart(0, 2), "{algorithm:?}: {:?}", o.offsets);
+            if tflm {
+                // 16 at 0, then 8 at 16 (steps 0..=1 meet the 16 B one), the
+                // other 8 at 16, and the never-used 4 B above the 16 B one.
+                assert_eq!(o.offsets, vec![0, 16, 16, 16], "{:?}", o.offsets);
+                assert_eq!(o.peak, 24);
+            }
+        }
+    }
+
+    #[test]
+    fn tflm_counts_zero_size_buffers_in_the_peak_as_tflite_micro_does() {
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::Tflm);
+        p.add_buffer(16, lt(0, 1), None).unwrap();
+        p.add_buffer(0, lt(0, 1), Some(64)).unwrap();
+        assert_eq!(p.plan().unwrap().peak, 64);
+        let mut p = Planner::new();
+        p.set_algorithm(Algorithm::SizeFirstFit);
+        p.add_buffer(16, lt(0, 1), None).unwrap();
+        p.add_buffer(0, lt(0, 1), Some(64)).unwrap();
+        assert_eq!(p.plan().unwrap().peak, 16);
+    }
+
+    /// A small deterministic generator (xorshift), so the cases repeat.
+    fn xorshift(state: &mut u64) -> u64 {
+        *state ^= *state << 13;
+        *state ^= *state >> 7;
+        *state ^= *state << 17;
+        *state
+    }
+
+    #[test]
+    fn adding_after_a_plan_plans_as_a_fresh_planner_would() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut walked_only_new = 0;
+        for case in 0..300 {
+            let algorithm = if case % 3 == 2 { Algorithm::SizeFirstFit } else { Algorithm::Tflm };
+            let mut p = Planner::new();
+            p.set_algorithm(algorithm);
+            let mut spec = Vec::new();
+            let rounds = 1 + xorshift(&mut seed) % 4;
+            for round in 0..rounds {
+                for _ in 0..1 + xorshift(&mut seed) % 6 {
+                    // Later rounds add smaller buffers more often, the case
+                    // tflm re-plans by walking only the new ones.
+                    let size = xorshift(&mut seed) % (64 >> round.min(3)) + u64::from(round == 0);
+                    let first = (xorshift(&mut seed) % 7) as i64 - 1;
+                    let last = first + (xorshift(&mut seed) % 4) as i64;
+                    let (first, last) = if first == -1 && last == -1 || xorshift(&mut seed) % 9 == 0 {
+                        (-1, -1)
+                    } else {
+                        (first, last.max(0))
+                    };
+                    let fixed = (xorshift(&mut seed) % 11 == 0).then(|| xorshift(&mut seed) % 100);
+                    p.add_buffer(size, lt(first, last), fixed).unwrap();
+                    spec.push((size, first, last, fixed));
+                }
+                let replanned =
+                    p.previous_tflm.as_ref().is_some_and(|prev| algo::tflm_replan(&p.effective(true), prev).is_some());
+                walked_only_new += usize::from(replanned);
+                let got = p.plan().map(|o| o.offsets.clone());
+                let mut fresh = Planner::new();
+                fresh.set_algorithm(algorithm);
+                for &(size, first, last, fixed) in &spec {
+                    fresh.add_buffer(size, lt(first, last), fixed).unwrap();
+                }
+                let want = fresh.plan().map(|o| o.offsets.clone());
+                assert_eq!(
+                    got.as_ref().map_err(|e| e.status()),
+                    want.as_ref().map_err(|e| e.status()),
+                    "case {case}: {spec:?}"
+                );
+                if let (Ok(_), Ok(_)) = (&got, &want) {
+                    assert_eq!(p.outcome().unwrap().peak, fresh.outcome().unwrap().peak);
+                }
+            }
+        }
+        assert!(walked_only_new > 20, "{walked_only_new} re-plans walked only the new buffers");
     }
 
     /// MiniMalloc's challenging B: `auto` at the default budget spends it

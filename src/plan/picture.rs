@@ -184,7 +184,19 @@ mod tests {
                 let far = problem.alignment() * (1 << 20);
                 planner.add_buffer(0, Lifetime::half_open(0, 3).unwrap(), Some(far)).unwrap();
             }
-            let peak = planner.plan().unwrap().peak;
+            // tflm draws TFLite Micro's never-used buffers at step -1.
+            let seen = |b: &Buffer| match algorithm {
+                Algorithm::Tflm => Buffer { lifetime: b.lifetime.tflm_never_used(), ..*b },
+                _ => *b,
+            };
+            let mut peak = planner.plan().unwrap().peak;
+            if algorithm == Algorithm::Tflm {
+                // TFLite Micro's arena size counts zero-size buffers too; the
+                // picture's peak counts what occupies memory.
+                let o = &planner.outcome().unwrap().offsets;
+                let b = planner.problem().buffers();
+                peak = (0..b.len()).filter(|&i| seen(&b[i]).occupies()).map(|i| o[i] + b[i].size).max().unwrap_or(0);
+            }
             let text = planner.draw().unwrap();
             assert!(
                 text.starts_with(&format!("{} buffers, peak {peak} B\n", planner.buffer_count())),
@@ -193,7 +205,7 @@ mod tests {
             // One line per step where an occupying buffer starts or ends,
             // each 80 cells wide.
             let rows: Vec<&str> = text.lines().filter(|l| l.ends_with("k)")).collect();
-            let occupying = planner.problem().buffers().iter().filter(|b| b.occupies()).count();
+            let occupying = planner.problem().buffers().iter().filter(|b| seen(b).occupies()).count();
             assert!(rows.len() <= 2 * occupying && (occupying == 0) == rows.is_empty(), "{algorithm:?}: {text}");
             for row in rows {
                 let cells = row.split(": ").nth(1).unwrap().split(" (").next().unwrap();

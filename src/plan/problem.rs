@@ -5,11 +5,13 @@ use crate::status::{Error, Result};
 
 /// A half-open range of execution steps `[start, end)` during which a buffer
 /// is live. `start == end` means the buffer is never used: it occupies no
-/// memory at any step and conflicts with nothing.
+/// memory at any step and conflicts with nothing (except TFLite Micro's
+/// never-used marker `[-1, -1)` under `tflm`, which plans it as TFLite Micro
+/// does: live at step -1; see [`Lifetime::tflm_never_used`]).
 ///
 /// The C API speaks TFLite Micro's inclusive `first_use..=last_use`
-/// ([`Lifetime::inclusive`]); the CSV format is half-open
-/// ([`Lifetime::half_open`]).
+/// ([`Lifetime::inclusive`]), where step -1 is "before the first step"; the
+/// CSV format is half-open ([`Lifetime::half_open`]).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Lifetime {
     /// First step at which the buffer is live.
@@ -18,8 +20,9 @@ pub struct Lifetime {
     pub end: i64,
 }
 
-/// TFLite Micro's marker for "never used": a buffer whose first and last use
-/// are both `-1` has an empty lifetime.
+/// TFLite Micro's marker for "not yet created" and "never used": a first use
+/// of -1 means live from before the first step; a buffer whose first and
+/// last use are both `-1` is never used.
 pub const UNUSED_STEP: i64 = -1;
 
 impl Lifetime {
@@ -32,16 +35,19 @@ impl Lifetime {
     }
 
     /// An inclusive lifetime `first_use..=last_use` (TFLite Micro's
-    /// convention). `first_use == last_use == -1` means never used. Errors
-    /// when `last_use < first_use`, when a step is negative otherwise, or when
-    /// `last_use + 1` overflows.
+    /// convention): a `first_use` of -1 with a `last_use` of 0 or more is
+    /// live from step -1 (TFLite Micro's tensors that are read but never
+    /// produced: live before the first step); `first_use == last_use == -1`
+    /// means never used (the empty lifetime `[-1, -1)`). Errors when `last_use <
+    /// first_use`, when a step is below -1, or when `last_use + 1` overflows.
     pub fn inclusive(first_use: i64, last_use: i64) -> Result<Self> {
         if first_use == UNUSED_STEP && last_use == UNUSED_STEP {
-            return Ok(Lifetime { start: 0, end: 0 });
+            return Ok(Lifetime { start: UNUSED_STEP, end: UNUSED_STEP });
         }
-        if first_use < 0 || last_use < 0 {
+        if first_use < UNUSED_STEP || last_use < 0 {
             return Err(Error::invalid(format!(
-                "negative step (first_use {first_use}, last_use {last_use}); only -1,-1 (never used) is allowed"
+                "negative step (first_use {first_use}, last_use {last_use}); only a first_use of -1 \
+                 (live before the first step) and -1,-1 (never used) are allowed"
             )));
         }
         if last_use < first_use {
@@ -50,6 +56,29 @@ impl Lifetime {
         let end =
             last_use.checked_add(1).ok_or_else(|| Error::overflow(format!("last_use {last_use} + 1 overflows")))?;
         Ok(Lifetime { start: first_use, end })
+    }
+
+    /// The inclusive `(first_use, last_use)` of this lifetime, as
+    /// [`Lifetime::inclusive`] takes them: `(-1, -1)` when it is empty.
+    pub fn to_inclusive(&self) -> (i64, i64) {
+        if self.is_empty() {
+            (UNUSED_STEP, UNUSED_STEP)
+        } else {
+            (self.start, self.end - 1)
+        }
+    }
+
+    /// How `tflm` sees this lifetime: TFLite Micro's never-used marker
+    /// (`[-1, -1)`, inclusive (-1, -1)) as TFLite Micro plans such tensors,
+    /// live at step -1 alone (so it meets every buffer live at step -1); any
+    /// other lifetime unchanged (other empty ones, which TFLite Micro cannot
+    /// state, occupy nothing).
+    pub fn tflm_never_used(self) -> Lifetime {
+        if self.start == UNUSED_STEP && self.end == UNUSED_STEP {
+            Lifetime { start: UNUSED_STEP, end: 0 }
+        } else {
+            self
+        }
     }
 
     /// Whether the lifetime covers no step.
@@ -230,11 +259,30 @@ mod tests {
         assert_eq!(Lifetime::inclusive(2, 4).unwrap(), Lifetime { start: 2, end: 5 });
         assert_eq!(Lifetime::inclusive(3, 3).unwrap().len(), 1);
         assert!(Lifetime::inclusive(-1, -1).unwrap().is_empty());
+        assert_eq!(Lifetime::inclusive(-1, -1).unwrap().to_inclusive(), (-1, -1));
+        // Read but never produced: live from step -1.
+        assert_eq!(Lifetime::inclusive(-1, 2).unwrap(), Lifetime { start: -1, end: 3 });
+        assert_eq!(Lifetime::inclusive(-1, 2).unwrap().to_inclusive(), (-1, 2));
+        assert_eq!(Lifetime::inclusive(-1, 0).unwrap().len(), 2);
         assert_eq!(Lifetime::inclusive(4, 2).unwrap_err().status(), Status::InvalidArgument);
         assert_eq!(Lifetime::inclusive(-2, 2).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(Lifetime::inclusive(3, -1).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(Lifetime::inclusive(-1, -2).unwrap_err().status(), Status::InvalidArgument);
         assert_eq!(Lifetime::inclusive(0, i64::MAX).unwrap_err().status(), Status::Overflow);
         assert_eq!(Lifetime::half_open(3, 3).unwrap().len(), 0);
         assert!(Lifetime::half_open(3, 2).is_err());
+    }
+
+    #[test]
+    fn tflm_sees_never_used_as_live_at_step_minus_one() {
+        let never = Lifetime::inclusive(-1, -1).unwrap().tflm_never_used();
+        assert_eq!(never, Lifetime { start: -1, end: 0 });
+        assert!(never.overlaps(&Lifetime::inclusive(-1, 4).unwrap()));
+        assert!(!never.overlaps(&Lifetime::inclusive(0, 4).unwrap()));
+        let used = Lifetime::inclusive(2, 3).unwrap();
+        assert_eq!(used.tflm_never_used(), used);
+        let empty = Lifetime::half_open(7, 7).unwrap();
+        assert_eq!(empty.tflm_never_used(), empty);
     }
 
     #[test]

@@ -183,7 +183,8 @@ pub unsafe extern "C" fn nnm_region_model_free(model: *mut nnm_region_model) {
 ///   6)") or `lifetime` value; an empty name or function; size 0; an
 ///   alignment that is not a power of two; a reversed lifetime ("last_use 2
 ///   is before first_use 5") or, with NNM_LIFETIME_FIRST_LAST_USE, a
-///   negative step other than -1, -1; a weight with a convention other
+///   step below -1 (a first use of -1 is live before the first step; -1,
+///   -1 is never used); a weight with a convention other
 ///   than NNM_LIFETIME_WHOLE_RUN; malformed tags ("tag 'op' is not
 ///   key=value (in 'op')"), a repeated or empty tag key; a view without
 ///   `view_of`, `view_of` on another kind, `view_offset` without

@@ -36,6 +36,8 @@ mod size_best_fit;
 mod size_first_fit;
 mod tflm;
 
+pub(crate) use tflm::replan as tflm_replan;
+
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -57,6 +59,9 @@ pub enum Algorithm {
     /// fixed buffers first, then by size descending (later-added first on
     /// ties), each at the lowest gap that fits. O(n^2), like the original.
     /// Fixed buffers may overlap each other: TFLM trusts an offline plan.
+    /// Buffers never used (first and last use -1) live at step -1, as
+    /// TFLM plans them; the peak counts zero-size buffers, as TFLM's arena
+    /// size does.
     Tflm = 1,
     /// No reuse: buffers stacked in order of addition, like TFLite Micro's
     /// `LinearMemoryPlanner`.

@@ -21,7 +21,7 @@
 //! plan (without fixed buffers) in O(n log n · log m).
 
 use super::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
-use crate::plan::problem::Problem;
+use crate::plan::problem::{Buffer, Problem};
 
 /// The TFLite Micro greedy planner.
 pub struct Tflm;
@@ -46,6 +46,80 @@ struct Entry {
     end_step: i64,
 }
 
+impl Entry {
+    fn of(buffers: &[Buffer], i: usize, offset: u64) -> Entry {
+        let b = &buffers[i];
+        Entry { offset, end: offset + b.size, first_step: b.lifetime.start, end_step: b.lifetime.end }
+    }
+}
+
+/// Places the buffers of `order` (TFLM's order, or its tail) one after the
+/// other into `list` (the entries already placed, sorted by offset), writing
+/// their offsets.
+fn place_in_tflm_order(buffers: &[Buffer], order: &[usize], list: &mut Vec<Entry>, offsets: &mut [u64]) {
+    for &i in order {
+        let b = &buffers[i];
+        if b.lifetime.is_empty() {
+            // Never used: the planner hands tflm TFLite Micro's (-1, -1)
+            // live at step -1 (as TFLM plans it); other empty lifetimes, and
+            // (-1, -1) from another caller (auto's portfolio), meet nothing.
+            offsets[i] = b.fixed_offset.unwrap_or(0);
+            continue;
+        }
+        let (s, e) = (b.lifetime.start, b.lifetime.end);
+        let offset = match b.fixed_offset {
+            Some(o) => o,
+            None => {
+                let mut candidate = 0u64;
+                for entry in list.iter().filter(|x| x.first_step < e && s < x.end_step) {
+                    if entry.offset >= candidate && entry.offset - candidate >= b.size {
+                        break;
+                    }
+                    candidate = candidate.max(entry.end);
+                }
+                candidate
+            }
+        };
+        offsets[i] = offset;
+        let at = list.partition_point(|x| x.offset <= offset);
+        list.insert(at, Entry::of(buffers, i, offset));
+    }
+}
+
+/// TFLM's plan of `problem` when its first `previous.len()` buffers were
+/// planned before (with these offsets) and the others were added since:
+/// when every new buffer comes after every old one in TFLM's order (all new
+/// buffers planned online and smaller than every old online buffer), TFLM
+/// would place the old ones exactly as before, so only the new ones are
+/// walked, over the old entries re-sorted by offset: O(n log n + k · n) for
+/// k new buffers instead of O(n^2). `None` when the order changed (plan
+/// afresh).
+pub(crate) fn replan(problem: &Problem, previous: &[u64]) -> Option<Placement> {
+    let buffers = problem.buffers();
+    let old = previous.len();
+    if old > buffers.len() {
+        return None;
+    }
+    let order = tflm_order(problem);
+    if order[..old].iter().any(|&i| i >= old) {
+        return None;
+    }
+    let mut offsets = Vec::with_capacity(buffers.len());
+    offsets.extend_from_slice(previous);
+    offsets.resize(buffers.len(), 0);
+    // TFLM inserts an entry after those at its offset, so its list is the
+    // placement order sorted stably by offset.
+    let mut list: Vec<Entry> = order[..old]
+        .iter()
+        .filter(|&&i| !buffers[i].lifetime.is_empty())
+        .map(|&i| Entry::of(buffers, i, offsets[i]))
+        .collect();
+    list.sort_by_key(|x| x.offset);
+    list.reserve(buffers.len() - old);
+    place_in_tflm_order(buffers, &order[old..], &mut list, &mut offsets);
+    Some(Placement::heuristic(offsets, Algorithm::Tflm))
+}
+
 impl PlacementAlgorithm for Tflm {
     fn algorithm(&self) -> Algorithm {
         Algorithm::Tflm
@@ -55,32 +129,7 @@ impl PlacementAlgorithm for Tflm {
         let buffers = problem.buffers();
         let mut offsets = vec![0u64; buffers.len()];
         let mut list: Vec<Entry> = Vec::with_capacity(buffers.len());
-        for i in tflm_order(problem) {
-            let b = &buffers[i];
-            if b.lifetime.is_empty() {
-                // Never used: TFLM never sees such a buffer (its allocator
-                // skips it), and it meets nothing.
-                offsets[i] = b.fixed_offset.unwrap_or(0);
-                continue;
-            }
-            let (s, e) = (b.lifetime.start, b.lifetime.end);
-            let offset = match b.fixed_offset {
-                Some(o) => o,
-                None => {
-                    let mut candidate = 0u64;
-                    for entry in list.iter().filter(|x| x.first_step < e && s < x.end_step) {
-                        if entry.offset >= candidate && entry.offset - candidate >= b.size {
-                            break;
-                        }
-                        candidate = candidate.max(entry.end);
-                    }
-                    candidate
-                }
-            };
-            offsets[i] = offset;
-            let at = list.partition_point(|x| x.offset <= offset);
-            list.insert(at, Entry { offset, end: offset + b.size, first_step: s, end_step: e });
-        }
+        place_in_tflm_order(buffers, &tflm_order(problem), &mut list, &mut offsets);
         Placement::heuristic(offsets, self.algorithm())
     }
 }
@@ -107,8 +156,8 @@ mod tests {
         // offsets t0 = 0, t1 = 0 (both live at the first operator), t2 = 48,
         // t3 online; TFLM puts t3 at 0. Lifetimes as its allocation info
         // marks them (operator k at step k + 1; t1 is only read, so its first
-        // step is TFLM's -1, here 0, which meets the same buffers).
-        let offsets = tflm(&[(48, 0, 1, Some(0)), (48, 0, 1, Some(0)), (48, 1, 2, Some(48)), (48, 2, 2, None)]);
+        // use is -1: live before the first step).
+        let offsets = tflm(&[(48, 0, 1, Some(0)), (48, -1, 1, Some(0)), (48, 1, 2, Some(48)), (48, 2, 2, None)]);
         assert_eq!(offsets, vec![0, 0, 48, 0]);
     }
 
@@ -117,8 +166,13 @@ mod tests {
         // micro_allocator_test.cc, "OfflinePlannerOfflineOnline": t0 = 0,
         // t1 = 48 offline, t2 and t4 online, t3 = 0 offline; TFLM gives t2 96
         // and t4 48.
-        let offsets =
-            tflm(&[(48, 0, 1, Some(0)), (48, 0, 1, Some(48)), (48, 1, 2, None), (48, 2, 2, Some(0)), (48, 2, 2, None)]);
+        let offsets = tflm(&[
+            (48, 0, 1, Some(0)),
+            (48, -1, 1, Some(48)),
+            (48, 1, 2, None),
+            (48, 2, 2, Some(0)),
+            (48, 2, 2, None),
+        ]);
         assert_eq!(offsets, vec![0, 48, 96, 0, 48]);
     }
 
@@ -133,6 +187,33 @@ mod tests {
         // negative and never fits, even for a zero-size buffer.
         let offsets = tflm(&[(64, 0, 9, Some(0)), (64, 0, 9, Some(32)), (0, 3, 3, None), (8, 3, 3, None)]);
         assert_eq!(offsets[2..], [0, 96]);
+    }
+
+    #[test]
+    fn replan_walks_only_buffers_that_come_last_in_tflm_order() {
+        let problem = |extra: &[(u64, Option<u64>)]| {
+            let base = [(50, None), (30, Some(0)), (20, None)];
+            Problem::from_buffers(
+                1,
+                base.iter().chain(extra).map(|&(size, fixed_offset)| crate::plan::Buffer {
+                    size,
+                    lifetime: Lifetime::half_open(0, 3).unwrap(),
+                    fixed_offset,
+                }),
+            )
+            .unwrap()
+        };
+        let limits = SearchLimits::unlimited(0);
+        let before = Tflm.place(&problem(&[]), &limits).offsets;
+        assert_eq!(before, vec![30, 0, 80]);
+        // Smaller than every online buffer: the old offsets stand.
+        let smaller = problem(&[(10, None), (5, None)]);
+        assert_eq!(replan(&smaller, &before).unwrap().offsets, Tflm.place(&smaller, &limits).offsets);
+        // As large as one (later-added goes first), larger, or fixed: the
+        // order changed, so no re-plan.
+        for extra in [(20, None), (60, None), (10, Some(200))] {
+            assert!(replan(&problem(&[extra]), &before).is_none(), "{extra:?}");
+        }
     }
 
     #[test]
