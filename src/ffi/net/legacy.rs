@@ -82,7 +82,9 @@ pub unsafe extern "C" fn nnm_net_from_list(list: *const list_head) -> *mut nnm_n
 /// - NNM_OWNERSHIP_OWNED with `data->data` set: the net adopts `data->data`
 ///   and `diff->data` with `free_fn(ctx, ptr)`, as
 ///   `nnm_net_attach_param_adopted` (`mem_kind` host; params and outputs;
-///   a param's `diff` may be NULL or have NULL `data`: a placeholder);
+///   a param's `diff` may be NULL or have NULL `data`: a placeholder); on
+///   the inputs list, as NNM_OWNERSHIP_VIEW (a legacy shallow copy of an
+///   output keeps the output's OWNED, and an input owns nothing);
 /// - NNM_OWNERSHIP_BORROWED with `data->data` set: the caller's memory of
 ///   `data->mem_kind` (host or device), never freed, as
 ///   `nnm_net_attach_param_borrowed` (any of the three lists; `diff` NULL
@@ -169,14 +171,16 @@ impl Described {
     {
         let data = self.data;
         let ownership = Ownership::from_value(data.ownership)?;
-        let entry: *mut P = if ownership == Ownership::View {
-            if kind != Kind::Input {
-                return Err(Error::invalid(format!(
-                    "data has ownership NNM_OWNERSHIP_VIEW: only an input views an output, not a {}",
-                    kind.what()
-                )));
-            }
-            net.attach_view(name, viewed_output(net, data.data)?)?.cast::<P>()
+        if ownership == Ownership::View && kind != Kind::Input {
+            return Err(Error::invalid(format!(
+                "data has ownership NNM_OWNERSHIP_VIEW: only an input views an output, not a {}",
+                kind.what()
+            )));
+        }
+        // An input never owns: a legacy shallow copy of an output still says
+        // OWNED, and is a view of it.
+        let entry: *mut P = if kind == Kind::Input && ownership != Ownership::Borrowed {
+            net.attach_view(name, viewed_output(net, data.data, ownership)?)?.cast::<P>()
         } else {
             let ndims = data.ndims as usize;
             if ndims == 0 || ndims > MAX_DIMS {
@@ -216,8 +220,8 @@ impl Described {
     {
         let data = self.data.data;
         match (ownership, data.is_null()) {
-            (Ownership::Owned, true) if kind != Kind::Input => net.attach_owned(kind, name, shape),
-            (Ownership::Owned, false) if kind != Kind::Input => {
+            (Ownership::Owned, true) => net.attach_owned(kind, name, shape),
+            (Ownership::Owned, false) => {
                 if memory_kind(self.data.mem_kind)? != MemKind::Host {
                     return Err(Error::invalid(
                         "data is device memory with ownership NNM_OWNERSHIP_OWNED: a net adopts host buffers only",
@@ -225,10 +229,6 @@ impl Described {
                 }
                 net.attach_adopted(kind, name, shape, [data, diff], self.free_fn, self.ctx)
             }
-            (Ownership::Owned, _) => Err(Error::invalid(
-                "data has ownership NNM_OWNERSHIP_OWNED: an input owns nothing (a view, a placeholder or caller \
-                 memory)",
-            )),
             (Ownership::Borrowed, false) => {
                 let mem = memory_kind(self.data.mem_kind)?;
                 net.state.core.check_new(kind, name)?;
@@ -248,20 +248,23 @@ impl Described {
                     kind.what()
                 ),
             )),
-            (Ownership::View, _) => unreachable!("views are attached by the caller"),
+            (Ownership::View, _) => unreachable!("views are attached by `attach`"),
         }
     }
 }
 
-/// The output of `net` whose data buffer is `data`.
-fn viewed_output(net: &NetMut<'_>, data: *mut c_void) -> Result<*mut LayerEntry> {
+/// The output of `net` whose data buffer is `data`, for an input described
+/// with `ownership` (VIEW or OWNED).
+fn viewed_output(net: &NetMut<'_>, data: *mut c_void, ownership: Ownership) -> Result<*mut LayerEntry> {
     // SAFETY: the net's entries are live, and no other call uses the net;
     // each is read in place, and the pointer kept is the net's own.
     let found =
         net.state.outputs.ptrs().iter().copied().find(|&o| !data.is_null() && unsafe { (*o).buffers[0] } == data);
     found.ok_or_else(|| {
         Error::invalid(format!(
-            "data ({data:p}) with ownership NNM_OWNERSHIP_VIEW is the data buffer of no output of this net"
+            "data ({data:p}) of an input with ownership NNM_OWNERSHIP_{} is the data buffer of no output of this \
+             net: an input owns nothing (it views an output, or is a placeholder or caller memory)",
+            ownership.name().to_ascii_uppercase()
         ))
     })
 }

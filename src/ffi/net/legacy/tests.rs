@@ -156,8 +156,9 @@ fn the_first_batched_attachment_decides_the_batch_and_every_entry_carries_its_us
         assert_eq!(s, Status::InvalidArgument);
         assert!(last_error().contains("batch dimension 4 differs from the net's batch size 5"), "{}", last_error());
 
-        // The input of the next layer, a legacy shallow copy of fc: a view.
-        let (s, relu) = attach(inputs, "relu", &desc((*fc).data.data, &[5, 3], Ownership::View), None, ctx, 13);
+        // The input of the next layer, a legacy shallow copy of fc (still
+        // saying OWNED): a view.
+        let (s, relu) = attach(inputs, "relu", &desc((*fc).data.data, &[5, 3], Ownership::Owned), None, ctx, 13);
         assert_eq!(s, Status::Ok, "{}", last_error());
         let relu = relu.cast::<nnm_layer_data>();
         assert_eq!(((*relu).data.data, (*relu).diff.data), ((*fc).data.data, (*fc).diff.data));
