@@ -279,7 +279,7 @@ static void deep_layer(legacy_net_t *ln) {
     tensor_t t;
     size_t count = 0;
     int i;
-    CHECK(NNM_STACK_CACHE_INLINE == 8 && DEEP > NNM_STACK_CACHE_INLINE);
+    CHECK(NNM_STACK_CACHE_INLINE == 10 && DEEP > NNM_STACK_CACHE_INLINE);
     for (i = 0; i < DEEP; ++i) lcache_push(&cache, i % 2 ? ln->w1->data : ln->fc1->data);
     CHECK_OK(nnm_stack_cache_count(&cache, &count));
     CHECK(count == DEEP && cache.count == DEEP);
@@ -307,7 +307,12 @@ static void errors(legacy_net_t *ln, struct freed_log *log) {
     double *mine = (double *)malloc(4 * sizeof(double));
     int i, freed_before = log->count;
 
+    /* Zero-filled storage is an empty cache, as a zero-filled legacy one is;
+     * a garbage tag is refused. */
     memset(&zeroed, 0, sizeof zeroed);
+    CHECK_OK(nnm_stack_cache_push(&zeroed, &t));
+    CHECK(zeroed.count == 1 && zeroed.tensors[0].data == t.data);
+    zeroed.tag = 0x1234;
     CHECK_FAILS(nnm_stack_cache_push(&zeroed, &t), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_stack_cache_push(NULL, &t), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_stack_cache_push(&cache, NULL), NNM_NULL_ARGUMENT);
