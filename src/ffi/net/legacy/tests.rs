@@ -55,7 +55,7 @@ unsafe fn attach(
     let name = c(name);
     // SAFETY: the caller's promises.
     let s = unsafe {
-        nnm_net_attach_tensors(list, name.as_ptr(), data, diff, Some(record_free), ctx, user as *mut c_void, &mut node)
+        nnm_net_attach_tensors(list, name.as_ptr(), data, diff, Some(record_free), ctx, ptr::without_provenance_mut(user), &mut node)
     };
     (s, node)
 }
@@ -87,7 +87,7 @@ fn the_net_comes_back_from_each_of_its_list_heads_and_from_nothing_else() {
             ptr::addr_of!((*p).node),
             &local as *const list_head,
             ptr::addr_of!((*n).params).cast::<u8>().add(1).cast::<list_head>(),
-            0x10 as *const list_head,
+            ptr::without_provenance::<list_head>(0x10),
         ] {
             assert!(nnm_net_from_list(foreign).is_null());
             assert!(last_error().contains("is not a list head of a live nnm_net"), "{}", last_error());
@@ -96,7 +96,8 @@ fn the_net_comes_back_from_each_of_its_list_heads_and_from_nothing_else() {
     // A freed net's heads are refused (nothing else took the address: the
     // other net is still alive, and no net is made meanwhile).
     let freed = TestNet::new(1);
-    let heads = ptr::addr_of!(unsafe { &*freed.0 }.inputs);
+    // SAFETY: a field's address of the live net; nothing is read.
+    let heads = unsafe { ptr::addr_of!((*freed.0).inputs) };
     drop(freed);
     // SAFETY: the pointer is compared, never read.
     assert!(unsafe { nnm_net_from_list(heads) }.is_null());
@@ -272,7 +273,7 @@ fn single_entries_are_detached_and_freed_and_their_names_are_free_again() {
         // a wild pointer, NULL.
         let other = TestNet::new(1);
         let theirs = other.param("W", &[1]);
-        for foreign in [params, theirs.cast::<list_head>(), 0x40 as *mut list_head] {
+        for foreign in [params, theirs.cast::<list_head>(), ptr::without_provenance_mut::<list_head>(0x40)] {
             assert_eq!(nnm_net_detach(n, foreign), Status::InvalidArgument);
             assert!(last_error().contains("is not the node of an entry of this net"), "{}", last_error());
         }
@@ -286,6 +287,7 @@ fn single_entries_are_detached_and_freed_and_their_names_are_free_again() {
 #[test]
 fn a_stack_cache_is_a_net_cache_and_the_same_calls_work_on_both() {
     let net = TestNet::new(1);
+    // SAFETY: a live param of the live net.
     let w = unsafe { (*net.param("W", &[2, 3])).data };
     let mut out = nnm_tensor::default();
     let mut count = 0usize;
@@ -297,7 +299,7 @@ fn a_stack_cache_is_a_net_cache_and_the_same_calls_work_on_both() {
         let mut mine: nnm_stack_cache = std::mem::zeroed();
         let mine_p: *mut nnm_stack_cache = &mut mine;
         let mut entry = ptr::null_mut();
-        let s = nnm_net_attach_stack_cache(n, c("fc1").as_ptr(), mine_p, 0x51 as *mut c_void, &mut entry);
+        let s = nnm_net_attach_stack_cache(n, c("fc1").as_ptr(), mine_p, ptr::without_provenance_mut::<c_void>(0x51), &mut entry);
         assert_eq!(s, Status::Ok, "{}", last_error());
         assert_eq!(((*entry).stack, (*entry).user as usize), (mine_p, 0x51));
         assert_eq!(nnm_net_cache_get(n, c("fc1").as_ptr()), entry);
