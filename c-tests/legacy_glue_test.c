@@ -35,14 +35,12 @@
 #include <string.h>
 
 #include "utils/list.h" /* the legacy include, unchanged */
-#include "nnm_check.h"
+#include "legacy_layers.h"
 
 enum { N = 4, D = 3, H = 5, M = 2, LEGACY_CACHE_MAX = 10 };
 
 /* ==== the glue: the legacy library's net API on nnmem, with no state ==== */
 
-typedef nnm_tensor tensor_t;
-typedef nnm_stack_cache lcache_t;
 typedef nnm_param param_t;
 typedef nnm_layer_data layer_data_t;
 
@@ -85,15 +83,8 @@ static lcache_t *net_get_cache(const struct list_head *l, const char *name) {
     return c != NULL ? c->stack : NULL;
 }
 
-/* One family of cache calls for every cache. */
-static void lcache_push(lcache_t *cache, tensor_t t) { CHECK_OK(nnm_stack_cache_push(cache, &t)); }
-
-static tensor_t lcache_pop(lcache_t *cache) {
-    tensor_t t;
-    memset(&t, 0, sizeof t);
-    CHECK_OK(nnm_stack_cache_pop(cache, &t));
-    return t;
-}
+/* One family of cache calls for every cache: lcache_push and lcache_pop
+ * (legacy_layers.h) are nnm_stack_cache_push and nnm_stack_cache_pop. */
 
 /* awnn's make_empty_lcache: no nnmem call needed, zeroes are an empty cache. */
 static void make_empty_lcache(lcache_t *cache) { memset(cache, 0, sizeof *cache); }
@@ -115,14 +106,6 @@ static tensor_t tensor_make(uint32_t d0, uint32_t d1) {
     t.data = calloc((size_t)t.bytes / sizeof(double), sizeof(double));
     CHECK(t.data != NULL);
     return t;
-}
-
-static double *T(const tensor_t *t) { return (double *)t->data; }
-
-static uint64_t lcg_state;
-static double lcg_uniform(void) { /* [0, 1) */
-    lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(lcg_state >> 11) * (1.0 / 9007199254740992.0);
 }
 
 /* What the library knows of a layer; an entry's `user` leads back here. */
@@ -185,54 +168,6 @@ static void model_init(model_t *model, nnm_net *net, uint32_t batch) {
     net_attach_cache(model->list_layer_cache, "fc2", NULL, &model->fc2);
 }
 
-/* y = x w + b; caches x and w. */
-static void layer_fc_forward(tensor_t x, tensor_t w, tensor_t b, lcache_t *cache, tensor_t y) {
-    int rows = (int)w.dims[0], cols = (int)w.dims[1], n = (int)x.dims[0], i, k, j;
-    for (i = 0; i < n; ++i)
-        for (j = 0; j < cols; ++j) {
-            double s = T(&b)[j];
-            for (k = 0; k < rows; ++k) s += T(&x)[i * rows + k] * T(&w)[k * cols + j];
-            T(&y)[i * cols + j] = s;
-        }
-    lcache_push(cache, x);
-    lcache_push(cache, w);
-}
-
-static void layer_fc_backward(tensor_t dx, tensor_t dw, tensor_t db, lcache_t *cache, tensor_t dy) {
-    tensor_t w = lcache_pop(cache);
-    tensor_t x = lcache_pop(cache);
-    int rows = (int)w.dims[0], cols = (int)w.dims[1], n = (int)x.dims[0], i, k, j;
-    for (j = 0; j < cols; ++j) {
-        T(&db)[j] = 0.0;
-        for (i = 0; i < n; ++i) T(&db)[j] += T(&dy)[i * cols + j];
-    }
-    for (k = 0; k < rows; ++k)
-        for (j = 0; j < cols; ++j) {
-            double s = 0.0;
-            for (i = 0; i < n; ++i) s += T(&x)[i * rows + k] * T(&dy)[i * cols + j];
-            T(&dw)[k * cols + j] = s;
-        }
-    if (dx.data != NULL)
-        for (i = 0; i < n; ++i)
-            for (k = 0; k < rows; ++k) {
-                double s = 0.0;
-                for (j = 0; j < cols; ++j) s += T(&dy)[i * cols + j] * T(&w)[k * cols + j];
-                T(&dx)[i * rows + k] = s;
-            }
-}
-
-static void layer_relu_forward(tensor_t x, lcache_t *cache, tensor_t y) {
-    int i, count = (int)(x.bytes / sizeof(double));
-    for (i = 0; i < count; ++i) T(&y)[i] = T(&x)[i] > 0.0 ? T(&x)[i] : 0.0;
-    lcache_push(cache, x);
-}
-
-static void layer_relu_backward(tensor_t dx, lcache_t *cache, tensor_t dy) {
-    tensor_t x = lcache_pop(cache);
-    int i, count = (int)(x.bytes / sizeof(double));
-    for (i = 0; i < count; ++i) T(&dx)[i] = T(&x)[i] > 0.0 ? T(&dy)[i] : 0.0;
-}
-
 /* Forward through the model, everything found by name from the list heads. */
 static double model_forward(model_t *model, tensor_t x, const double *g) {
     struct list_head *P = model->list_all_params, *O = model->list_layer_out, *C = model->list_layer_cache;
@@ -240,12 +175,12 @@ static double model_forward(model_t *model, tensor_t x, const double *g) {
     double loss = 0.0;
     int i;
     layer_fc_forward(x, net_get_param(P, "fc1.W")->data, net_get_param(P, "fc1.b")->data, net_get_cache(C, "fc1"),
-                     net_get_output(O, "fc1")->data);
+                     net_get_output(O, "fc1")->data, N);
     layer_relu_forward(nnm_net_input_get(nnm_net_from_list(model->list_layer_in), "relu1.in")->data,
-                       net_get_cache(C, "relu1"), net_get_output(O, "relu1")->data);
+                       net_get_cache(C, "relu1"), net_get_output(O, "relu1")->data, N * H);
     layer_fc_forward(nnm_net_input_get(nnm_net_from_list(model->list_layer_in), "fc2.in")->data,
                      net_get_param(P, "fc2.W")->data,
-                     net_get_param(P, "fc2.b")->data, net_get_cache(C, "fc2"), net_get_output(O, "fc2")->data);
+                     net_get_param(P, "fc2.b")->data, net_get_cache(C, "fc2"), net_get_output(O, "fc2")->data, N);
     y = net_get_output(O, "fc2")->data;
     for (i = 0; i < N * M; ++i) loss += T(&y)[i] * g[i];
     return loss;
@@ -258,10 +193,11 @@ static void model_backward(model_t *model, const double *g) {
     memset(&none, 0, sizeof none);
     for (i = 0; i < N * M; ++i) T(&dy)[i] = g[i];
     layer_fc_backward(net_get_output(O, "relu1")->diff, net_get_param(P, "fc2.W")->diff,
-                      net_get_param(P, "fc2.b")->diff, net_get_cache(C, "fc2"), dy);
-    layer_relu_backward(net_get_output(O, "fc1")->diff, net_get_cache(C, "relu1"), net_get_output(O, "relu1")->diff);
+                      net_get_param(P, "fc2.b")->diff, net_get_cache(C, "fc2"), dy, N);
+    layer_relu_backward(net_get_output(O, "fc1")->diff, net_get_cache(C, "relu1"), net_get_output(O, "relu1")->diff,
+                        N * H);
     layer_fc_backward(none, net_get_param(P, "fc1.W")->diff, net_get_param(P, "fc1.b")->diff,
-                      net_get_cache(C, "fc1"), net_get_output(O, "fc1")->diff);
+                      net_get_cache(C, "fc1"), net_get_output(O, "fc1")->diff, N);
 }
 
 /* Zero-filled in static storage, never initialised. */
@@ -374,7 +310,7 @@ int main(void) {
     {
         tensor_t y = net_get_output(model.list_layer_out, "fc1")->data;
         layer_fc_forward(x, net_get_param(model.list_all_params, "fc1.W")->data,
-                         net_get_param(model.list_all_params, "fc1.b")->data, &g_eval_cache, y);
+                         net_get_param(model.list_all_params, "fc1.b")->data, &g_eval_cache, y, N);
         CHECK(g_eval_cache.count == 2 && g_eval_cache.tensors[0].data == x.data);
         deep_layer(y);
     }

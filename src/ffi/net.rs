@@ -28,7 +28,8 @@ use std::ptr;
 use self::args::{dims_arg, name_arg, one, write_after};
 use self::buffers::{borrowed_pair, descriptor, memory_kind, placeholder, HostBuffer};
 use self::entries::{
-    cache_mut, cache_ref, layer_mut, net_mut, net_ref, CacheEntry, LayerEntry, NetHandle, NetMut, NetState,
+    cache_mut, cache_ref, layer_mut, net_mut, net_ref, CacheEntry, CacheStorage, LayerEntry, NetHandle, NetMut,
+    NetState,
 };
 use super::args::{handle_query, non_null, out_param};
 use super::device::{allocator_or_host, nnm_device_allocator, require_host_accessible};
@@ -36,7 +37,7 @@ use super::error::{guard, guard_ptr, guard_void};
 use super::handle::{free_handle, into_handle, tagged_ptr};
 use crate::net::names::not_found;
 use crate::net::tensor::described_bytes;
-use crate::net::{Bytes, CacheStack, Dtype, Kind, MemKind, Net, Ownership, Shape, MAX_DIMS, NAME_MAX};
+use crate::net::{Bytes, Dtype, Kind, MemKind, Net, Ownership, Shape, MAX_DIMS, NAME_MAX};
 use crate::status::{Error, Result, Status};
 
 mod args;
@@ -824,20 +825,7 @@ pub unsafe extern "C" fn nnm_net_attach_cache(
 ) -> Status {
     // SAFETY: the caller's promises, argument by argument.
     unsafe {
-        attach(net, name, (out_cache, "out_cache"), |net, name| {
-            net.state.core.check_new(Kind::Cache, name)?;
-            let stack = CacheStack::new(&String::from_utf8_lossy(name));
-            let allocator = net.state.allocator.clone();
-            let entry = net.add(Kind::Cache, name, Bytes::default(), |name| CacheEntry {
-                public: nnm_cache::default(),
-                stack,
-                name,
-                allocator,
-                backing: ptr::null_mut(),
-                owns_backing: false,
-            })?;
-            Ok(entry.cast::<nnm_cache>())
-        })
+        attach(net, name, (out_cache, "out_cache"), |net, name| net.add_cache(name, CacheStorage::Net, ptr::null_mut()))
     }
 }
 

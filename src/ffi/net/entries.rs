@@ -667,3 +667,45 @@ impl NetMut<'_> {
         Ok(())
     }
 }
+
+/// The stack behind a new cache entry.
+pub(super) enum CacheStorage {
+    /// nnmem's own growable stack (`nnm_net_attach_cache`).
+    Net,
+    /// A stack cache nnmem makes, and frees with the entry.
+    NewStackCache,
+    /// The caller's stack cache, left to the caller.
+    StackCache(*mut nnm_stack_cache),
+}
+
+impl NetMut<'_> {
+    /// Adds a cache named `name` over `storage`, with the caller's `user`.
+    pub(super) fn add_cache(
+        &mut self,
+        name: &[u8],
+        storage: CacheStorage,
+        user: *mut c_void,
+    ) -> Result<*mut nnm_cache> {
+        self.state.core.check_new(Kind::Cache, name)?;
+        let stack = CacheStack::new(&String::from_utf8_lossy(name));
+        let allocator = self.state.allocator.clone();
+        // A stack cache of nnmem's is made inside the entry's constructor,
+        // so that every failure frees it with the entry.
+        let entry = self.add(Kind::Cache, name, Bytes::default(), |name| {
+            let (backing, owns_backing) = match storage {
+                CacheStorage::Net => (ptr::null_mut(), false),
+                CacheStorage::NewStackCache => (Box::into_raw(Box::new(nnm_stack_cache::default())), true),
+                CacheStorage::StackCache(cache) => (cache, false),
+            };
+            CacheEntry {
+                public: nnm_cache { stack: backing, user, ..nnm_cache::default() },
+                stack,
+                name,
+                allocator,
+                backing,
+                owns_backing,
+            }
+        })?;
+        Ok(entry.cast::<nnm_cache>())
+    }
+}

@@ -10,14 +10,14 @@ use std::ptr::{self, addr_of_mut};
 
 use super::args::{name_arg, one, write_after};
 use super::buffers::{borrowed_pair, memory_kind, placeholder};
-use super::entries::{net_mut, CacheEntry, Entry, LayerEntry, NetHandle, NetMut, TensorEntry, TensorPublic};
+use super::entries::{net_mut, CacheStorage, Entry, LayerEntry, NetHandle, NetMut, TensorEntry, TensorPublic};
 use super::stack_cache::with_stack_cache;
 use super::{
     attach, list_head, nnm_cache, nnm_free_fn, nnm_layer_data, nnm_net, nnm_param, nnm_stack_cache, nnm_tensor,
 };
 use crate::ffi::error::{guard, guard_ptr};
 use crate::ffi::handle::check_live;
-use crate::net::{Bytes, CacheStack, Dtype, Kind, MemKind, Ownership, Shape, MAX_DIMS};
+use crate::net::{Dtype, Kind, MemKind, Ownership, Shape, MAX_DIMS};
 use crate::status::{Error, Result, Status};
 
 /// The live net whose list anchor `list` is, and which list: `list` minus
@@ -308,33 +308,14 @@ pub unsafe extern "C" fn nnm_net_attach_stack_cache(
     // SAFETY: the caller's promises, argument by argument.
     unsafe {
         attach(net, name, (out_cache, "out_cache"), |net, name| {
-            net.state.core.check_new(Kind::Cache, name)?;
             if !cache.is_null() {
                 with_stack_cache(cache, |stack| Ok(stack.len()))?;
                 if net.state.caches.iter().any(|c| ptr::eq(c.backing, cache)) {
                     return Err(Error::invalid(format!("stack cache {cache:p} is already a cache of this net")));
                 }
             }
-            let stack = CacheStack::new(&String::from_utf8_lossy(name));
-            let allocator = net.state.allocator.clone();
-            // Made inside the entry's constructor, so that every failure
-            // frees it with the entry.
-            let entry = net.add(Kind::Cache, name, Bytes::default(), |name| {
-                let (backing, owns_backing) = if cache.is_null() {
-                    (Box::into_raw(Box::new(nnm_stack_cache::default())), true)
-                } else {
-                    (cache, false)
-                };
-                CacheEntry {
-                    public: nnm_cache { stack: backing, user, ..nnm_cache::default() },
-                    stack,
-                    name,
-                    allocator,
-                    backing,
-                    owns_backing,
-                }
-            })?;
-            Ok(entry.cast::<nnm_cache>())
+            let storage = if cache.is_null() { CacheStorage::NewStackCache } else { CacheStorage::StackCache(cache) };
+            net.add_cache(name, storage, user)
         })
     }
 }

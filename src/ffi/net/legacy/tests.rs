@@ -55,7 +55,16 @@ unsafe fn attach(
     let name = c(name);
     // SAFETY: the caller's promises.
     let s = unsafe {
-        nnm_net_attach_tensors(list, name.as_ptr(), data, diff, Some(record_free), ctx, ptr::without_provenance_mut(user), &mut node)
+        nnm_net_attach_tensors(
+            list,
+            name.as_ptr(),
+            data,
+            diff,
+            Some(record_free),
+            ctx,
+            ptr::without_provenance_mut(user),
+            &mut node,
+        )
     };
     (s, node)
 }
@@ -299,7 +308,13 @@ fn a_stack_cache_is_a_net_cache_and_the_same_calls_work_on_both() {
         let mut mine: nnm_stack_cache = std::mem::zeroed();
         let mine_p: *mut nnm_stack_cache = &mut mine;
         let mut entry = ptr::null_mut();
-        let s = nnm_net_attach_stack_cache(n, c("fc1").as_ptr(), mine_p, ptr::without_provenance_mut::<c_void>(0x51), &mut entry);
+        let s = nnm_net_attach_stack_cache(
+            n,
+            c("fc1").as_ptr(),
+            mine_p,
+            ptr::without_provenance_mut::<c_void>(0x51),
+            &mut entry,
+        );
         assert_eq!(s, Status::Ok, "{}", last_error());
         assert_eq!(((*entry).stack, (*entry).user as usize), (mine_p, 0x51));
         assert_eq!(nnm_net_cache_get(n, c("fc1").as_ptr()), entry);
