@@ -806,11 +806,12 @@ pub unsafe extern "C" fn nnm_net_input_get(net: *const nnm_net, name: *const c_c
 // ---- caches ------------------------------------------------------------------------------
 
 /// Attaches an empty cache named `name` (a stack of tensors with no fixed
-/// capacity) at the back of `net->caches`; the entry goes to `*out_cache`
-/// when that is not NULL.
+/// capacity, nnmem's own: `stack` and `user` are NULL; for a cache that is
+/// an `nnm_stack_cache`, see `nnm_net_attach_stack_cache`) at the back of
+/// `net->caches`; the entry goes to `*out_cache` when that is not NULL.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name, not a live net);
-/// ALREADY_EXISTS.
+/// ALREADY_EXISTS; OUT_OF_MEMORY.
 ///
 /// # Safety
 /// `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
