@@ -3217,9 +3217,10 @@ enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
  * buffer). The first NNM_STACK_CACHE_INLINE tensors need no heap; past
  * them the stack grows on the heap (see `nnm_stack_cache`).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count; `ndims`
- * outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
- * range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count; `ndims` outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or
+ * `ownership` out of range); WRONG_STATE (a copy of a cache holding heap);
+ * OUT_OF_MEMORY.
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
@@ -3234,8 +3235,9 @@ enum nnm_status nnm_stack_cache_push(struct nnm_stack_cache *cache,
  * Pops the tensor on top of the stack into `out_tensor`; the pop that
  * brings `count` back to NNM_STACK_CACHE_INLINE frees the cache's heap.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count); WRONG_STATE
- * (empty: a pop without a matching push; a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count); WRONG_STATE (empty: a pop without a matching push; a copy
+ * of a cache holding heap).
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
@@ -3248,8 +3250,9 @@ enum nnm_status nnm_stack_cache_pop(struct nnm_stack_cache *cache, struct nnm_te
 /**
  * Writes the tensor at `index` (0 is the bottom of the stack).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count; `index` not
- * below `count`); WRONG_STATE (a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count; `index` not below `count`); WRONG_STATE (a copy of a cache
+ * holding heap).
  *
  * # Safety
  * As `nnm_stack_cache_pop`.
@@ -3261,8 +3264,8 @@ enum nnm_status nnm_stack_cache_get(struct nnm_stack_cache *cache,
 /**
  * Writes the number of tensors on the stack (also `cache->count`).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count); WRONG_STATE
- * (a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count); WRONG_STATE (a copy of a cache holding heap).
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
@@ -3276,8 +3279,8 @@ enum nnm_status nnm_stack_cache_count(struct nnm_stack_cache *cache, size_t *out
  * that holds more than NNM_STACK_CACHE_INLINE tensors; harmless on any
  * valid one.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count); WRONG_STATE
- * (a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count); WRONG_STATE (a copy of a cache holding heap).
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an

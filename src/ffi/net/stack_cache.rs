@@ -259,9 +259,10 @@ pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> St
 /// buffer). The first NNM_STACK_CACHE_INLINE tensors need no heap; past
 /// them the stack grows on the heap (see `nnm_stack_cache`).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count; `ndims`
-/// outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
-/// range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count; `ndims` outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or
+/// `ownership` out of range); WRONG_STATE (a copy of a cache holding heap);
+/// OUT_OF_MEMORY.
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
@@ -293,8 +294,9 @@ pub(super) unsafe fn push(cache: *mut nnm_stack_cache, tensor: *const nnm_tensor
 /// Pops the tensor on top of the stack into `out_tensor`; the pop that
 /// brings `count` back to NNM_STACK_CACHE_INLINE frees the cache's heap.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count); WRONG_STATE
-/// (empty: a pop without a matching push; a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count); WRONG_STATE (empty: a pop without a matching push; a copy
+/// of a cache holding heap).
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
@@ -328,8 +330,9 @@ pub(super) unsafe fn pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tenso
 
 /// Writes the tensor at `index` (0 is the bottom of the stack).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count; `index` not
-/// below `count`); WRONG_STATE (a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count; `index` not below `count`); WRONG_STATE (a copy of a cache
+/// holding heap).
 ///
 /// # Safety
 /// As `nnm_stack_cache_pop`.
@@ -353,8 +356,8 @@ pub unsafe extern "C" fn nnm_stack_cache_get(
 
 /// Writes the number of tensors on the stack (also `cache->count`).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count); WRONG_STATE
-/// (a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count); WRONG_STATE (a copy of a cache holding heap).
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
@@ -373,8 +376,8 @@ pub unsafe extern "C" fn nnm_stack_cache_count(cache: *mut nnm_stack_cache, out_
 /// that holds more than NNM_STACK_CACHE_INLINE tensors; harmless on any
 /// valid one.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage tag or count); WRONG_STATE
-/// (a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count); WRONG_STATE (a copy of a cache holding heap).
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
