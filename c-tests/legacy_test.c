@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "utils/list.h" /* the legacy include, unchanged */
-#include "nnm_check.h"
+#include "legacy_layers.h"
 
 #ifndef NNM_COMPAT_UTILS_LIST_H
 #error "utils/list.h must resolve to nnmem/compat/utils/list.h"
@@ -40,78 +40,9 @@
 enum { N = 5, D = 4, H = 6, M = 3, MAX_BATCH = 8, DEEP = 12 };
 static const double KEEP = 0.5; /* dropout: probability of keeping a unit */
 
-/* ---- the legacy layer library's own types, on nnmem ---- */
-
-typedef nnm_tensor tensor_t;
-typedef nnm_stack_cache lcache_t;
+/* ---- the legacy layer library (fc, relu: legacy_layers.h; dropout here) ---- */
 
 static void make_empty_lcache(lcache_t *cache) { CHECK_OK(nnm_stack_cache_init(cache)); }
-static void lcache_push(lcache_t *cache, tensor_t t) { CHECK_OK(nnm_stack_cache_push(cache, &t)); }
-static tensor_t lcache_pop(lcache_t *cache) {
-    tensor_t t;
-    memset(&t, 0, sizeof t);
-    CHECK_OK(nnm_stack_cache_pop(cache, &t));
-    return t;
-}
-
-static double *T(const tensor_t *t) { return (double *)t->data; }
-
-/* ---- deterministic numbers ---- */
-
-static uint64_t lcg_state;
-static double lcg_uniform(void) { /* [0, 1) */
-    lcg_state = lcg_state * 6364136223846793005ULL + 1442695040888963407ULL;
-    return (double)(lcg_state >> 11) * (1.0 / 9007199254740992.0);
-}
-
-/* ---- layers: forward pushes what backward pops ---- */
-
-/* y[n, m] = x[n, :] . w[:, m] + b[m]; caches x and w. */
-static void layer_fc_forward(tensor_t x, tensor_t w, tensor_t b, lcache_t *cache, tensor_t y, int n) {
-    int rows = (int)w.dims[0], cols = (int)w.dims[1], i, k, j;
-    for (i = 0; i < n; ++i)
-        for (j = 0; j < cols; ++j) {
-            double s = T(&b)[j];
-            for (k = 0; k < rows; ++k) s += T(&x)[i * rows + k] * T(&w)[k * cols + j];
-            T(&y)[i * cols + j] = s;
-        }
-    lcache_push(cache, x);
-    lcache_push(cache, w);
-}
-
-static void layer_fc_backward(tensor_t dx, tensor_t dw, tensor_t db, lcache_t *cache, tensor_t dy, int n) {
-    tensor_t w = lcache_pop(cache);
-    tensor_t x = lcache_pop(cache);
-    int rows = (int)w.dims[0], cols = (int)w.dims[1], i, k, j;
-    for (j = 0; j < cols; ++j) {
-        T(&db)[j] = 0.0;
-        for (i = 0; i < n; ++i) T(&db)[j] += T(&dy)[i * cols + j];
-    }
-    for (k = 0; k < rows; ++k)
-        for (j = 0; j < cols; ++j) {
-            double s = 0.0;
-            for (i = 0; i < n; ++i) s += T(&x)[i * rows + k] * T(&dy)[i * cols + j];
-            T(&dw)[k * cols + j] = s;
-        }
-    for (i = 0; i < n; ++i)
-        for (k = 0; k < rows; ++k) {
-            double s = 0.0;
-            for (j = 0; j < cols; ++j) s += T(&dy)[i * cols + j] * T(&w)[k * cols + j];
-            T(&dx)[i * rows + k] = s;
-        }
-}
-
-static void layer_relu_forward(tensor_t x, lcache_t *cache, tensor_t y, int count) {
-    int i;
-    for (i = 0; i < count; ++i) T(&y)[i] = T(&x)[i] > 0.0 ? T(&x)[i] : 0.0;
-    lcache_push(cache, x);
-}
-
-static void layer_relu_backward(tensor_t dx, lcache_t *cache, tensor_t dy, int count) {
-    tensor_t x = lcache_pop(cache);
-    int i;
-    for (i = 0; i < count; ++i) T(&dx)[i] = T(&x)[i] > 0.0 ? T(&dy)[i] : 0.0;
-}
 
 /* Inverted dropout; the mask is a net output (nnmem owns it); the cache
  * keeps a view of it for backward. */
@@ -279,7 +210,7 @@ static void deep_layer(legacy_net_t *ln) {
     tensor_t t;
     size_t count = 0;
     int i;
-    CHECK(NNM_STACK_CACHE_INLINE == 8 && DEEP > NNM_STACK_CACHE_INLINE);
+    CHECK(NNM_STACK_CACHE_INLINE == 10 && DEEP > NNM_STACK_CACHE_INLINE);
     for (i = 0; i < DEEP; ++i) lcache_push(&cache, i % 2 ? ln->w1->data : ln->fc1->data);
     CHECK_OK(nnm_stack_cache_count(&cache, &count));
     CHECK(count == DEEP && cache.count == DEEP);
@@ -307,7 +238,12 @@ static void errors(legacy_net_t *ln, struct freed_log *log) {
     double *mine = (double *)malloc(4 * sizeof(double));
     int i, freed_before = log->count;
 
+    /* Zero-filled storage is an empty cache, as a zero-filled legacy one is;
+     * a garbage tag is refused. */
     memset(&zeroed, 0, sizeof zeroed);
+    CHECK_OK(nnm_stack_cache_push(&zeroed, &t));
+    CHECK(zeroed.count == 1 && zeroed.tensors[0].data == t.data);
+    zeroed.tag = 0x1234;
     CHECK_FAILS(nnm_stack_cache_push(&zeroed, &t), NNM_INVALID_ARGUMENT);
     CHECK_FAILS(nnm_stack_cache_push(NULL, &t), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_stack_cache_push(&cache, NULL), NNM_NULL_ARGUMENT);

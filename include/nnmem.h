@@ -19,7 +19,9 @@
  *   nnm_cancel_token or nnm_region_* handle looks the handle up in nnmem's
  *   registry before reading it, so a call on a freed one returns NNM_INVALID_ARGUMENT ("... is not a
  *   live nnm_planner (already freed, or not made by nnmem)"); so do the
- *   nnm_net attach calls, nnm_net_get_report and every nnm_<thing>_free.
+ *   nnm_net attach calls, nnm_net_detach, nnm_net_get_report and every
+ *   nnm_<thing>_free; nnm_net_from_list and nnm_net_attach_tensors find
+ *   the net of a list head in that registry without reading the pointer.
  *   The hot calls only check a type tag and are undefined on a freed
  *   handle: nnm_arena_alloc_persistent, nnm_arena_alloc_temp,
  *   nnm_arena_release_temp, nnm_net_*_get, nnm_cache_*, nnm_pool_alloc,
@@ -44,7 +46,9 @@
  *   by one thread at a time (calls, and C code walking or reading the lists,
  *   must not overlap); different nets may be used from different threads.
  *   nnm_net_*_get and nnm_net_get_report may run concurrently with each
- *   other.
+ *   other; nnm_net_from_list reads no net and is safe from any thread at
+ *   any time. An nnm_stack_cache, attached to a net or not, is used by one
+ *   thread at a time (an attached one with its net).
  * - nnm_pool: thread-safe. Every nnm_pool_* call on one pool may come from
  *   any thread, concurrently with any other (each pool locks inside), except
  *   nnm_pool_free of a handle, which no other call on that handle may
@@ -112,6 +116,8 @@ struct list_head {
  * Initialiser of an empty nnm_stack_cache (a layer cache in the caller's
  * storage), like LIST_HEAD_INIT:
  *     nnm_stack_cache cache = NNM_STACK_CACHE_INIT;
+ * Zero-filled storage (`static nnm_stack_cache c;`, `= {0}`) is an empty
+ * cache as well.
  */
 #define NNM_STACK_CACHE_INIT {0, NNM_STACK_CACHE_TAG, NULL, 0, NULL, {{NULL, 0, {0, 0, 0, 0, 0, 0, 0, 0}, 0, 0, 0, 0, 0}}}
 
@@ -169,12 +175,15 @@ struct list_head {
 #define NNM_NAME_MAX 127
 
 /**
- * Tensors an `nnm_stack_cache` holds in its own storage, without heap.
+ * Tensors an `nnm_stack_cache` holds in its own storage, without heap:
+ * the 10 of awnn's fixed-size layer cache.
  */
-#define NNM_STACK_CACHE_INLINE 8
+#define NNM_STACK_CACHE_INLINE 10
 
 /**
- * The `tag` of an initialised `nnm_stack_cache` ("nnm_stkc").
+ * The `tag` of an `nnm_stack_cache` set up by `NNM_STACK_CACHE_INIT` or
+ * `nnm_stack_cache_init` ("nnm_stkc"); a zero-filled cache has tag 0, and
+ * is as valid.
  */
 #define NNM_STACK_CACHE_TAG 7957417848336575331
 
@@ -980,6 +989,7 @@ typedef struct nnm_device_allocator_vtable {
  * `list_for_each_entry(p, &net->params, node)`. Made only by nnm_net_new
  * (nnmem keeps more state after these fields); never declare one. The
  * lists are read-only for C: walk them, never add, move or delete nodes.
+ * `nnm_net_from_list` finds the net from any of the four anchors.
  */
 typedef struct nnm_net {
   /**
@@ -999,7 +1009,9 @@ typedef struct nnm_net {
    */
   struct list_head caches;
   /**
-   * The maximum batch size outputs and input placeholders are sized for.
+   * The maximum batch size outputs and input placeholders are sized for;
+   * 0 until the first batched attachment decides it (a net made with
+   * max_batch 0).
    */
   uint32_t max_batch;
 } nnm_net;
@@ -1105,8 +1117,9 @@ typedef struct nnm_tensor {
 
 /**
  * A learnable parameter: an entry of `nnm_net.params`, linked by `node`.
- * Made by nnm_net_attach_param*; freed with the net. Read-only for C
- * except the contents of the buffers.
+ * Made by nnm_net_attach_param* or nnm_net_attach_tensors; freed with the
+ * net or by nnm_net_detach. Read-only for C except the contents of the
+ * buffers.
  */
 typedef struct nnm_param {
   /**
@@ -1125,6 +1138,11 @@ typedef struct nnm_param {
    * The gradient.
    */
   struct nnm_tensor diff;
+  /**
+   * The caller's pointer given to nnm_net_attach_tensors (NULL from the
+   * other attach calls); nnmem never reads it.
+   */
+  void *user;
 } nnm_param;
 
 /**
@@ -1154,40 +1172,26 @@ typedef struct nnm_layer_data {
    * The gradient, same shape.
    */
   struct nnm_tensor diff;
+  /**
+   * The caller's pointer given to nnm_net_attach_tensors (NULL from the
+   * other attach calls); nnmem never reads it.
+   */
+  void *user;
 } nnm_layer_data;
 
 /**
- * A layer cache: an entry of `nnm_net.caches`, linked by `node`; a stack
- * of tensors (data only) that forward pushes and backward pops.
- */
-typedef struct nnm_cache {
-  /**
-   * Its node in `nnm_net.caches` (insertion order).
-   */
-  struct list_head node;
-  /**
-   * Its name, NUL-terminated, unique among caches.
-   */
-  const char *name;
-  /**
-   * The stack, bottom first, `count` descriptors; read-only, valid until
-   * the next push, pop or clear of this cache.
-   */
-  const struct nnm_tensor *tensors;
-  /**
-   * Tensors on the stack.
-   */
-  size_t count;
-} nnm_cache;
-
-/**
  * A layer cache that lives in the caller's storage (on the stack, in a
- * struct, by value), outside any net: a stack of tensor descriptors like
+ * struct, by value, in static storage): a stack of tensor descriptors like
  * `nnm_cache`, for legacy layers that keep their caches by value and never
- * clear them on some paths.
+ * clear them on some paths. It may also be a net's cache
+ * (`nnm_net_attach_stack_cache`): the same `nnm_stack_cache_*` calls work
+ * on it then, and the `nnm_cache_*` calls on its net entry.
  *
- * Initialise it with `NNM_STACK_CACHE_INIT` or `nnm_stack_cache_init`,
- * then use only the `nnm_stack_cache_*` functions; read `count` and, for
+ * Valid from the start when zero-filled (static storage, `= {0}`,
+ * `memset`, `calloc`), as when initialised with `NNM_STACK_CACHE_INIT` or
+ * `nnm_stack_cache_init`; storage that is neither (uninitialised stack
+ * memory) is undefined, refused where its `tag` or `count` shows it. Use
+ * only the `nnm_stack_cache_*` functions on it; read `count` and, for
  * the first NNM_STACK_CACHE_INLINE tensors, `tensors[i]` directly; never
  * write a field.
  *
@@ -1212,7 +1216,7 @@ typedef struct nnm_stack_cache {
    */
   size_t count;
   /**
-   * Private: NNM_STACK_CACHE_TAG once initialised.
+   * Private: NNM_STACK_CACHE_TAG once initialised, or 0 (zero-filled).
    */
   uint64_t tag;
   /**
@@ -1232,8 +1236,47 @@ typedef struct nnm_stack_cache {
    * The bottom NNM_STACK_CACHE_INLINE tensors of the stack; entries at
    * and past `count` are unspecified.
    */
-  struct nnm_tensor tensors[8];
+  struct nnm_tensor tensors[10];
 } nnm_stack_cache;
+
+/**
+ * A layer cache: an entry of `nnm_net.caches`, linked by `node`; a stack
+ * of tensors (data only) that forward pushes and backward pops. Either
+ * nnmem's own stack (nnm_net_attach_cache: `stack` is NULL) or an
+ * `nnm_stack_cache` (nnm_net_attach_stack_cache: `stack` points to it, in
+ * nnmem's storage or the caller's); `nnm_cache_push`, `nnm_cache_pop`,
+ * `nnm_cache_count` and `nnm_cache_clear` work on both, and the
+ * `nnm_stack_cache_*` calls on `stack`.
+ */
+typedef struct nnm_cache {
+  /**
+   * Its node in `nnm_net.caches` (insertion order).
+   */
+  struct list_head node;
+  /**
+   * Its name, NUL-terminated, unique among caches.
+   */
+  const char *name;
+  /**
+   * The stack, bottom first, `count` descriptors; read-only, valid until
+   * the next push, pop or clear of this cache. NULL when `stack` is set
+   * (read the stack cache then).
+   */
+  const struct nnm_tensor *tensors;
+  /**
+   * Tensors on the stack; 0 when `stack` is set (read `stack->count`).
+   */
+  size_t count;
+  /**
+   * The stack cache behind this entry, or NULL for nnmem's own stack.
+   */
+  struct nnm_stack_cache *stack;
+  /**
+   * The caller's pointer given to nnm_net_attach_stack_cache (NULL from
+   * nnm_net_attach_cache); nnmem never reads it.
+   */
+  void *user;
+} nnm_cache;
 
 /**
  * A buffer with its offset, for `nnm_plan_validate`.
@@ -2750,11 +2793,14 @@ const char *nnm_version(void);
 
 /**
  * Creates an empty net whose layer outputs and input placeholders have
- * `max_batch` rows. Its four lists (`params`, `outputs`, `inputs`,
- * `caches`) are empty, initialised `struct list_head` anchors. Free it
- * with `nnm_net_free`.
+ * `max_batch` rows. With `max_batch` 0 the batch size is left to the
+ * first output or input attached with its whole shape
+ * (`nnm_net_attach_tensors`: its first dimension); until then the attach
+ * calls that take sample dimensions only fail with WRONG_STATE. Its four
+ * lists (`params`, `outputs`, `inputs`, `caches`) are empty, initialised
+ * `struct list_head` anchors. Free it with `nnm_net_free`.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`max_batch` 0).
+ * Errors: NULL_ARGUMENT.
  *
  * # Safety
  * `out_net` must be NULL or valid for writing one pointer.
@@ -3007,7 +3053,8 @@ enum nnm_status nnm_net_attach_input_placeholder(struct nnm_net *net,
  * frees bound memory.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not an input, batch out of
- * range, mem_kind); WRONG_STATE (the input is a view, not a placeholder).
+ * range, mem_kind); WRONG_STATE (the input is not a placeholder: a view,
+ * or caller memory attached with `nnm_net_attach_tensors`).
  *
  * # Safety
  * `input` must be NULL or an entry of a live net (a freed one is
@@ -3040,11 +3087,12 @@ struct nnm_layer_data *nnm_net_input_get(const struct nnm_net *net, const char *
 
 /**
  * Attaches an empty cache named `name` (a stack of tensors with no fixed
- * capacity) at the back of `net->caches`; the entry goes to `*out_cache`
- * when that is not NULL.
+ * capacity, nnmem's own: `stack` and `user` are NULL; for a cache that is
+ * an `nnm_stack_cache`, see `nnm_net_attach_stack_cache`) at the back of
+ * `net->caches`; the entry goes to `*out_cache` when that is not NULL.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name, not a live net);
- * ALREADY_EXISTS.
+ * ALREADY_EXISTS; OUT_OF_MEMORY.
  *
  * # Safety
  * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
@@ -3068,11 +3116,12 @@ struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name)
 /**
  * Pushes a copy of `*tensor` (a shallow copy: the cache never frees its
  * buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
- * Amortised O(1); the stack grows as needed.
+ * Amortised O(1); the stack grows as needed. On a cache backed by a stack
+ * cache (`cache->stack` set) this is `nnm_stack_cache_push` on it.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
  * 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
- * OUT_OF_MEMORY.
+ * OUT_OF_MEMORY; and those of `nnm_stack_cache_push` on a backed cache.
  *
  * # Safety
  * `cache` must be NULL or a cache of a live net (a freed one is
@@ -3092,8 +3141,8 @@ enum nnm_status nnm_cache_push(struct nnm_cache *cache, const struct nnm_tensor 
  * or `nnm_cache_clear` on this cache, and is freed by `nnm_cache_clear` or
  * with the net.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims); OVERFLOW;
- * OUT_OF_MEMORY.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims; a cache backed by
+ * a stack cache, which holds descriptors only); OVERFLOW; OUT_OF_MEMORY.
  *
  * # Safety
  * `cache` must be NULL or a cache of a live net (a freed one is
@@ -3110,10 +3159,12 @@ enum nnm_status nnm_cache_push_new(struct nnm_cache *cache,
 /**
  * Pops the tensor on top of the stack into `out_tensor`. A tensor pushed
  * with `nnm_cache_push_new` keeps its buffer until the next
- * `nnm_cache_push_new` or `nnm_cache_clear` on this cache.
+ * `nnm_cache_push_new` or `nnm_cache_clear` on this cache. On a cache
+ * backed by a stack cache this is `nnm_stack_cache_pop` on it.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); WRONG_STATE (the
- * cache is empty: a pop without a matching push).
+ * cache is empty: a pop without a matching push); and those of
+ * `nnm_stack_cache_pop` on a backed cache.
  *
  * # Safety
  * `cache` must be NULL or a cache of a live net (a freed one is
@@ -3123,9 +3174,11 @@ enum nnm_status nnm_cache_push_new(struct nnm_cache *cache,
 enum nnm_status nnm_cache_pop(struct nnm_cache *cache, struct nnm_tensor *out_tensor);
 
 /**
- * Writes the number of tensors on the stack (also `cache->count`).
+ * Writes the number of tensors on the stack (also `cache->count`, or
+ * `cache->stack->count` for a cache backed by a stack cache).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); and those of
+ * `nnm_stack_cache_count` on a backed cache.
  *
  * # Safety
  * `cache` must be NULL or a cache of a live net (a freed one is
@@ -3137,9 +3190,11 @@ enum nnm_status nnm_cache_count(const struct nnm_cache *cache, size_t *out_count
 /**
  * Empties the stack and frees every buffer the cache owns (pushed with
  * `nnm_cache_push_new`, on the stack or popped); never the buffers of
- * tensors pushed with `nnm_cache_push`.
+ * tensors pushed with `nnm_cache_push`. On a cache backed by a stack cache
+ * this is `nnm_stack_cache_clear` on it.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); and those of
+ * `nnm_stack_cache_clear` on a backed cache.
  *
  * # Safety
  * `cache` must be NULL or a cache of a live net (a freed one is
@@ -3168,9 +3223,10 @@ enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
  * buffer). The first NNM_STACK_CACHE_INLINE tensors need no heap; past
  * them the stack grows on the heap (see `nnm_stack_cache`).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised; `ndims`
- * outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
- * range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count; `ndims` outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or
+ * `ownership` out of range); WRONG_STATE (a copy of a cache holding heap);
+ * OUT_OF_MEMORY.
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
@@ -3185,8 +3241,9 @@ enum nnm_status nnm_stack_cache_push(struct nnm_stack_cache *cache,
  * Pops the tensor on top of the stack into `out_tensor`; the pop that
  * brings `count` back to NNM_STACK_CACHE_INLINE frees the cache's heap.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
- * (empty: a pop without a matching push; a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count); WRONG_STATE (empty: a pop without a matching push; a copy
+ * of a cache holding heap).
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
@@ -3199,8 +3256,9 @@ enum nnm_status nnm_stack_cache_pop(struct nnm_stack_cache *cache, struct nnm_te
 /**
  * Writes the tensor at `index` (0 is the bottom of the stack).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised, `index` not
- * below `count`); WRONG_STATE (a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count; `index` not below `count`); WRONG_STATE (a copy of a cache
+ * holding heap).
  *
  * # Safety
  * As `nnm_stack_cache_pop`.
@@ -3212,8 +3270,8 @@ enum nnm_status nnm_stack_cache_get(struct nnm_stack_cache *cache,
 /**
  * Writes the number of tensors on the stack (also `cache->count`).
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
- * (a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count); WRONG_STATE (a copy of a cache holding heap).
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
@@ -3225,16 +3283,159 @@ enum nnm_status nnm_stack_cache_count(struct nnm_stack_cache *cache, size_t *out
 /**
  * Empties the stack and frees its heap, if any. Needed only for a cache
  * that holds more than NNM_STACK_CACHE_INLINE tensors; harmless on any
- * initialised one.
+ * valid one.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
- * (a copy of a cache holding heap).
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+ * tag or count); WRONG_STATE (a copy of a cache holding heap).
  *
  * # Safety
  * `cache` must be NULL or valid for reading and writing an
  * `nnm_stack_cache`, and no other call may use it meanwhile.
  */
 enum nnm_status nnm_stack_cache_clear(struct nnm_stack_cache *cache);
+
+/**
+ * The net whose list head `list` is: one of `&net->params`,
+ * `&net->outputs`, `&net->inputs` and `&net->caches` of a live net. NULL
+ * when it is none of them (a NULL, freed, foreign or misaligned pointer, a
+ * copy of a list head, an entry's node), with the reason in
+ * `nnm_last_error()`.
+ *
+ * `list` is never read: it is compared, minus each anchor's offset, with
+ * nnmem's registry of live nets. So any pointer value is safe to pass, and
+ * the answer is exact, except that an anchor of a freed net whose address
+ * a new net took over is that new net's (as with any handle).
+ *
+ * Thread safety: safe from any thread, at any time (it reads no net).
+ *
+ * # Safety
+ * None: `list` may be any pointer value.
+ */
+struct nnm_net *nnm_net_from_list(const struct list_head *list);
+
+/**
+ * Attaches a param, output or input to the list `list` (`&net->params`,
+ * `&net->outputs` or `&net->inputs` of a live net; see
+ * `nnm_net_from_list`), from tensor descriptors as a legacy layer
+ * library hands them over, with the caller's pointer `user` (stored in the
+ * entry's `user`, never read). The shape is `data`'s `dtype`, `ndims` and
+ * `dims` (its `bytes` and `elem_size` are recomputed, not read); for an
+ * output or input, `dims[0]` is the batch: on a net made with max_batch 0
+ * the first such attach decides the net's batch size (`net->max_batch`),
+ * and every later one must have the same. `data->ownership` says where
+ * the buffers come from:
+ *
+ * - NNM_OWNERSHIP_OWNED with `data->data` NULL: nnmem allocates data and
+ *   diff, as `nnm_net_attach_param` (params and outputs);
+ * - NNM_OWNERSHIP_OWNED with `data->data` set: the net adopts `data->data`
+ *   and `diff->data` with `free_fn(ctx, ptr)`, as
+ *   `nnm_net_attach_param_adopted` (`mem_kind` host; params and outputs;
+ *   a param's `diff` may be NULL or have NULL `data`: a placeholder); on
+ *   the inputs list, as NNM_OWNERSHIP_VIEW (a legacy shallow copy of an
+ *   output keeps the output's OWNED, and an input owns nothing);
+ * - NNM_OWNERSHIP_BORROWED with `data->data` set: the caller's memory of
+ *   `data->mem_kind` (host or device), never freed, as
+ *   `nnm_net_attach_param_borrowed` (any of the three lists; `diff` NULL
+ *   or with NULL `data`: a placeholder diff);
+ * - NNM_OWNERSHIP_BORROWED with `data->data` NULL: an input placeholder,
+ *   as `nnm_net_attach_input_placeholder` (inputs only);
+ * - NNM_OWNERSHIP_VIEW: an input that views the output of this net whose
+ *   data buffer is `data->data` (a legacy shallow copy of that output),
+ *   as `nnm_net_attach_input_view`; the rest of `data` and `diff` are not
+ *   read (inputs only; O(outputs)).
+ *
+ * `free_fn` and `ctx` are used for adoption only. The entry's node goes
+ * to the back of the list and to `*out_node` when that is not NULL
+ * (`list_entry(node, nnm_param, node)` is the entry). Like the calls it
+ * stands for, it changes nothing when it fails (an adopting call adopts
+ * nothing then).
+ *
+ * Errors: NULL_ARGUMENT (`list`, `name`, `data`; `free_fn` or an output's
+ * `diff` when adopting); INVALID_ARGUMENT (`list` not a tensor list head
+ * of a live net, the caches list included; an out-of-range dtype,
+ * ownership or mem_kind; bad dims; a batch dimension that differs from the
+ * net's; an ownership the list does not take; adopting device memory, the
+ * same buffer twice, or a buffer the net already adopted; a view of no
+ * output of this net; a bad name); ALREADY_EXISTS; OVERFLOW;
+ * OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `list` may be any pointer value (see `nnm_net_from_list`); the net it
+ * belongs to must not be used by another call meanwhile. `name` must be
+ * NULL or a NUL-terminated string; `data` and `diff` NULL or valid for
+ * reading one descriptor; `out_node` NULL or valid for writing one
+ * pointer. When adopting, `free_fn` must be safe to call once on each
+ * buffer with `ctx`, from `nnm_net_free` or `nnm_net_detach`.
+ */
+enum nnm_status nnm_net_attach_tensors(struct list_head *list,
+                                       const char *name,
+                                       const struct nnm_tensor *data,
+                                       const struct nnm_tensor *diff,
+                                       nnm_free_fn free_fn,
+                                       void *ctx,
+                                       void *user,
+                                       struct list_head **out_node);
+
+/**
+ * Attaches a cache named `name` that is an `nnm_stack_cache`: `cache`, in
+ * the caller's storage, or, when `cache` is NULL, one nnmem makes (empty,
+ * freed with its heap by `nnm_net_free` or `nnm_net_detach`). The entry
+ * (at the back of `net->caches`, and to `*out_cache` when that is not
+ * NULL) has `stack` pointing to it and `user` set to `user` (never read).
+ * The same calls then work through both: `nnm_stack_cache_*` on
+ * `entry->stack`, and `nnm_cache_push`, `nnm_cache_pop`,
+ * `nnm_cache_count` and `nnm_cache_clear` on the entry
+ * (`nnm_cache_push_new` is refused: a stack cache holds descriptors
+ * only). `nnm_net_get_report` counts its tensors as referenced.
+ *
+ * A caller's `cache` must be a valid stack cache (zero-filled or
+ * initialised; it keeps what it holds) that stays valid, at the same
+ * address, while it is attached; nnmem never frees it nor its heap:
+ * after `nnm_net_free` or `nnm_net_detach` it is the caller's standalone
+ * cache again.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name; not a live net; `cache`
+ * not a valid stack cache, or already a cache of this net);
+ * ALREADY_EXISTS; WRONG_STATE (`cache` is a copy of a cache holding
+ * heap); OUT_OF_MEMORY.
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile. `name`
+ * must be NULL or a NUL-terminated string; `cache` NULL or valid for
+ * reading and writing an `nnm_stack_cache` while it is attached;
+ * `out_cache` NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_net_attach_stack_cache(struct nnm_net *net,
+                                           const char *name,
+                                           struct nnm_stack_cache *cache,
+                                           void *user,
+                                           struct nnm_cache **out_cache);
+
+/**
+ * Detaches the entry whose node is `node` (`&entry->node` of a param,
+ * output, input or cache of `net`) and frees it, with every buffer it
+ * owns: those nnmem allocated, and those it adopted (through their
+ * `free_fn`, once). Views, borrowed memory and placeholders are never
+ * freed, and a cache backed by the caller's stack cache leaves that cache
+ * (and its heap) to the caller; one nnmem made is freed with its heap.
+ * The name is free again in its list; the entry pointer is invalid from
+ * then on (using it, or a getter's copy of it, is undefined).
+ *
+ * `node` is compared with the net's entries before it is read: a pointer
+ * that is none of them is refused. O(entries).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live net; `node` is not
+ * the node of one of its entries: already detached, another net's, or not
+ * an entry); WRONG_STATE (an output that inputs still view: detach them
+ * first).
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it or its entries
+ * meanwhile. `node` may be any pointer value.
+ */
+enum nnm_status nnm_net_detach(struct nnm_net *net, struct list_head *node);
 
 /**
  * Looks an algorithm up by name ("auto", "tflm", "linear",

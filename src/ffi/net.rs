@@ -28,15 +28,16 @@ use std::ptr;
 use self::args::{dims_arg, name_arg, one, write_after};
 use self::buffers::{borrowed_pair, descriptor, memory_kind, placeholder, HostBuffer};
 use self::entries::{
-    cache_mut, cache_ref, layer_mut, layer_ref, net_mut, net_ref, CacheEntry, NetHandle, NetMut, NetState,
+    cache_mut, cache_ref, layer_mut, net_mut, net_ref, CacheEntry, CacheStorage, LayerEntry, NetHandle, NetMut,
+    NetState,
 };
 use super::args::{handle_query, non_null, out_param};
 use super::device::{allocator_or_host, nnm_device_allocator, require_host_accessible};
 use super::error::{guard, guard_ptr, guard_void};
-use super::handle::{free_handle, into_handle};
+use super::handle::{free_handle, into_handle, tagged_ptr};
 use crate::net::names::not_found;
 use crate::net::tensor::described_bytes;
-use crate::net::{Bytes, CacheStack, Dtype, Kind, MemKind, Net, Ownership, Shape, MAX_DIMS, NAME_MAX};
+use crate::net::{Bytes, Dtype, Kind, MemKind, Net, Ownership, Shape, MAX_DIMS, NAME_MAX};
 use crate::status::{Error, Result, Status};
 
 mod args;
@@ -119,8 +120,9 @@ impl Default for nnm_tensor {
 }
 
 /// A learnable parameter: an entry of `nnm_net.params`, linked by `node`.
-/// Made by nnm_net_attach_param*; freed with the net. Read-only for C
-/// except the contents of the buffers.
+/// Made by nnm_net_attach_param* or nnm_net_attach_tensors; freed with the
+/// net or by nnm_net_detach. Read-only for C except the contents of the
+/// buffers.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_param {
@@ -132,6 +134,9 @@ pub struct nnm_param {
     pub data: nnm_tensor,
     /// The gradient.
     pub diff: nnm_tensor,
+    /// The caller's pointer given to nnm_net_attach_tensors (NULL from the
+    /// other attach calls); nnmem never reads it.
+    pub user: *mut c_void,
 }
 
 /// A layer output or input: an entry of `nnm_net.outputs` or
@@ -148,10 +153,18 @@ pub struct nnm_layer_data {
     pub data: nnm_tensor,
     /// The gradient, same shape.
     pub diff: nnm_tensor,
+    /// The caller's pointer given to nnm_net_attach_tensors (NULL from the
+    /// other attach calls); nnmem never reads it.
+    pub user: *mut c_void,
 }
 
 /// A layer cache: an entry of `nnm_net.caches`, linked by `node`; a stack
-/// of tensors (data only) that forward pushes and backward pops.
+/// of tensors (data only) that forward pushes and backward pops. Either
+/// nnmem's own stack (nnm_net_attach_cache: `stack` is NULL) or an
+/// `nnm_stack_cache` (nnm_net_attach_stack_cache: `stack` points to it, in
+/// nnmem's storage or the caller's); `nnm_cache_push`, `nnm_cache_pop`,
+/// `nnm_cache_count` and `nnm_cache_clear` work on both, and the
+/// `nnm_stack_cache_*` calls on `stack`.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_cache {
@@ -160,15 +173,28 @@ pub struct nnm_cache {
     /// Its name, NUL-terminated, unique among caches.
     pub name: *const c_char,
     /// The stack, bottom first, `count` descriptors; read-only, valid until
-    /// the next push, pop or clear of this cache.
+    /// the next push, pop or clear of this cache. NULL when `stack` is set
+    /// (read the stack cache then).
     pub tensors: *const nnm_tensor,
-    /// Tensors on the stack.
+    /// Tensors on the stack; 0 when `stack` is set (read `stack->count`).
     pub count: usize,
+    /// The stack cache behind this entry, or NULL for nnmem's own stack.
+    pub stack: *mut nnm_stack_cache,
+    /// The caller's pointer given to nnm_net_attach_stack_cache (NULL from
+    /// nnm_net_attach_cache); nnmem never reads it.
+    pub user: *mut c_void,
 }
 
 impl Default for nnm_cache {
     fn default() -> Self {
-        nnm_cache { node: list_head::default(), name: ptr::null(), tensors: ptr::null(), count: 0 }
+        nnm_cache {
+            node: list_head::default(),
+            name: ptr::null(),
+            tensors: ptr::null(),
+            count: 0,
+            stack: ptr::null_mut(),
+            user: ptr::null_mut(),
+        }
     }
 }
 
@@ -176,6 +202,7 @@ impl Default for nnm_cache {
 /// `list_for_each_entry(p, &net->params, node)`. Made only by nnm_net_new
 /// (nnmem keeps more state after these fields); never declare one. The
 /// lists are read-only for C: walk them, never add, move or delete nodes.
+/// `nnm_net_from_list` finds the net from any of the four anchors.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default)]
 pub struct nnm_net {
@@ -187,7 +214,9 @@ pub struct nnm_net {
     pub inputs: list_head,
     /// `nnm_cache` entries, in order of attachment.
     pub caches: list_head,
-    /// The maximum batch size outputs and input placeholders are sized for.
+    /// The maximum batch size outputs and input placeholders are sized for;
+    /// 0 until the first batched attachment decides it (a net made with
+    /// max_batch 0).
     pub max_batch: u32,
 }
 
@@ -296,11 +325,14 @@ unsafe fn lookup<T>(net: *const nnm_net, kind: Kind, name: *const c_char) -> Res
 // ---- net ---------------------------------------------------------------------------------
 
 /// Creates an empty net whose layer outputs and input placeholders have
-/// `max_batch` rows. Its four lists (`params`, `outputs`, `inputs`,
-/// `caches`) are empty, initialised `struct list_head` anchors. Free it
-/// with `nnm_net_free`.
+/// `max_batch` rows. With `max_batch` 0 the batch size is left to the
+/// first output or input attached with its whole shape
+/// (`nnm_net_attach_tensors`: its first dimension); until then the attach
+/// calls that take sample dimensions only fail with WRONG_STATE. Its four
+/// lists (`params`, `outputs`, `inputs`, `caches`) are empty, initialised
+/// `struct list_head` anchors. Free it with `nnm_net_free`.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`max_batch` 0).
+/// Errors: NULL_ARGUMENT.
 ///
 /// # Safety
 /// `out_net` must be NULL or valid for writing one pointer.
@@ -309,7 +341,7 @@ pub unsafe extern "C" fn nnm_net_new(max_batch: u32, out_net: *mut *mut nnm_net)
     guard(|| {
         // SAFETY: the caller promises `out_net` is NULL or valid for one write.
         let out_net = unsafe { out_param(out_net, "out_net") }?;
-        let core = Net::new(max_batch)?;
+        let core = Net::new(max_batch);
         let h =
             into_handle(NetHandle { public: nnm_net { max_batch, ..Default::default() }, state: NetState::new(core) });
         for kind in [Kind::Param, Kind::Output, Kind::Input, Kind::Cache] {
@@ -393,6 +425,16 @@ pub unsafe extern "C" fn nnm_net_get_report(net: *const nnm_net, out_report: *mu
 unsafe fn report(state: &NetState) -> nnm_net_report {
     // SAFETY: the caller's promise.
     let caches = unsafe { state.caches.iter() }.map(|c| {
+        if !c.backing.is_null() {
+            // SAFETY: the entry's stack cache is valid while it is attached
+            // (nnm_net_attach_stack_cache), and no call changes it meanwhile.
+            let items = stack_cache::stack_cache_items(unsafe { &*c.backing });
+            let mut b = Bytes { tensors: items.len() as u64, ..Default::default() };
+            for t in &items {
+                b.referenced = b.referenced.saturating_add(described_bytes(t.elem_size, &t.dims, t.ndims));
+            }
+            return b;
+        }
         let stack = &c.stack;
         let mut b = Bytes { tensors: stack.len() as u64, owned: stack.owned_bytes(), ..Default::default() };
         for (i, t) in stack.items().iter().enumerate() {
@@ -644,20 +686,13 @@ pub unsafe extern "C" fn nnm_net_attach_input_view(
     output: *const nnm_layer_data,
     out_input: *mut *mut nnm_layer_data,
 ) -> Status {
-    // SAFETY: the caller's promises, argument by argument; `output` is only
-    // read, and this call changes no output.
+    // SAFETY: the caller's promises, argument by argument; `output`, once
+    // its tag is checked, is a live entry of some net, and if of this one
+    // no other call uses it.
     unsafe {
         attach(net, name, (out_input, "out_input"), |net, name| {
-            let o = layer_ref(output, "output")?;
-            if o.kind != Kind::Output || !ptr::eq(o.net, net.handle) {
-                return Err(Error::invalid(format!(
-                    "output \"{}\" is not an output of this net",
-                    o.name.to_string_lossy()
-                )));
-            }
-            net.state.core.check_new(Kind::Input, name)?;
-            let [data, diff] = o.buffers.map(|b| descriptor(&o.shape, b, MemKind::Host, Ownership::View));
-            net.add_tensors(Kind::Input, name, o.shape, [(None, data), (None, diff)])
+            let o = tagged_ptr(output.cast::<LayerEntry>(), "output")?;
+            net.attach_view(name, o)
         })
     }
 }
@@ -700,7 +735,8 @@ pub unsafe extern "C" fn nnm_net_attach_input_placeholder(
 /// frees bound memory.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not an input, batch out of
-/// range, mem_kind); WRONG_STATE (the input is a view, not a placeholder).
+/// range, mem_kind); WRONG_STATE (the input is not a placeholder: a view,
+/// or caller memory attached with `nnm_net_attach_tensors`).
 ///
 /// # Safety
 /// `input` must be NULL or an entry of a live net (a freed one is
@@ -723,7 +759,8 @@ pub unsafe extern "C" fn nnm_net_input_bind(
             return Err(Error::invalid(format!("\"{}\" is an output, not an input", name())));
         }
         if !l.buffers[0].is_null() {
-            return Err(Error::wrong_state(format!("input \"{}\" is a view of an output, not a placeholder", name())));
+            let what = if l.view_of.is_null() { "caller memory" } else { "a view of an output" };
+            return Err(Error::wrong_state(format!("input \"{}\" is {what}, not a placeholder", name())));
         }
         let full = l.shape;
         let [data, diff] = if data.is_null() {
@@ -769,11 +806,12 @@ pub unsafe extern "C" fn nnm_net_input_get(net: *const nnm_net, name: *const c_c
 // ---- caches ------------------------------------------------------------------------------
 
 /// Attaches an empty cache named `name` (a stack of tensors with no fixed
-/// capacity) at the back of `net->caches`; the entry goes to `*out_cache`
-/// when that is not NULL.
+/// capacity, nnmem's own: `stack` and `user` are NULL; for a cache that is
+/// an `nnm_stack_cache`, see `nnm_net_attach_stack_cache`) at the back of
+/// `net->caches`; the entry goes to `*out_cache` when that is not NULL.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (name, not a live net);
-/// ALREADY_EXISTS.
+/// ALREADY_EXISTS; OUT_OF_MEMORY.
 ///
 /// # Safety
 /// `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
@@ -788,18 +826,7 @@ pub unsafe extern "C" fn nnm_net_attach_cache(
 ) -> Status {
     // SAFETY: the caller's promises, argument by argument.
     unsafe {
-        attach(net, name, (out_cache, "out_cache"), |net, name| {
-            net.state.core.check_new(Kind::Cache, name)?;
-            let stack = CacheStack::new(&String::from_utf8_lossy(name));
-            let allocator = net.state.allocator.clone();
-            let entry = net.add(Kind::Cache, name, Bytes::default(), |name| CacheEntry {
-                public: nnm_cache::default(),
-                stack,
-                name,
-                allocator,
-            })?;
-            Ok(entry.cast::<nnm_cache>())
-        })
+        attach(net, name, (out_cache, "out_cache"), |net, name| net.add_cache(name, CacheStorage::Net, ptr::null_mut()))
     }
 }
 
@@ -857,11 +884,12 @@ fn copy_ownership(t: &nnm_tensor) -> Result<u32> {
 
 /// Pushes a copy of `*tensor` (a shallow copy: the cache never frees its
 /// buffer; a copy of an owned tensor is stored as NNM_OWNERSHIP_VIEW).
-/// Amortised O(1); the stack grows as needed.
+/// Amortised O(1); the stack grows as needed. On a cache backed by a stack
+/// cache (`cache->stack` set) this is `nnm_stack_cache_push` on it.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
 /// 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
-/// OUT_OF_MEMORY.
+/// OUT_OF_MEMORY; and those of `nnm_stack_cache_push` on a backed cache.
 ///
 /// # Safety
 /// `cache` must be NULL or a cache of a live net (a freed one is
@@ -874,7 +902,14 @@ pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nn
         // SAFETY: the caller's promises, argument by argument; `tensor` may
         // point into the stack's storage, which the borrow of the entry
         // does not cover, and is read before the push writes it.
-        let (c, t) = unsafe { (cache_mut(cache)?, one(tensor, "tensor")?) };
+        let c = unsafe { cache_mut(cache) }?;
+        if !c.backing.is_null() {
+            // SAFETY: the caller's promises; the entry's stack cache is
+            // valid while it is attached (nnm_net_attach_stack_cache).
+            return unsafe { stack_cache::push(c.backing, tensor) };
+        }
+        // SAFETY: the caller promises `tensor` is NULL or readable.
+        let t = unsafe { one(tensor, "tensor") }?;
         let ownership = copy_ownership(t)?;
         if c.stack.is_full() {
             // `tensor` may point into this very stack (`cache->tensors`), so
@@ -901,8 +936,8 @@ pub unsafe extern "C" fn nnm_cache_push(cache: *mut nnm_cache, tensor: *const nn
 /// or `nnm_cache_clear` on this cache, and is freed by `nnm_cache_clear` or
 /// with the net.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims); OVERFLOW;
-/// OUT_OF_MEMORY.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (dtype, dims; a cache backed by
+/// a stack cache, which holds descriptors only); OVERFLOW; OUT_OF_MEMORY.
 ///
 /// # Safety
 /// `cache` must be NULL or a cache of a live net (a freed one is
@@ -923,6 +958,13 @@ pub unsafe extern "C" fn nnm_cache_push_new(
         unsafe {
             write_after(out_tensor, "out_tensor", || {
                 let c = cache_mut(cache)?;
+                if !c.backing.is_null() {
+                    return Err(Error::invalid(format!(
+                        "cache \"{}\" is backed by an nnm_stack_cache, which holds descriptors only: \
+                         nnm_cache_push_new needs a cache of nnm_net_attach_cache",
+                        c.name.to_string_lossy()
+                    )));
+                }
                 let shape = Shape::new(Dtype::from_value(dtype)?, dims_arg(dims, ndims, MAX_DIMS)?)?;
                 let stack = &mut c.stack;
                 let mut buffer = match stack.take_spare(shape.bytes()) {
@@ -942,10 +984,12 @@ pub unsafe extern "C" fn nnm_cache_push_new(
 
 /// Pops the tensor on top of the stack into `out_tensor`. A tensor pushed
 /// with `nnm_cache_push_new` keeps its buffer until the next
-/// `nnm_cache_push_new` or `nnm_cache_clear` on this cache.
+/// `nnm_cache_push_new` or `nnm_cache_clear` on this cache. On a cache
+/// backed by a stack cache this is `nnm_stack_cache_pop` on it.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); WRONG_STATE (the
-/// cache is empty: a pop without a matching push).
+/// cache is empty: a pop without a matching push); and those of
+/// `nnm_stack_cache_pop` on a backed cache.
 ///
 /// # Safety
 /// `cache` must be NULL or a cache of a live net (a freed one is
@@ -955,7 +999,13 @@ pub unsafe extern "C" fn nnm_cache_push_new(
 pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut nnm_tensor) -> Status {
     guard(|| {
         // SAFETY: the caller's promises, argument by argument.
-        let (c, out_tensor) = unsafe { (cache_mut(cache)?, out_param(out_tensor, "out_tensor")?) };
+        let c = unsafe { cache_mut(cache) }?;
+        if !c.backing.is_null() {
+            // SAFETY: as in `nnm_cache_push`.
+            return unsafe { stack_cache::pop(c.backing, out_tensor) };
+        }
+        // SAFETY: the caller promises `out_tensor` is NULL or writable.
+        let out_tensor = unsafe { out_param(out_tensor, "out_tensor") }?;
         // Straight from the slot to `out_tensor`, written only on success.
         c.stack.pop_with(|t| out_tensor.write(t))?;
         // A pop never moves the stack's storage, so only the count changes.
@@ -967,9 +1017,11 @@ pub unsafe extern "C" fn nnm_cache_pop(cache: *mut nnm_cache, out_tensor: *mut n
     })
 }
 
-/// Writes the number of tensors on the stack (also `cache->count`).
+/// Writes the number of tensors on the stack (also `cache->count`, or
+/// `cache->stack->count` for a cache backed by a stack cache).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); and those of
+/// `nnm_stack_cache_count` on a backed cache.
 ///
 /// # Safety
 /// `cache` must be NULL or a cache of a live net (a freed one is
@@ -980,16 +1032,23 @@ pub unsafe extern "C" fn nnm_cache_count(cache: *const nnm_cache, out_count: *mu
     guard(|| {
         // SAFETY: the caller's promises, argument by argument.
         let (c, out_count) = unsafe { (cache_ref(cache)?, out_param(out_count, "out_count")?) };
-        out_count.write(c.stack.len());
+        if c.backing.is_null() {
+            out_count.write(c.stack.len());
+        } else {
+            // SAFETY: as in `nnm_cache_push`; counting changes nothing.
+            out_count.write(unsafe { stack_cache::with_stack_cache(c.backing, |stack| Ok(stack.len())) }?);
+        }
         Ok(())
     })
 }
 
 /// Empties the stack and frees every buffer the cache owns (pushed with
 /// `nnm_cache_push_new`, on the stack or popped); never the buffers of
-/// tensors pushed with `nnm_cache_push`.
+/// tensors pushed with `nnm_cache_push`. On a cache backed by a stack cache
+/// this is `nnm_stack_cache_clear` on it.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache); and those of
+/// `nnm_stack_cache_clear` on a backed cache.
 ///
 /// # Safety
 /// `cache` must be NULL or a cache of a live net (a freed one is
@@ -1000,6 +1059,15 @@ pub unsafe extern "C" fn nnm_cache_clear(cache: *mut nnm_cache) -> Status {
         // SAFETY: the caller promises `cache` is NULL or a cache no other
         // call uses.
         let c = unsafe { cache_mut(cache) }?;
+        if !c.backing.is_null() {
+            // SAFETY: as in `nnm_cache_push`.
+            return unsafe {
+                stack_cache::with_stack_cache(c.backing, |stack| {
+                    stack.clear();
+                    Ok(())
+                })
+            };
+        }
         c.stack.clear();
         publish(c);
         Ok(())
@@ -1010,6 +1078,11 @@ pub unsafe extern "C" fn nnm_cache_clear(cache: *mut nnm_cache) -> Status {
 
 mod stack_cache;
 pub use self::stack_cache::*;
+
+// ---- the legacy pattern with no glue state ---------------------------------------------
+
+mod legacy;
+pub use self::legacy::*;
 
 #[cfg(test)]
 mod tests;

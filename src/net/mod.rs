@@ -134,17 +134,37 @@ pub struct Net<V: Copy = ()> {
 }
 
 impl<V: Copy> Net<V> {
-    /// A net whose batch-sized tensors have `max_batch` rows (at least 1).
-    pub fn new(max_batch: u32) -> Result<Net<V>> {
-        if max_batch == 0 {
-            return Err(Error::invalid("max_batch is 0: a net needs a batch size of at least 1"));
-        }
-        Ok(Net { max_batch, names: Default::default(), fixed: [Bytes::default(); 3] })
+    /// A net whose batch-sized tensors have `max_batch` rows; 0 leaves the
+    /// batch size to the first tensor attached with its batch dimension
+    /// ([`Net::take_batch`]).
+    pub fn new(max_batch: u32) -> Net<V> {
+        Net { max_batch, names: Default::default(), fixed: [Bytes::default(); 3] }
     }
 
-    /// The maximum batch size.
+    /// The maximum batch size; 0 while it is not decided yet.
     pub fn max_batch(&self) -> u32 {
         self.max_batch
+    }
+
+    /// Checks the batch dimension `batch` of a tensor attached with its
+    /// whole shape: it decides a batch size not decided yet (returned as
+    /// `Some`, for the caller to commit with [`Net::set_batch`] once the
+    /// attach succeeds), and must equal one already decided.
+    pub fn take_batch(&self, batch: u32) -> Result<Option<u32>> {
+        match self.max_batch {
+            0 if batch == 0 => Err(Error::invalid("batch dimension 0: a net's batch size is at least 1")),
+            0 => Ok(Some(batch)),
+            n if n == batch => Ok(None),
+            n => Err(Error::invalid(format!(
+                "batch dimension {batch} differs from the net's batch size {n}, which the first batched tensor decided"
+            ))),
+        }
+    }
+
+    /// Commits the batch size that [`Net::take_batch`] decided.
+    pub fn set_batch(&mut self, batch: u32) {
+        debug_assert!(self.max_batch == 0 || self.max_batch == batch);
+        self.max_batch = batch;
     }
 
     /// Checks that `name` is valid and free in `kind`'s list, without
@@ -177,18 +197,40 @@ impl<V: Copy> Net<V> {
         self.names[kind as usize].find(kind.what(), name)
     }
 
+    /// Removes the entry named `name` from `kind`'s list, with the bytes
+    /// it was added with, and returns its value (None when there is none:
+    /// nothing changes then).
+    pub fn remove(&mut self, kind: Kind, name: &[u8], bytes: Bytes) -> Option<V> {
+        let value = self.names[kind as usize].remove(name)?;
+        if kind != Kind::Cache {
+            let fixed = &mut self.fixed[kind as usize];
+            fixed.entries -= 1;
+            fixed.tensors -= bytes.tensors;
+            fixed.owned = fixed.owned.saturating_sub(bytes.owned);
+            fixed.referenced = fixed.referenced.saturating_sub(bytes.referenced);
+        }
+        Some(value)
+    }
+
     /// Entries in `kind`'s list.
     pub fn count(&self, kind: Kind) -> usize {
         self.names[kind as usize].len()
     }
 
-    /// `[max_batch, sample...]`.
+    /// `[max_batch, sample...]`; WRONG_STATE while the batch size is not
+    /// decided.
     pub fn batch_shape(&self, dtype: Dtype, sample: &[u32]) -> Result<Shape> {
+        if self.max_batch == 0 {
+            return Err(undecided());
+        }
         Shape::batched(dtype, self.max_batch, sample)
     }
 
     /// Checks a batch size against the maximum.
     pub fn check_batch(&self, batch: u32) -> Result<()> {
+        if self.max_batch == 0 {
+            return Err(undecided());
+        }
         if batch == 0 || batch > self.max_batch {
             return Err(Error::invalid(format!(
                 "batch {batch} is outside 1..={}, the net's maximum batch",
@@ -214,6 +256,14 @@ impl<V: Copy> Net<V> {
     }
 }
 
+#[cold]
+fn undecided() -> Error {
+    Error::wrong_state(
+        "the net's batch size is not decided yet (made with max_batch 0): attach an output or input with its whole \
+         shape, batch first, to decide it",
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,9 +277,41 @@ mod tests {
     }
 
     #[test]
-    fn max_batch_must_be_positive() {
-        assert_eq!(Net::<()>::new(0).unwrap_err().status(), Status::InvalidArgument);
-        let n: Net = Net::new(32).unwrap();
+    fn a_batch_size_of_0_is_decided_by_the_first_batched_tensor() {
+        let mut n: Net = Net::new(0);
+        assert_eq!(n.max_batch(), 0);
+        assert_eq!(n.batch_shape(Dtype::F32, &[3]).unwrap_err().status(), Status::WrongState);
+        assert!(n.check_batch(1).unwrap_err().message().contains("not decided yet"));
+        assert_eq!(n.take_batch(0).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(n.take_batch(5).unwrap(), Some(5));
+        assert_eq!(n.max_batch(), 0, "take_batch decides, set_batch commits");
+        n.set_batch(5);
+        assert_eq!(n.take_batch(5).unwrap(), None);
+        let e = n.take_batch(4).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert!(e.message().contains("batch dimension 4 differs from the net's batch size 5"), "{}", e.message());
+        assert_eq!(n.batch_shape(Dtype::F32, &[3]).unwrap().dims(), &[5, 3]);
+    }
+
+    #[test]
+    fn removed_entries_leave_their_list_and_the_report() {
+        let mut n: Net<u8> = Net::new(2);
+        n.add(Kind::Param, b"W", two(40, Ownership::Owned), 1).unwrap();
+        n.add(Kind::Param, b"b", two(8, Ownership::View), 2).unwrap();
+        n.add(Kind::Cache, b"c", Bytes::default(), 3).unwrap();
+        assert_eq!(n.remove(Kind::Param, b"W", two(40, Ownership::Owned)), Some(1));
+        assert_eq!(n.remove(Kind::Param, b"W", two(40, Ownership::Owned)), None);
+        assert_eq!(n.remove(Kind::Cache, b"c", Bytes::default()), Some(3));
+        let r = n.report([]);
+        assert_eq!(r.params, Bytes { entries: 1, tensors: 2, owned: 0, referenced: 16 });
+        assert_eq!((n.count(Kind::Param), n.count(Kind::Cache), n.get(Kind::Param, b"b")), (1, 0, Some(2)));
+        n.add(Kind::Param, b"W", two(4, Ownership::Owned), 4).unwrap();
+        assert_eq!(n.get(Kind::Param, b"W"), Some(4), "a removed name is free again");
+    }
+
+    #[test]
+    fn max_batch_bounds_batches() {
+        let n: Net = Net::new(32);
         assert_eq!(n.max_batch(), 32);
         assert!(n.check_batch(32).is_ok() && n.check_batch(1).is_ok());
         assert!(n.check_batch(33).unwrap_err().message().contains("1..=32"));
@@ -238,7 +320,7 @@ mod tests {
 
     #[test]
     fn each_list_has_its_own_names() {
-        let mut n = Net::new(4).unwrap();
+        let mut n = Net::new(4);
         assert_eq!(n.add(Kind::Param, b"fc1.W", two(40, Ownership::Owned), 'W').unwrap(), 0);
         assert_eq!(n.add(Kind::Output, b"fc1.W", two(8, Ownership::Owned), 'o').unwrap(), 0);
         assert_eq!(n.add(Kind::Param, b"fc1.b", two(4, Ownership::Owned), 'b').unwrap(), 1);
@@ -254,7 +336,7 @@ mod tests {
 
     #[test]
     fn report_counts_owned_and_referenced_per_list() {
-        let mut n: Net = Net::new(16).unwrap();
+        let mut n: Net = Net::new(16);
         let out = n.batch_shape(Dtype::F32, &[10]).unwrap();
         assert_eq!(out.dims(), &[16, 10]);
         n.add(Kind::Param, b"W", two(400, Ownership::Owned), ()).unwrap();
@@ -275,7 +357,7 @@ mod tests {
 
     #[test]
     fn failed_additions_change_nothing() {
-        let mut n: Net = Net::new(1).unwrap();
+        let mut n: Net = Net::new(1);
         n.add(Kind::Param, b"W", two(4, Ownership::Owned), ()).unwrap();
         assert!(n.add(Kind::Param, b"W", two(4, Ownership::Owned), ()).is_err());
         assert!(n.add(Kind::Param, &[b'a'; NAME_MAX + 1], two(4, Ownership::Owned), ()).is_err());

@@ -244,6 +244,49 @@ impl<V: Copy> NameIndex<V> {
     pub fn find(&self, what: &str, name: &[u8]) -> Result<usize> {
         self.position(name).ok_or_else(|| not_found(what, name))
     }
+
+    /// The table index of the slot holding `name`, if any.
+    fn slot_index(&self, name: &[u8]) -> Option<usize> {
+        let target = self.slot(name)?;
+        let mask = self.slots.len() - 1;
+        let mut i = target.hash as usize & mask;
+        while self.slots[i].position != target.position {
+            i = (i + 1) & mask;
+        }
+        Some(i)
+    }
+
+    /// Removes `name` and returns its value, if it was there. The last
+    /// name takes the removed one's position (so positions stay `0..len`,
+    /// and are insertion order only until a removal), and the slots after
+    /// the freed one move back towards their homes (backward-shift
+    /// deletion), so that lookups never stop early at a hole.
+    pub fn remove(&mut self, name: &[u8]) -> Option<V> {
+        let mut hole = self.slot_index(name)?;
+        let removed = self.slots[hole];
+        let mask = self.slots.len() - 1;
+        let mut next = (hole + 1) & mask;
+        while self.slots[next].position != EMPTY {
+            let home = self.slots[next].hash as usize & mask;
+            // The slot at `next` may fill the hole unless its home lies
+            // cyclically within (hole, next]: then it would sit before its home.
+            let stays = if hole <= next { hole < home && home <= next } else { hole < home || home <= next };
+            if !stays {
+                self.slots[hole] = self.slots[next];
+                hole = next;
+            }
+            next = (next + 1) & mask;
+        }
+        self.slots[hole] = Slot::EMPTY;
+        let position = removed.position as usize;
+        let last = self.names.len() - 1;
+        if position != last {
+            let moved = self.slot_index(&self.names[last].clone()).expect("every stored name has a slot");
+            self.slots[moved].position = position as u32;
+        }
+        self.names.swap_remove(position);
+        removed.value
+    }
 }
 
 /// The NOT_FOUND error of a lookup of `name` among `what`s.
@@ -320,6 +363,36 @@ mod tests {
         assert_eq!(ix.insert("param", &longest, ()).unwrap(), 2);
         assert_eq!(ix.position(&longest), Some(2));
         assert_eq!(ix.position(&[b'z'; NAME_MAX + 1]), None);
+    }
+
+    #[test]
+    fn removed_names_are_gone_and_the_rest_still_found() {
+        let mut ix = NameIndex::new();
+        let names: Vec<String> = (0..2_000).map(|i| format!("layer{i}.weight.of.a.long.name")).collect();
+        for (i, n) in names.iter().enumerate() {
+            ix.insert("param", n.as_bytes(), i).unwrap();
+        }
+        // Every third name goes, in an order unlike insertion's.
+        for n in names.iter().step_by(3).rev() {
+            assert!(ix.remove(n.as_bytes()).is_some());
+            assert_eq!(ix.remove(n.as_bytes()), None, "removed once");
+        }
+        assert_eq!(ix.len(), 2_000 - 667);
+        for (i, n) in names.iter().enumerate() {
+            let got = ix.get(n.as_bytes());
+            if i % 3 == 0 {
+                assert_eq!(got, None, "{n}");
+            } else {
+                assert_eq!(got, Some(i), "{n}");
+                let at = ix.position(n.as_bytes()).unwrap();
+                assert!(at < ix.len());
+                assert_eq!(ix.name(at), Some(n.as_bytes()));
+            }
+        }
+        // A removed name may be added again.
+        assert_eq!(ix.insert("param", names[0].as_bytes(), 7).unwrap(), ix.len() - 1);
+        assert_eq!(ix.get(names[0].as_bytes()), Some(7));
+        assert_eq!(ix.remove(b"never added"), None);
     }
 
     #[test]

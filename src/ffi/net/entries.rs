@@ -15,7 +15,8 @@ use std::mem::offset_of;
 use std::ptr::{self, addr_of_mut, NonNull};
 
 use super::buffers::{borrowed_pair, owned_tensor, Adopted, Held, HostBuffer};
-use super::{list_head, nnm_cache, nnm_free_fn, nnm_layer_data, nnm_net, nnm_param, nnm_tensor};
+use super::stack_cache::with_stack_cache;
+use super::{list_head, nnm_cache, nnm_free_fn, nnm_layer_data, nnm_net, nnm_param, nnm_stack_cache, nnm_tensor};
 use crate::ffi::handle::{check_live, free_unregistered, tagged_mut, tagged_ptr, tagged_ref, Handle, HandleType};
 use crate::net::{Bytes, CacheStack, Kind, MemKind, Net, Ownership, Shape};
 use crate::pool::device::SharedAllocator;
@@ -26,6 +27,7 @@ use crate::status::{Error, Result, Status};
 pub(super) trait TensorPublic: Copy {
     fn new(name: *const c_char, data: nnm_tensor, diff: nnm_tensor) -> Self;
     fn set_name(&mut self, name: *const c_char);
+    fn set_user(&mut self, user: *mut c_void);
 }
 
 // One constructor, and `Default` from it, for both.
@@ -33,11 +35,15 @@ macro_rules! tensor_public {
     ($($t:ident),*) => {$(
         impl TensorPublic for $t {
             fn new(name: *const c_char, data: nnm_tensor, diff: nnm_tensor) -> Self {
-                $t { node: list_head::default(), name, data, diff }
+                $t { node: list_head::default(), name, data, diff, user: std::ptr::null_mut() }
             }
 
             fn set_name(&mut self, name: *const c_char) {
                 self.name = name;
+            }
+
+            fn set_user(&mut self, user: *mut c_void) {
+                self.user = user;
             }
         }
 
@@ -68,12 +74,19 @@ pub(super) struct TensorEntry<P> {
     /// The shape as attached (`[max_batch, ...]` for layers).
     pub(super) shape: Shape,
     pub(super) kind: Kind,
+    /// The bytes it added to the net's report (taken off at detach).
+    pub(super) bytes: Bytes,
+    /// An input that is a view: the output it views (NULL otherwise).
+    pub(super) view_of: *mut TensorEntry<P>,
+    /// An output: the inputs that view it (it cannot be detached before them).
+    pub(super) views: usize,
 }
 
 pub(super) type ParamEntry = TensorEntry<nnm_param>;
 pub(super) type LayerEntry = TensorEntry<nnm_layer_data>;
 
-/// A cache entry: C sees `public`, a mirror of `stack`.
+/// A cache entry: C sees `public`, a mirror of `stack`, or of `backing`
+/// when that is set.
 #[repr(C)]
 pub(super) struct CacheEntry {
     pub(super) public: nnm_cache,
@@ -83,6 +96,32 @@ pub(super) struct CacheEntry {
     /// Where `nnm_cache_push_new` allocates: the net's allocator (kept in
     /// step by `nnm_net_set_allocator`).
     pub(super) allocator: SharedAllocator,
+    /// The stack cache behind the entry (nnm_net_attach_stack_cache), NULL
+    /// for `stack`. Decided here, whatever C writes into `public.stack`.
+    pub(super) backing: *mut nnm_stack_cache,
+    /// Whether `backing` is nnmem's (a box this entry frees, heap and all)
+    /// rather than the caller's (left as it is).
+    pub(super) owns_backing: bool,
+}
+
+impl Drop for CacheEntry {
+    fn drop(&mut self) {
+        if self.owns_backing {
+            // SAFETY: nnmem boxed this stack cache for the entry
+            // (`nnm_net_attach_stack_cache` with no storage) and only the
+            // entry frees it, once, here; C's calls on it have returned
+            // (the net is being freed or the entry detached).
+            unsafe {
+                // A cache of nnmem's cannot be a stale copy, so the clear
+                // succeeds; were it refused, only its heap would stay.
+                let _ = with_stack_cache(self.backing, |stack| {
+                    stack.clear();
+                    Ok(())
+                });
+                drop(Box::from_raw(self.backing));
+            }
+        }
+    }
 }
 
 // SAFETY: no other handle type is named "nnm_param".
@@ -170,6 +209,14 @@ impl<E: HandleType> Entries<E> {
         // `NetMut::add`, freed only when the net is), unchanged while the
         // references are used by the caller's promise.
         self.0.iter().map(|&e| unsafe { &*e })
+    }
+}
+
+impl<E: HandleType> Entries<E> {
+    /// The entries' pointers, in order (for reading or changing entries in
+    /// place, without a reference that would outlive the change).
+    pub(super) fn ptrs(&self) -> &[*mut E] {
+        &self.0
     }
 }
 
@@ -299,20 +346,12 @@ pub(super) unsafe fn net_ref<'a>(net: *const nnm_net) -> Result<&'a NetState> {
     Ok(unsafe { &(*handle).state })
 }
 
-/// The layer entry behind `layer` after NULL and tag checks.
+/// The layer entry behind `layer` after NULL and tag checks, for changing
+/// it.
 ///
 /// # Safety
 /// `layer` must be NULL or an entry of a live net (a freed one is
-/// undefined) that no call changes while the result is used.
-pub(super) unsafe fn layer_ref<'a>(layer: *const nnm_layer_data, what: &str) -> Result<&'a LayerEntry> {
-    // SAFETY: the caller's promise is `tagged_ref`'s.
-    unsafe { tagged_ref(layer.cast::<LayerEntry>(), what) }
-}
-
-/// [`layer_ref`] for changing the entry.
-///
-/// # Safety
-/// As [`layer_ref`], and no other call may use the entry meanwhile.
+/// undefined) that no other call uses while the result is used.
 pub(super) unsafe fn layer_mut<'a>(layer: *mut nnm_layer_data, what: &str) -> Result<&'a mut LayerEntry> {
     // SAFETY: the caller's promise is `tagged_mut`'s.
     unsafe { tagged_mut(layer.cast::<LayerEntry>(), what) }
@@ -409,6 +448,9 @@ impl NetMut<'_> {
             name,
             shape,
             kind,
+            bytes,
+            view_of: ptr::null_mut(),
+            views: 0,
         });
         match added {
             Ok(entry) => {
@@ -501,5 +543,169 @@ impl NetMut<'_> {
             self.state.adopted.insert(p as usize);
         }
         Ok(entry)
+    }
+}
+
+/// Unlinks `node` from its list.
+///
+/// # Safety
+/// `node` must be in an initialised list whose nodes are all valid for
+/// writes.
+unsafe fn unlink(node: *mut list_head) {
+    // SAFETY: the caller promises `node` and its neighbours are writable
+    // nodes of one list.
+    unsafe {
+        let (prev, next) = ((*node).prev, (*node).next);
+        (*prev).next = next;
+        (*next).prev = prev;
+        (*node).next = ptr::null_mut();
+        (*node).prev = ptr::null_mut();
+    }
+}
+
+/// Where `node` is among `list`'s entries (compared by address only).
+fn index_of<E: HandleType>(list: &Entries<E>, node: *const list_head) -> Option<usize> {
+    list.0.iter().position(|&e| ptr::eq(e.cast::<list_head>(), node))
+}
+
+impl NetMut<'_> {
+    /// Adds an input named `name` that views `output` (tag-checked by the
+    /// caller): it shares the output's buffers, and the output counts it,
+    /// so that it is not detached before its views.
+    pub(super) fn attach_view(&mut self, name: &[u8], output: *mut LayerEntry) -> Result<*mut nnm_layer_data> {
+        // SAFETY: the caller checked `output`'s tag: a live layer entry of
+        // some net, which this call only reads here.
+        let (kind, net, shape, buffers, output_name) =
+            unsafe { ((*output).kind, (*output).net, (*output).shape, (*output).buffers, &(*output).name) };
+        if kind != Kind::Output || !ptr::eq(net, self.handle) {
+            return Err(Error::invalid(format!(
+                "output \"{}\" is not an output of this net",
+                output_name.to_string_lossy()
+            )));
+        }
+        self.state.core.check_new(Kind::Input, name)?;
+        let [data, diff] = buffers.map(|b| super::buffers::descriptor(&shape, b, MemKind::Host, Ownership::View));
+        let entry = self.add_tensors::<nnm_layer_data>(Kind::Input, name, shape, [(None, data), (None, diff)])?;
+        // SAFETY: `entry` was just added (a live input of this net) and
+        // `output` is a live output of it (checked above), a different
+        // entry; no other call uses the net.
+        unsafe {
+            (*entry.cast::<LayerEntry>()).view_of = output;
+            (*output).views += 1;
+        }
+        Ok(entry)
+    }
+
+    /// Detaches the entry whose node is `node`, of any list, and frees it
+    /// with the buffers it owns (adopted ones through their deallocator);
+    /// its name is free again. `node` is compared with the net's entries
+    /// before it is read: any other pointer is refused.
+    pub(super) fn detach(&mut self, node: *mut list_head) -> Result<()> {
+        if let Some(i) = index_of(&self.state.params, node) {
+            return self.detach_tensor::<nnm_param>(Kind::Param, i);
+        }
+        if let Some(i) = index_of(&self.state.outputs, node) {
+            return self.detach_tensor::<nnm_layer_data>(Kind::Output, i);
+        }
+        if let Some(i) = index_of(&self.state.inputs, node) {
+            return self.detach_tensor::<nnm_layer_data>(Kind::Input, i);
+        }
+        if let Some(i) = index_of(&self.state.caches, node) {
+            let entry = self.state.caches.0[i];
+            // SAFETY: a live cache of this net (found among its entries),
+            // which no other call uses.
+            let name = unsafe { (*entry).name.as_bytes().to_vec() };
+            self.state.core.remove(Kind::Cache, &name, Bytes::default()).expect("every entry's name is indexed");
+            self.state.caches.0.remove(i);
+            // SAFETY: its node is in the net's cache list, whose nodes are
+            // the net's live entries and its anchor; the entry, out of the
+            // net's lists now, was made by `Handle::boxed` and is freed once.
+            unsafe {
+                unlink(entry.cast::<list_head>());
+                free_unregistered(entry);
+            }
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "node ({node:p}) is not the node of an entry of this net (already detached, another net's, or not an \
+             entry)"
+        )))
+    }
+
+    fn detach_tensor<P: TensorPublic>(&mut self, kind: Kind, index: usize) -> Result<()>
+    where
+        TensorEntry<P>: Entry,
+    {
+        let entry: *mut TensorEntry<P> = TensorEntry::<P>::list(self.state, kind).0[index];
+        // SAFETY: a live entry of this net (found among its entries), which
+        // no other call uses; the reference ends before it is freed.
+        let e = unsafe { &mut *entry };
+        if e.views > 0 {
+            return Err(Error::wrong_state(format!(
+                "output \"{}\" is viewed by {} input(s): detach them first",
+                e.name.to_string_lossy(),
+                e.views
+            )));
+        }
+        if !e.view_of.is_null() {
+            // SAFETY: the output this input views is live (an output is
+            // not detached while it has views) and is another entry.
+            unsafe { (*e.view_of).views -= 1 };
+        }
+        self.state.core.remove(kind, e.name.as_bytes(), e.bytes).expect("every entry's name is indexed");
+        for held in e.owned.iter().flatten() {
+            if let Held::Adopted(a) = held {
+                self.state.adopted.remove(&(a.ptr as usize));
+            }
+        }
+        TensorEntry::<P>::list(self.state, kind).0.remove(index);
+        // SAFETY: as in `detach` for caches.
+        unsafe {
+            unlink(entry.cast::<list_head>());
+            free_unregistered(entry);
+        }
+        Ok(())
+    }
+}
+
+/// The stack behind a new cache entry.
+pub(super) enum CacheStorage {
+    /// nnmem's own growable stack (`nnm_net_attach_cache`).
+    Net,
+    /// A stack cache nnmem makes, and frees with the entry.
+    NewStackCache,
+    /// The caller's stack cache, left to the caller.
+    StackCache(*mut nnm_stack_cache),
+}
+
+impl NetMut<'_> {
+    /// Adds a cache named `name` over `storage`, with the caller's `user`.
+    pub(super) fn add_cache(
+        &mut self,
+        name: &[u8],
+        storage: CacheStorage,
+        user: *mut c_void,
+    ) -> Result<*mut nnm_cache> {
+        self.state.core.check_new(Kind::Cache, name)?;
+        let stack = CacheStack::new(&String::from_utf8_lossy(name));
+        let allocator = self.state.allocator.clone();
+        // A stack cache of nnmem's is made inside the entry's constructor,
+        // so that every failure frees it with the entry.
+        let entry = self.add(Kind::Cache, name, Bytes::default(), |name| {
+            let (backing, owns_backing) = match storage {
+                CacheStorage::Net => (ptr::null_mut(), false),
+                CacheStorage::NewStackCache => (Box::into_raw(Box::new(nnm_stack_cache::default())), true),
+                CacheStorage::StackCache(cache) => (cache, false),
+            };
+            CacheEntry {
+                public: nnm_cache { stack: backing, user, ..nnm_cache::default() },
+                stack,
+                name,
+                allocator,
+                backing,
+                owns_backing,
+            }
+        })?;
+        Ok(entry.cast::<nnm_cache>())
     }
 }

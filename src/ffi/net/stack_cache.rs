@@ -1,7 +1,7 @@
 //! Layer caches in caller storage (`nnm_stack_cache_*`): a stack of tensor
-//! descriptors whose first tensors live inside the caller's struct, outside
-//! any net; only a stack past them holds heap, which nnmem records by the
-//! cache's address.
+//! descriptors whose first tensors live inside the caller's struct, in or
+//! outside a net; only a stack past them holds heap, which nnmem records by
+//! the cache's address.
 
 use std::collections::HashMap;
 use std::mem::ManuallyDrop;
@@ -15,21 +15,29 @@ use crate::ffi::error::guard;
 use crate::net::SpillStack;
 use crate::status::{Error, Result, Status};
 
-/// Tensors an `nnm_stack_cache` holds in its own storage, without heap.
-pub const NNM_STACK_CACHE_INLINE: u32 = 8;
+/// Tensors an `nnm_stack_cache` holds in its own storage, without heap:
+/// the 10 of awnn's fixed-size layer cache.
+pub const NNM_STACK_CACHE_INLINE: u32 = 10;
 
-/// The `tag` of an initialised `nnm_stack_cache` ("nnm_stkc").
+/// The `tag` of an `nnm_stack_cache` set up by `NNM_STACK_CACHE_INIT` or
+/// `nnm_stack_cache_init` ("nnm_stkc"); a zero-filled cache has tag 0, and
+/// is as valid.
 pub const NNM_STACK_CACHE_TAG: u64 = 0x6e6e_6d5f_7374_6b63;
 
 pub(super) const INLINE: usize = NNM_STACK_CACHE_INLINE as usize;
 
 /// A layer cache that lives in the caller's storage (on the stack, in a
-/// struct, by value), outside any net: a stack of tensor descriptors like
+/// struct, by value, in static storage): a stack of tensor descriptors like
 /// `nnm_cache`, for legacy layers that keep their caches by value and never
-/// clear them on some paths.
+/// clear them on some paths. It may also be a net's cache
+/// (`nnm_net_attach_stack_cache`): the same `nnm_stack_cache_*` calls work
+/// on it then, and the `nnm_cache_*` calls on its net entry.
 ///
-/// Initialise it with `NNM_STACK_CACHE_INIT` or `nnm_stack_cache_init`,
-/// then use only the `nnm_stack_cache_*` functions; read `count` and, for
+/// Valid from the start when zero-filled (static storage, `= {0}`,
+/// `memset`, `calloc`), as when initialised with `NNM_STACK_CACHE_INIT` or
+/// `nnm_stack_cache_init`; storage that is neither (uninitialised stack
+/// memory) is undefined, refused where its `tag` or `count` shows it. Use
+/// only the `nnm_stack_cache_*` functions on it; read `count` and, for
 /// the first NNM_STACK_CACHE_INLINE tensors, `tensors[i]` directly; never
 /// write a field.
 ///
@@ -52,7 +60,7 @@ pub(super) const INLINE: usize = NNM_STACK_CACHE_INLINE as usize;
 pub struct nnm_stack_cache {
     /// Tensors on the stack.
     pub count: usize,
-    /// Private: NNM_STACK_CACHE_TAG once initialised.
+    /// Private: NNM_STACK_CACHE_TAG once initialised, or 0 (zero-filled).
     pub tag: u64,
     /// Private: the tensors past the inline ones, NULL while there are none.
     pub spill: *mut nnm_tensor,
@@ -63,11 +71,11 @@ pub struct nnm_stack_cache {
     pub spill_owner: *const nnm_stack_cache,
     /// The bottom NNM_STACK_CACHE_INLINE tensors of the stack; entries at
     /// and past `count` are unspecified.
-    pub tensors: [nnm_tensor; 8],
+    pub tensors: [nnm_tensor; 10],
 }
 
-// The header's array length is the literal 8 (cbindgen writes it as written).
-const _: () = assert!(INLINE == 8);
+// The header's array length is the literal 10 (cbindgen writes it as written).
+const _: () = assert!(INLINE == 10);
 
 impl Default for nnm_stack_cache {
     fn default() -> Self {
@@ -150,7 +158,16 @@ fn spill_of(c: &nnm_stack_cache) -> Result<ManuallyDrop<Vec<nnm_tensor>>> {
 #[cold]
 #[inline(never)]
 fn not_initialised() -> Error {
-    Error::invalid("cache is not a valid initialised nnm_stack_cache (NNM_STACK_CACHE_INIT or nnm_stack_cache_init)")
+    Error::invalid(
+        "cache is not a valid nnm_stack_cache (zero-filled, NNM_STACK_CACHE_INIT or nnm_stack_cache_init): its tag is \
+         garbage",
+    )
+}
+
+/// Whether `tag` is one of a valid cache: set by an initialiser, or 0.
+#[inline(always)]
+fn valid_tag(tag: u64) -> bool {
+    tag == NNM_STACK_CACHE_TAG || tag == 0
 }
 
 /// Runs `f` on the stack of the caller's cache at `cache` after checking
@@ -160,13 +177,13 @@ fn not_initialised() -> Error {
 /// `cache` must be NULL or valid for reading and writing an
 /// `nnm_stack_cache` that nothing else uses meanwhile.
 #[inline]
-unsafe fn with_stack_cache<R>(
+pub(super) unsafe fn with_stack_cache<R>(
     cache: *mut nnm_stack_cache,
     f: impl FnOnce(&mut SpillStack<'_, nnm_tensor>) -> Result<R>,
 ) -> Result<R> {
     // SAFETY: the caller's promise is `one_mut`'s.
     let c = unsafe { one_mut(cache, "cache") }?;
-    if c.tag != NNM_STACK_CACHE_TAG {
+    if !valid_tag(c.tag) {
         return Err(not_initialised());
     }
     // Within the inline slots (the common case) there is no heap to rebuild.
@@ -192,6 +209,22 @@ unsafe fn with_stack_cache<R>(
         live_spills(|live| live.insert(cache as usize, now));
     }
     result
+}
+
+/// The tensors on the stack cache `c`, in order, without changing it
+/// (`nnm_net_get_report`); none when it is not valid (its calls say why).
+pub(super) fn stack_cache_items(c: &nnm_stack_cache) -> Vec<nnm_tensor> {
+    if !valid_tag(c.tag) {
+        return Vec::new();
+    }
+    let inline = &c.tensors[..c.count.min(INLINE)];
+    if c.spill.is_null() {
+        return if c.count <= INLINE { inline.to_vec() } else { Vec::new() };
+    }
+    match spill_of(c) {
+        Ok(spill) => inline.iter().chain(spill.iter()).copied().collect(),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Makes `*cache` an empty stack cache: what `NNM_STACK_CACHE_INIT` gives.
@@ -226,9 +259,10 @@ pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> St
 /// buffer). The first NNM_STACK_CACHE_INLINE tensors need no heap; past
 /// them the stack grows on the heap (see `nnm_stack_cache`).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised; `ndims`
-/// outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of
-/// range); WRONG_STATE (a copy of a cache holding heap); OUT_OF_MEMORY.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count; `ndims` outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or
+/// `ownership` out of range); WRONG_STATE (a copy of a cache holding heap);
+/// OUT_OF_MEMORY.
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
@@ -237,22 +271,32 @@ pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> St
 /// cache's own).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tensor: *const nnm_tensor) -> Status {
-    guard(|| {
-        // Copied before the cache is borrowed: `tensor` may point into it.
-        // SAFETY: the caller promises `tensor` is NULL or readable.
-        let t = *unsafe { one(tensor, "tensor") }?;
-        let ownership = copy_ownership(&t)?;
-        // SAFETY: the caller promises `cache` is NULL or a cache no other
-        // call uses; `tensor` is not used from here on.
-        unsafe { with_stack_cache(cache, |stack| stack.push(nnm_tensor { ownership, ..t })) }
-    })
+    // SAFETY: the caller's promises are `push`'s.
+    guard(|| unsafe { push(cache, tensor) })
+}
+
+/// `nnm_stack_cache_push`, also for `nnm_cache_push` on a net cache backed
+/// by a stack cache.
+///
+/// # Safety
+/// As `nnm_stack_cache_push`.
+#[inline]
+pub(super) unsafe fn push(cache: *mut nnm_stack_cache, tensor: *const nnm_tensor) -> Result<()> {
+    // Copied before the cache is borrowed: `tensor` may point into it.
+    // SAFETY: the caller promises `tensor` is NULL or readable.
+    let t = *unsafe { one(tensor, "tensor") }?;
+    let ownership = copy_ownership(&t)?;
+    // SAFETY: the caller promises `cache` is NULL or a cache no other
+    // call uses; `tensor` is not used from here on.
+    unsafe { with_stack_cache(cache, |stack| stack.push(nnm_tensor { ownership, ..t })) }
 }
 
 /// Pops the tensor on top of the stack into `out_tensor`; the pop that
 /// brings `count` back to NNM_STACK_CACHE_INLINE frees the cache's heap.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
-/// (empty: a pop without a matching push; a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count); WRONG_STATE (empty: a pop without a matching push; a copy
+/// of a cache holding heap).
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
@@ -261,24 +305,34 @@ pub unsafe extern "C" fn nnm_stack_cache_push(cache: *mut nnm_stack_cache, tenso
 /// cache's own).
 #[no_mangle]
 pub unsafe extern "C" fn nnm_stack_cache_pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> Status {
-    guard(|| {
-        non_null(out_tensor, "out_tensor")?;
-        // SAFETY: the caller promises `out_tensor` is writable, and `cache`
-        // NULL or a cache no other call uses (the pop borrows it first).
-        unsafe {
-            write_after(out_tensor, "out_tensor", || {
-                let mut t = nnm_tensor::default();
-                with_stack_cache(cache, |stack| stack.pop_into(&mut t))?;
-                Ok(t)
-            })
-        }
-    })
+    // SAFETY: the caller's promises are `pop`'s.
+    guard(|| unsafe { pop(cache, out_tensor) })
+}
+
+/// `nnm_stack_cache_pop`, also for `nnm_cache_pop` on a net cache backed by
+/// a stack cache.
+///
+/// # Safety
+/// As `nnm_stack_cache_pop`.
+#[inline]
+pub(super) unsafe fn pop(cache: *mut nnm_stack_cache, out_tensor: *mut nnm_tensor) -> Result<()> {
+    non_null(out_tensor, "out_tensor")?;
+    // SAFETY: the caller promises `out_tensor` is writable, and `cache`
+    // NULL or a cache no other call uses (the pop borrows it first).
+    unsafe {
+        write_after(out_tensor, "out_tensor", || {
+            let mut t = nnm_tensor::default();
+            with_stack_cache(cache, |stack| stack.pop_into(&mut t))?;
+            Ok(t)
+        })
+    }
 }
 
 /// Writes the tensor at `index` (0 is the bottom of the stack).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised, `index` not
-/// below `count`); WRONG_STATE (a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count; `index` not below `count`); WRONG_STATE (a copy of a cache
+/// holding heap).
 ///
 /// # Safety
 /// As `nnm_stack_cache_pop`.
@@ -302,8 +356,8 @@ pub unsafe extern "C" fn nnm_stack_cache_get(
 
 /// Writes the number of tensors on the stack (also `cache->count`).
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
-/// (a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count); WRONG_STATE (a copy of a cache holding heap).
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an
@@ -320,10 +374,10 @@ pub unsafe extern "C" fn nnm_stack_cache_count(cache: *mut nnm_stack_cache, out_
 
 /// Empties the stack and frees its heap, if any. Needed only for a cache
 /// that holds more than NNM_STACK_CACHE_INLINE tensors; harmless on any
-/// initialised one.
+/// valid one.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not initialised); WRONG_STATE
-/// (a copy of a cache holding heap).
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
+/// tag or count); WRONG_STATE (a copy of a cache holding heap).
 ///
 /// # Safety
 /// `cache` must be NULL or valid for reading and writing an

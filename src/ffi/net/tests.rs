@@ -7,27 +7,27 @@ use crate::ffi::nnm_last_error;
 use std::ffi::{CStr, CString};
 use std::mem::offset_of;
 
-fn last_error() -> String {
+pub(super) fn last_error() -> String {
     // SAFETY: nnm_last_error returns a NUL-terminated thread-local string, valid until the next failing call.
     unsafe { CStr::from_ptr(nnm_last_error()) }.to_string_lossy().into_owned()
 }
 
-fn c(s: &str) -> CString {
+pub(super) fn c(s: &str) -> CString {
     CString::new(s).unwrap()
 }
 
 /// A net freed on drop.
-struct TestNet(*mut nnm_net);
+pub(super) struct TestNet(pub(super) *mut nnm_net);
 
 impl TestNet {
-    fn new(max_batch: u32) -> Self {
+    pub(super) fn new(max_batch: u32) -> Self {
         let mut n = ptr::null_mut();
         // SAFETY: `n` is writable.
         assert_eq!(unsafe { nnm_net_new(max_batch, &mut n) }, Status::Ok);
         TestNet(n)
     }
 
-    fn param(&self, name: &str, dims: &[u32]) -> *mut nnm_param {
+    pub(super) fn param(&self, name: &str, dims: &[u32]) -> *mut nnm_param {
         let mut p = ptr::null_mut();
         // SAFETY: the net is live, the name a C string, `dims` has `dims.len()` values, `p` is writable.
         let s = unsafe {
@@ -61,7 +61,7 @@ impl TestNet {
         k
     }
 
-    fn report(&self) -> nnm_net_report {
+    pub(super) fn report(&self) -> nnm_net_report {
         let mut r = nnm_net_report::default();
         // SAFETY: the net is live and `r` writable.
         assert_eq!(unsafe { nnm_net_get_report(self.0, &mut r) }, Status::Ok);
@@ -109,10 +109,6 @@ fn new_net_has_four_empty_lists() {
         for anchor in [&n.params, &n.outputs, &n.inputs, &n.caches] {
             assert!(ptr::eq(anchor.next, anchor) && ptr::eq(anchor.prev, anchor));
         }
-        let mut out = ptr::null_mut();
-        assert_eq!(nnm_net_new(0, &mut out), Status::InvalidArgument);
-        assert!(out.is_null(), "out-parameter written on failure");
-        assert!(last_error().contains("max_batch is 0"));
         assert_eq!(nnm_net_new(1, ptr::null_mut()), Status::NullArgument);
     }
 }
@@ -538,12 +534,12 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
             assert_eq!(nnm_stack_cache_push(kp, inline0), Status::Ok);
         }
         assert_eq!(nnm_stack_cache_count(&mut k, &mut n), Status::Ok);
-        assert_eq!((n, k.count), (28, 28));
+        assert_eq!((n, k.count), (INLINE + 20, INLINE + 20));
         assert!(!k.spill.is_null() && ptr::eq(k.spill_owner, &k));
-        assert_eq!(nnm_stack_cache_get(&mut k, 27, &mut out), Status::Ok);
+        assert_eq!(nnm_stack_cache_get(&mut k, INLINE + 19, &mut out), Status::Ok);
         assert_eq!((out.data, out.ownership), (w.data, Ownership::View as u32));
-        assert_eq!(nnm_stack_cache_get(&mut k, 28, &mut out), Status::InvalidArgument);
-        assert_eq!(last_error(), "index 28: the stack cache holds 28 tensors");
+        assert_eq!(nnm_stack_cache_get(&mut k, INLINE + 20, &mut out), Status::InvalidArgument);
+        assert_eq!(last_error(), "index 30: the stack cache holds 30 tensors");
 
         // A copy of a cache that holds heap is refused, and left alone.
         let mut copy = k;
@@ -565,7 +561,7 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
         assert_eq!(last_error(), "stack cache is empty: pop without a matching push");
 
         // Clear frees a spill.
-        for _ in 0..10 {
+        for _ in 0..INLINE + 2 {
             assert_eq!(nnm_stack_cache_push(&mut k, &w), Status::Ok);
         }
         let stale = k;
@@ -577,7 +573,7 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
         assert!(last_error().contains("no longer its own"), "{}", last_error());
         assert_eq!(nnm_stack_cache_init(&mut k), Status::Ok);
         // Init on a cache holding heap frees the heap.
-        for _ in 0..10 {
+        for _ in 0..INLINE + 2 {
             assert_eq!(nnm_stack_cache_push(&mut k, &w), Status::Ok);
         }
         assert_eq!(nnm_stack_cache_init(&mut k), Status::Ok);
@@ -587,15 +583,31 @@ fn stack_caches_hold_their_first_tensors_inline_and_spill_past_them() {
 }
 
 #[test]
-fn stack_caches_refuse_bad_arguments_and_uninitialised_storage() {
+fn stack_caches_refuse_bad_arguments_and_garbage_storage() {
     let net = TestNet::new(1);
     let w = tensor_of(net.param("W", &[4]));
     let mut out = nnm_tensor::default();
-    // SAFETY: every pointer is NULL or a local value; `garbage` is all zeroes, as C storage may be.
+    // SAFETY: every pointer is NULL or a local value; `zeroed` is all zeroes, as static C storage is.
     unsafe {
+        // Zero-filled storage is a valid empty cache, as NNM_STACK_CACHE_INIT's.
+        let mut zeroed: nnm_stack_cache = std::mem::zeroed();
+        for _ in 0..INLINE + 3 {
+            assert_eq!(nnm_stack_cache_push(&mut zeroed, &w), Status::Ok, "{}", last_error());
+        }
+        assert_eq!((zeroed.count, zeroed.spill.is_null(), zeroed.tag), (INLINE + 3, false, 0));
+        for _ in 0..INLINE + 3 {
+            assert_eq!(nnm_stack_cache_pop(&mut zeroed, &mut out), Status::Ok);
+        }
+        assert_eq!((zeroed.count, zeroed.spill.is_null()), (0, true));
+        // A garbage tag is refused.
         let mut garbage: nnm_stack_cache = std::mem::zeroed();
+        garbage.tag = 0x5555_5555;
         assert_eq!(nnm_stack_cache_push(&mut garbage, &w), Status::InvalidArgument);
-        assert!(last_error().contains("is not a valid initialised nnm_stack_cache"), "{}", last_error());
+        assert!(last_error().contains("is not a valid nnm_stack_cache"), "{}", last_error());
+        // A zero tag with a count past the inline slots and no heap is refused too.
+        let mut garbage: nnm_stack_cache = std::mem::zeroed();
+        garbage.count = INLINE + 1;
+        assert_eq!(nnm_stack_cache_push(&mut garbage, &w), Status::InvalidArgument);
         assert_eq!(nnm_stack_cache_init(&mut garbage), Status::Ok);
         let mut k = garbage;
         let mut bad = w;
