@@ -55,7 +55,7 @@ build_consumer() {
     rm -rf "$b"
     cmake -S "$src" -B "$b" -DBUILD_SHARED_LIBS="$shared" -DNNMEM_CONSUMER_SELF_TEST=ON "$@"
     cmake --build "$b"
-    for kind in static shared nnmem compat; do
+    for kind in static shared nnmem compat compat_cxx; do
         echo "--- consumer_$kind (BUILD_SHARED_LIBS=$shared)"
         "$b/consumer_$kind"
     done
@@ -132,8 +132,9 @@ EOF
     for h in "$src_dir"/include/nnmem/*.h; do
         [ -f "$p/include/nnmem/$(basename "$h")" ] || fail "not installed: include/nnmem/$(basename "$h")"
     done
-    # The legacy compat headers (nnmem/compat/utils/list.h).
-    for h in $(cd "$src_dir/include" && find nnmem/compat -name '*.h'); do
+    # The compat headers: legacy C (utils/list.h) and the originals' C++
+    # interfaces (.h and .hpp).
+    for h in $(cd "$src_dir/include" && find nnmem/compat -name '*.h' -o -name '*.hpp'); do
         [ -f "$p/include/$h" ] || fail "not installed: include/$h"
     done
     # libnnmem.so -> libnnmem.so.<soversion> -> libnnmem.so.<version> (the file)
@@ -274,6 +275,14 @@ pkg_config)
     echo "compat: $cc compat.c ${cflags[*]} -I$compat ${libs[*]}"
     "$cc" "${flags[@]}" "$src/compat.c" "${cflags[@]}" "-I$compat" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_compat"
     "$b/consumer_compat"
+
+    # The originals' C++ interfaces through the same flags, as C++11.
+    cxx=${CXX:-c++}
+    standin="$src/../compat/tflm"
+    echo "compat C++: $cxx compat_cxx.cpp ${cflags[*]} ${libs[*]}"
+    "$cxx" -std=c++11 -Wall -Wextra -Werror -pedantic -I"$standin" "$src/compat_cxx.cpp" "$standin/micro_log.cpp" \
+        "${cflags[@]}" "${libs[@]}" -Wl,-rpath,"$pc_libdir" -o "$b/consumer_compat_cxx"
+    "$b/consumer_compat_cxx"
 
     # With both libnnmem.a and libnnmem.so in libdir, -lnnmem picks the .so;
     # a static link names the archive (-l:libnnmem.a) and keeps the rest of
