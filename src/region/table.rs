@@ -96,8 +96,16 @@ pub struct LevelLayout {
     /// SRAM bank at 0x20000000 starts there).
     pub start: u64,
     /// The highest end address of its regions: the bytes the level needs
-    /// from address 0.
+    /// from address 0 (not its size: see [`LevelLayout::span`]).
     pub size: u64,
+}
+
+impl LevelLayout {
+    /// The bytes from `start` to the highest end address: the level's size
+    /// in the text and JSON reports ("2368 B from 0x20000000").
+    pub fn span(&self) -> u64 {
+        self.size.saturating_sub(self.start)
+    }
 }
 
 /// What building a table cost, for benchmarks (never part of the table,
