@@ -346,10 +346,9 @@ impl Source<'_> {
         // The configuration refuses this too, but would point at the region;
         // spill-target errors point at the `spill` key.
         if let Some(spill) = r.spill.as_ref().filter(|s| !r.name.is_empty() && *s.get_ref() == r.name) {
-            return Err(self.at(
-                spill.span(),
-                Error::invalid(format!("region '{}' (id {id}) spills to itself", r.name)),
-            ));
+            return Err(
+                self.at(spill.span(), Error::invalid(format!("region '{}' (id {id}) spills to itself", r.name)))
+            );
         }
         if let Some(capacity) = r.capacity.as_ref().filter(|c| c.get_ref().0 == 0) {
             return Err(self.at(
