@@ -23,7 +23,9 @@
  *   fixed bases  regions at their base addresses, others around them;
  *                overlapping bases refused;
  *   TOML         a configuration from a string and examples/regions.toml;
- *                a syntax error's line;
+ *                a syntax error's line; a text without regions gets the
+ *                defaults;
+ *   picture      3000 tensors: a bounded SVG;
  *   bad input    status and message for each, and nothing changed;
  *   threads      4 threads reading one built table at once.
  *
@@ -998,6 +1000,56 @@ static void test_toml(void) {
     free_all(t, m, cfg);
 }
 
+/* --- a large model's picture --------------------------------------------------------------- */
+
+/* Counts `part` in `text`. */
+static size_t count_of(const char *text, const char *part) {
+    size_t n = 0;
+    const char *p = text;
+    while (p != NULL && (p = strstr(p, part)) != NULL) {
+        ++n;
+        p += strlen(part);
+    }
+    return n;
+}
+
+/* 3000 activations, live over steps spread across [0, 3500), in one
+ * region: the picture stays 1600 px wide and under 600 px high (one level),
+ * with 2000 tensors drawn one by one and the others merged into cells. */
+static void test_big_picture(void) {
+    nnm_region_config *cfg = NULL;
+    nnm_region_model *m = NULL;
+    nnm_region_table *t = NULL;
+    char name[32], *svg;
+    size_t i;
+    const char *head;
+    REQUIRE_OK(nnm_region_config_from_toml(
+        "[[region]]\nname = \"all\"\nplanner = \"sequential\"\nrule = { all_tensors = true }\n", &cfg));
+    REQUIRE_OK(nnm_region_model_new(&m));
+    for (i = 0; i < 3000; ++i) {
+        snprintf(name, sizeof name, "t%u", (unsigned)i);
+        add_activation(m, name, 64 + (i % 13) * 512, (int64_t)(i % 3000), (int64_t)(i % 3000) + 1 + (int64_t)(i % 500));
+    }
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    svg = nnm_check_text(t, svg_call, 0);
+    CHECK(svg != NULL);
+    if (svg == NULL) {
+        free_all(t, m, cfg);
+        return;
+    }
+    head = strstr(svg, "height=\"");
+    {
+        static const char *const open = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1600\" ";
+        CHECK(strncmp(svg, open, strlen(open)) == 0);
+    }
+    CHECK(head != NULL && atof(head + 8) > 100.0 && atof(head + 8) < 600.0);
+    CHECK(count_of(svg, "<rect class=\"tensor\"") == 2000);
+    CHECK(count_of(svg, "tensors too small to draw one by one") > 0);
+    CHECK(strlen(svg) < (size_t)4 << 20);
+    free(svg);
+    free_all(t, m, cfg);
+}
+
 /* --- bad input ------------------------------------------------------------------------------- */
 
 /* Model inputs: each refused with its status and message; the model keeps
@@ -1390,6 +1442,7 @@ int main(void) {
     test_spill();
     test_fixed_bases();
     test_toml();
+    test_big_picture();
     test_bad_model_input();
     test_bad_config_input();
     test_bad_table_input();

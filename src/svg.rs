@@ -64,7 +64,9 @@ mod tests {
     fn a_document_opens_with_its_size_title_and_background() {
         let mut s = String::new();
         open_document(&mut s, 1600.0, 900.0, "a <b> & \"c\"");
-        assert!(s.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="900" viewBox="0 0 1600 900""#));
+        assert!(s.starts_with(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="1600" height="900" viewBox="0 0 1600 900""#
+        ));
         assert!(s.contains("<title>a &lt;b&gt; &amp; &quot;c&quot;</title>"), "{s}");
         assert!(s.contains(r#"<rect width="100%" height="100%" fill="white"/>"#));
     }

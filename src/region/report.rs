@@ -265,6 +265,7 @@ pub(crate) mod tests {
             offset,
             address: base + offset,
             spilled: false,
+            lifetime: crate::plan::Lifetime { start: 0, end: 4 },
         }
     }
 
@@ -298,6 +299,10 @@ pub(crate) mod tests {
         t.regions[1].algorithm = Algorithm::FloorFirst;
         t.regions[1].proven_optimal = true;
         t.placements[1].spilled = true;
+        // The run is steps [0, 4): weights live over all of it.
+        let steps = |start, end| crate::plan::Lifetime { start, end };
+        (t.placements[2].lifetime, t.placements[3].lifetime, t.placements[4].lifetime) =
+            (steps(0, 2), steps(1, 4), steps(1, 2));
         t
     }
 
@@ -327,7 +332,10 @@ pub(crate) mod tests {
             serde_json::json!({"name": "ddr", "rank": 1, "start_address": 65536, "size_bytes": 256,
                 "end_address": 65792})
         );
-        assert_eq!(keys(&line("{\"name\": \"ddr\", \"rank\"")), ["name", "rank", "start_address", "size_bytes", "end_address"]);
+        assert_eq!(
+            keys(&line("{\"name\": \"ddr\", \"rank\"")),
+            ["name", "rank", "start_address", "size_bytes", "end_address"]
+        );
         assert_eq!(
             v["levels"][0],
             serde_json::json!({"name": "sram", "rank": 0, "start_address": 0, "size_bytes": 4096, "end_address": 4096})

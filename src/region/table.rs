@@ -11,7 +11,7 @@ use super::instance::PlanContext;
 use super::model::{Model, TensorId};
 use super::tensor::TensorKind;
 use super::timeline::lifetimes;
-use crate::plan::Algorithm;
+use crate::plan::{Algorithm, Lifetime};
 use crate::status::Result;
 
 /// One region instance: a description's shared region, or one of its
@@ -69,6 +69,10 @@ pub struct TensorPlacement {
     /// It was moved out of the region its rule chose, which exceeded its
     /// capacity.
     pub spilled: bool,
+    /// The steps it is live, on the run's timeline (functions one after
+    /// another, weights the whole run; a view its own, an origin covering
+    /// its views'): what the picture draws it over.
+    pub lifetime: Lifetime,
 }
 
 /// One tensor moved to a spill region, and why.
@@ -168,7 +172,7 @@ impl RegionTable {
         }
         let mut ctx = PlanContext { model, lifetimes: &lifetimes, planning: Duration::ZERO };
         let fitted = work.fit_all(&mut ctx)?;
-        let table = work.finish(&roots, fitted)?;
+        let table = work.finish(&roots, &lifetimes, fitted)?;
         Ok((table, BuildTimings { total: started.elapsed(), planning: ctx.planning }))
     }
 
