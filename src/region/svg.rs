@@ -408,7 +408,8 @@ fn draw_cells(body: &mut String, f: &Frame, boxes: impl Iterator<Item = ((f64, f
             }
         }
     }
-    let _ = writeln!(body, r#"<g class="merged">"#);
+    // Crisp edges: no seams between rows of cells when scaled down.
+    let _ = writeln!(body, r#"<g class="merged" shape-rendering="crispEdges">"#);
     for r in 0..rows {
         let row = &cells[r * cols..(r + 1) * cols];
         let mut c = 0;
