@@ -23,7 +23,9 @@
  *   fixed bases  regions at their base addresses, others around them;
  *                overlapping bases refused;
  *   TOML         a configuration from a string and examples/regions.toml;
- *                a syntax error's line;
+ *                a syntax error's line; a text without regions gets the
+ *                defaults;
+ *   picture      3000 tensors: a bounded SVG;
  *   bad input    status and message for each, and nothing changed;
  *   threads      4 threads reading one built table at once.
  *
@@ -495,6 +497,28 @@ static void test_rules(void) {
     CHECK_OK(nnm_region_rule_to_string(r[3], buf, sizeof buf, &written));
     CHECK(name_is(buf, "size in 1000..=2000 B"));
     {
+        /* A glob's `?` is one character, however many UTF-8 bytes it takes:
+         * "?2" takes "\xc3\xa9" "2" (e-acute, 2 bytes, then "2"). */
+        nnm_region_config *g = NULL;
+        nnm_region_model *gm = NULL;
+        nnm_region_table *gt = NULL;
+        nnm_region_rule *glob = NULL, *any = NULL;
+        nnm_region_desc gd = region_desc(1, "one-char");
+        nnm_region_desc rest = region_desc(2, "rest");
+        CHECK_OK(nnm_region_rule_name_glob("?2", &glob));
+        CHECK_OK(nnm_region_rule_any(&any));
+        REQUIRE_OK(nnm_region_config_new(&g));
+        add_region(g, &gd, glob, 0);
+        add_region(g, &rest, any, 0);
+        REQUIRE_OK(nnm_region_model_new(&gm));
+        add_weight(gm, "\xc3\xa9" "2", NNM_TENSOR_KIND_CONSTANT, 8, NULL, NULL);
+        add_weight(gm, "\xc3\xa9" "\xc3\xa9" "2", NNM_TENSOR_KIND_CONSTANT, 8, NULL, NULL);
+        REQUIRE_OK(nnm_region_table_build(g, gm, &gt));
+        CHECK(placement_of(gt, 0).region == region_index(gt, "one-char"));
+        CHECK(placement_of(gt, 1).region == region_index(gt, "rest"));
+        free_all(gt, gm, g);
+    }
+    {
         nnm_region_rule *open = NULL, *view = NULL;
         CHECK_OK(nnm_region_rule_size(1000, UINT64_MAX, &open)); /* no upper end */
         CHECK_OK(nnm_region_rule_to_string(open, buf, sizeof buf, &written));
@@ -777,7 +801,11 @@ static void test_spill(void) {
     CHECK_FAILS(nnm_region_table_spill(t, 1, &s), NNM_INVALID_ARGUMENT); /* only one */
     json = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
     CHECK(contains(json, "\"spills\"") && contains(json, "\"ddr-weights\""));
-    CHECK(json_u64(json_find(json, "\"levels\"", "ddr"), "size_bytes") == 0x80000100u);
+    /* ddr: "256 B from 0x80000000" in the text; the same start and size in
+     * the JSON, and where it ends. */
+    CHECK(json_u64(json_find(json, "\"levels\"", "ddr"), "start_address") == 0x80000000u);
+    CHECK(json_u64(json_find(json, "\"levels\"", "ddr"), "size_bytes") == 256);
+    CHECK(json_u64(json_find(json, "\"levels\"", "ddr"), "end_address") == 0x80000100u);
     free(json);
     nnm_region_table_free(t);
     nnm_region_config_free(cfg);
@@ -843,7 +871,11 @@ static void test_fixed_bases(void) {
     CHECK(placed_at(t, 1, "rest", 0, 192));
     CHECK(placed_at(t, 2, "bank1", 0, 4096));
     json = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
-    CHECK(json_u64(json_find(json, "\"levels\"", "memory"), "size_bytes") == 4160);
+    /* The level starts at its lowest region, bank0 at 64, and ends with
+     * bank1 at 4160: 4096 B from 0x40. */
+    CHECK(json_u64(json_find(json, "\"levels\"", "memory"), "start_address") == 64);
+    CHECK(json_u64(json_find(json, "\"levels\"", "memory"), "size_bytes") == 4096);
+    CHECK(json_u64(json_find(json, "\"levels\"", "memory"), "end_address") == 4160);
     free(json);
     nnm_region_table_free(t);
     nnm_region_config_free(cfg);
@@ -908,8 +940,41 @@ static void test_toml(void) {
     CHECK(bad == NULL);
     CHECK_FAILS(nnm_region_config_from_toml(NULL, &bad), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_region_config_from_toml(text, NULL), NNM_NULL_ARGUMENT);
-    nnm_region_model_free(m);
+    /* A spill to itself: at the `spill` key (line 3), not at the region. */
+    CHECK_FAILS(nnm_region_config_from_toml("[[region]]\nname = \"w\"\nspill = \"w\"\nrule = { all_tensors = true }\n",
+                                            &bad),
+                NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("line 3, column 9: region 'w' (id 0) spills to itself");
+    CHECK(bad == NULL);
     nnm_region_config_free(cfg);
+
+    /* No region described: Glow's five defaults, with or without levels;
+     * `defaults = false` keeps the configuration empty, and a build then
+     * says no region takes the tensors. */
+    {
+        static const char *const no_regions[3] = {"", "# levels only\n[[level]]\nname = \"sram\"\nrank = 0\n",
+                                                  "defaults = false\n"};
+        size_t k;
+        for (k = 0; k < 3; ++k) {
+            cfg = NULL;
+            t = NULL;
+            REQUIRE_OK(nnm_region_config_from_toml(no_regions[k], &cfg));
+            if (k < 2) {
+                CHECK(description_count(cfg) == 5);
+                REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+                CHECK(placement_of(t, 0).region == region_index(t, "constant-weights"));
+                CHECK(placement_of(t, 1).region == region_index(t, "activations"));
+            } else {
+                CHECK(description_count(cfg) == 0);
+                CHECK_FAILS(nnm_region_table_build(cfg, m, &t), NNM_INVALID_ARGUMENT);
+                CHECK_ERROR_HAS("'w' (constant, function main) matches no region; tried: no regions");
+                CHECK(t == NULL);
+            }
+            nnm_region_table_free(t);
+            nnm_region_config_free(cfg);
+        }
+    }
+    nnm_region_model_free(m);
 
     /* The shipped example file: fc weights (tagged op=fc) in an 8 KiB SRAM
      * bank at 0x2000_0000 with 256 B reserved at its back, spilling to
@@ -932,6 +997,56 @@ static void test_toml(void) {
         CHECK(fc1.region == region_index(t, "ddr-weights") && fc1.spilled == 1);
         CHECK(placement_of(t, 2).region == region_index(t, "constant-weights"));
     }
+    free_all(t, m, cfg);
+}
+
+/* --- a large model's picture --------------------------------------------------------------- */
+
+/* Counts `part` in `text`. */
+static size_t count_of(const char *text, const char *part) {
+    size_t n = 0;
+    const char *p = text;
+    while (p != NULL && (p = strstr(p, part)) != NULL) {
+        ++n;
+        p += strlen(part);
+    }
+    return n;
+}
+
+/* 3000 activations, live over steps spread across [0, 3500), in one
+ * region: the picture stays 1600 px wide and under 600 px high (one level),
+ * with 2000 tensors drawn one by one and the others merged into cells. */
+static void test_big_picture(void) {
+    nnm_region_config *cfg = NULL;
+    nnm_region_model *m = NULL;
+    nnm_region_table *t = NULL;
+    char name[32], *svg;
+    size_t i;
+    const char *head;
+    REQUIRE_OK(nnm_region_config_from_toml(
+        "[[region]]\nname = \"all\"\nplanner = \"sequential\"\nrule = { all_tensors = true }\n", &cfg));
+    REQUIRE_OK(nnm_region_model_new(&m));
+    for (i = 0; i < 3000; ++i) {
+        snprintf(name, sizeof name, "t%u", (unsigned)i);
+        add_activation(m, name, 64 + (i % 13) * 512, (int64_t)(i % 3000), (int64_t)(i % 3000) + 1 + (int64_t)(i % 500));
+    }
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    svg = nnm_check_text(t, svg_call, 0);
+    CHECK(svg != NULL);
+    if (svg == NULL) {
+        free_all(t, m, cfg);
+        return;
+    }
+    head = strstr(svg, "height=\"");
+    {
+        static const char *const open = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1600\" ";
+        CHECK(strncmp(svg, open, strlen(open)) == 0);
+    }
+    CHECK(head != NULL && atof(head + 8) > 100.0 && atof(head + 8) < 600.0);
+    CHECK(count_of(svg, "<rect class=\"tensor\"") == 2000);
+    CHECK(count_of(svg, "tensors too small to draw one by one") > 0);
+    CHECK(strlen(svg) < (size_t)4 << 20);
+    free(svg);
     free_all(t, m, cfg);
 }
 
@@ -1327,6 +1442,7 @@ int main(void) {
     test_spill();
     test_fixed_bases();
     test_toml();
+    test_big_picture();
     test_bad_model_input();
     test_bad_config_input();
     test_bad_table_input();

@@ -22,6 +22,8 @@
 //!   the request pool's waiters.
 //! - [`status`]: the status enum shared by every capability and the error
 //!   type of the safe core.
+//! - `svg`: what the SVG pictures of plans and region tables share (the
+//!   document's head, escaping, axis ticks).
 //! - `ffi`: the C ABI (`include/nnmem.h`), the only module that touches raw
 //!   pointers from C (besides it, only the allocator seam,
 //!   `pool::device`, handles raw memory: allocating it and writing the
@@ -43,6 +45,7 @@ pub mod pool;
 pub mod region;
 pub mod report_format;
 pub mod status;
+mod svg;
 pub mod workbuffer;
 
 pub use status::{Error, Result, Status};

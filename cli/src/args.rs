@@ -111,7 +111,11 @@ fn regions_command() -> clap::Command {
                 .required(true)
                 .help("The model's tensors ('-': standard input)"),
         )
-        .arg(path_option("config", "FILE.toml", "The regions: levels, rules and properties (default: Glow's five)"))
+        .arg(path_option(
+            "config",
+            "FILE.toml",
+            "The regions: levels, rules and properties (default, and for a file that describes none: Glow's five)",
+        ))
         .arg(path_option("json", "FILE", "Write the table as JSON to FILE"))
         .arg(path_option("svg", "FILE", "Draw the table as SVG (one lane per memory level)"))
 }

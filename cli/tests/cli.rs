@@ -742,6 +742,67 @@ rule = { not = { all_tensors = true } }
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A configuration that describes no region gets Glow's defaults, as
+/// running without `--config` does; `defaults = false` refuses instead.
+#[test]
+fn regions_with_a_config_of_no_regions_uses_the_defaults() {
+    let dir = temp_dir("regions-empty-config");
+    let want = regions_json(&[]);
+    for (name, content) in [("empty.toml", ""), ("levels.toml", "[[level]]\nname = \"sram\"\nrank = 0\n")] {
+        let config = dir.join(name);
+        std::fs::write(&config, content).unwrap();
+        let j = regions_json(&["--config", config.to_str().unwrap()]);
+        assert_eq!(j["regions"], want["regions"], "{name}");
+        assert_eq!(j["tensors"], want["tensors"], "{name}");
+    }
+    let config = dir.join("none.toml");
+    std::fs::write(&config, "defaults = false\n").unwrap();
+    let out = nnmem(&["regions", "-", "--config", config.to_str().unwrap()], Some(REGIONS_MODEL));
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    let e = text(&out.stderr);
+    assert!(e.contains("'fc1.weight' (constant, function main) matches no region; tried: no regions"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The text and the JSON give a level the same start and size: the example
+/// configuration's SRAM bank, "2368 B from 0x20000000".
+#[test]
+fn regions_text_and_json_agree_on_a_level() {
+    let root = env!("CARGO_MANIFEST_DIR");
+    let config = format!("{root}/../examples/regions.toml");
+    let model = format!("{root}/../examples/regions_model.csv");
+    let out = nnmem(&["regions", "--config", &config, &model], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    // "6 regions in 2 levels: sram (rank 0, 2368 B from 0x20000000), memory (rank 1, 168128 B)"
+    let first = text(&out.stdout).lines().next().unwrap().to_string();
+    let levels: Vec<(String, u64, u64)> = first
+        .split(": ")
+        .nth(1)
+        .unwrap()
+        .split("), ")
+        .map(|l| {
+            let (name, rest) = l.split_once(" (rank ").unwrap();
+            let figures = rest.split_once(", ").unwrap().1.trim_end_matches(')');
+            let (size, start) = match figures.split_once(" B from 0x") {
+                Some((size, start)) => (size, u64::from_str_radix(start, 16).unwrap()),
+                None => (figures.trim_end_matches(" B"), 0),
+            };
+            (name.to_string(), start, size.parse().unwrap())
+        })
+        .collect();
+    assert_eq!(levels.len(), 2, "{first}");
+    assert_eq!((levels[0].0.as_str(), levels[0].1, levels[1].1), ("sram", 0x2000_0000, 0), "{first}");
+    let out = nnmem(&["regions", "--config", &config, &model, "--json", "-"], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let j = json(&out);
+    for (level, (name, start, size)) in j["levels"].as_array().unwrap().iter().zip(&levels) {
+        assert_eq!(level["name"], name.as_str());
+        assert_eq!(level["start_address"].as_u64(), Some(*start), "{level}");
+        assert_eq!(level["size_bytes"].as_u64(), Some(*size), "{level}");
+        assert_eq!(level["end_address"].as_u64(), Some(start + size), "{level}");
+    }
+}
+
 #[test]
 fn regions_refuses_bad_input_with_the_line_and_column() {
     let cases: [(&[&str], Option<&str>, &str); 6] = [

@@ -11,6 +11,7 @@ use std::fmt::Write;
 
 use super::problem::Buffer;
 use super::units::{binary, bytes};
+use crate::svg::{binary_ticks, decimal_ticks, escape, open_document};
 
 const WIDTH: f64 = 1600.0;
 const HEIGHT: f64 = 900.0;
@@ -52,12 +53,7 @@ pub fn render(buffers: &[Buffer], offsets: &[u64], names: Option<&[&str]>, lower
     let y = |o: u64| HEIGHT - BOTTOM - o as f64 / top * plot_h;
 
     let mut s = String::with_capacity(4000 + live.len() * 160);
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="14">"#
-    );
-    let _ = writeln!(s, "<title>{}</title>", escape(title));
-    let _ = writeln!(s, r#"<rect width="100%" height="100%" fill="white"/>"#);
+    open_document(&mut s, WIDTH, HEIGHT, title);
     let _ = writeln!(s, r#"<text x="{LEFT}" y="24" font-size="16" font-weight="bold">{}</text>"#, escape(title));
     legend(&mut s, live.iter().any(|&i| buffers[i].fixed_offset.is_some()));
 
@@ -195,36 +191,6 @@ fn legend(s: &mut String, any_fixed: bool) {
     let _ = writeln!(s, "</g>");
 }
 
-/// Address ticks from 0 to `top`, a power-of-two apart so that they read as
-/// round binary figures (256 MiB, 512 MiB, 768 MiB), about 4 to 8 of them.
-/// Also the address axes of the region picture.
-pub(crate) fn binary_ticks(top: u64) -> Vec<u64> {
-    let step = (top / 8).max(1).next_power_of_two();
-    (0..=top / step).map(|k| k * step).collect()
-}
-
-/// Step ticks from `t0` to `t1` at 1, 2 or 5 times a power of ten, about 5
-/// to 10 of them.
-fn decimal_ticks(t0: i64, t1: i64) -> Vec<i64> {
-    let span = (t1 as i128 - t0 as i128).max(1);
-    let mut step: i128 = 1;
-    while span / step > 10 {
-        step = match step.to_string().as_bytes()[0] {
-            b'1' => step * 2,
-            b'2' => step / 2 * 5,
-            _ => step * 2,
-        };
-    }
-    let first = (t0 as i128).div_euclid(step) * step + if (t0 as i128).rem_euclid(step) == 0 { 0 } else { step };
-    (0..).map(|k| first + k * step).take_while(|&t| t <= t1 as i128).map(|t| t as i64).collect()
-}
-
-/// `text` made safe for SVG text and attribute values (also for the region
-/// picture).
-pub(crate) fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -268,17 +234,5 @@ mod tests {
         assert!(!peak.contains("dasharray") && bound.contains("stroke-dasharray"));
         let label_y = |l: &str| l.split(" y=\"").nth(1).unwrap().split('"').next().unwrap().parse::<f64>().unwrap();
         assert!(label_y(bound) - label_y(peak) >= 15.0, "{peak}\n{bound}");
-    }
-
-    #[test]
-    fn ticks() {
-        assert_eq!(binary_ticks(1000), vec![0, 128, 256, 384, 512, 640, 768, 896]);
-        assert_eq!(binary_ticks(1), vec![0, 1]);
-        assert_eq!(decimal_ticks(0, 21), (0..=10).map(|k| k * 2).collect::<Vec<_>>());
-        assert_eq!(decimal_ticks(0, 30), vec![0, 5, 10, 15, 20, 25, 30]);
-        assert_eq!(decimal_ticks(3, 9), vec![3, 4, 5, 6, 7, 8, 9]);
-        assert_eq!(decimal_ticks(-7, 140), vec![0, 20, 40, 60, 80, 100, 120, 140]);
-        assert_eq!(decimal_ticks(0, 1_000_000), (0..=10).map(|k| k * 100_000).collect::<Vec<_>>());
-        assert_eq!(decimal_ticks(i64::MIN, i64::MAX).len(), 9);
     }
 }

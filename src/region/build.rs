@@ -12,7 +12,7 @@ use super::layout::{lay_out, Block};
 use super::model::{Model, TensorId};
 use super::spill::{fit, Fitted};
 use super::table::{RegionInstance, RegionTable, SpillRecord, TensorPlacement};
-use crate::plan::align_up;
+use crate::plan::{align_up, Lifetime};
 use crate::status::{Error, Result};
 
 /// A region instance before planning.
@@ -153,7 +153,8 @@ impl<'a> Work<'a> {
     }
 
     /// Lays out the instances and places every tensor through its root.
-    pub fn finish(self, roots: &Roots, fitted: Vec<Fitted>) -> Result<RegionTable> {
+    /// `lifetimes`: every tensor's, on the run's timeline.
+    pub fn finish(self, roots: &Roots, lifetimes: &[Lifetime], fitted: Vec<Fitted>) -> Result<RegionTable> {
         let descriptions = self.config.descriptions();
         // A per-tensor name (`d/f/x`) can equal another instance's (a
         // tensor `f/x` of the first function, or a description named so):
@@ -270,6 +271,7 @@ impl<'a> Work<'a> {
                 offset,
                 address: base[i] + offset,
                 spilled: spilled[root],
+                lifetime: lifetimes[id],
             });
         }
         let spills =

@@ -3,8 +3,10 @@
 //! rebuild. `examples/regions.toml` is a commented example.
 //!
 //! ```toml
-//! defaults = true          # optional, default false: append Glow's five default
-//!                          # regions after this file's regions
+//! defaults = true          # optional: true appends Glow's five default regions
+//!                          # after this file's; false never adds them (a file
+//!                          # without regions then takes no tensor); left out,
+//!                          # the defaults are used when the file has no region
 //! [[level]]                # optional; level "memory" rank 0 always exists
 //! name = "sram"            # required, unique ("memory" may be given to change its rank)
 //! rank = 0                 # required: lower is closer to the compute
@@ -73,7 +75,9 @@ impl RegionConfig {
     /// Reads a configuration from TOML text (the format is in this module's
     /// documentation); errors start with `line L, column C: `. With
     /// `defaults = true`, Glow's five default descriptions come after the
-    /// file's.
+    /// file's; with `defaults` left out, they are the configuration when the
+    /// file describes no region (Glow's rule: no user-defined regions, the
+    /// defaults); `defaults = false` never adds them.
     pub fn from_toml_str(text: &str) -> Result<RegionConfig> {
         let source = Source { text };
         let file: FileToml = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
@@ -292,7 +296,12 @@ impl Source<'_> {
                 .add_level(MemoryLevel { name: l.name.clone(), rank: l.rank })
                 .map_err(|e| self.at(level.span(), e))?;
         }
-        let defaults = file.defaults.as_ref().filter(|d| *d.get_ref());
+        // Where the defaults come from, for the errors they cause: the
+        // `defaults` key, or (left out, no region in the file) the start.
+        let defaults: Option<Range<usize>> = match &file.defaults {
+            Some(key) => key.get_ref().then(|| key.span()),
+            None => file.region.is_empty().then_some(0..0),
+        };
         let mut used: Vec<u32> = file.region.iter().filter_map(|r| r.get_ref().id).collect();
         if defaults.is_some() {
             used.extend(default_descriptions().iter().map(|d| d.id));
@@ -311,10 +320,10 @@ impl Source<'_> {
             let description = self.description(id, region.get_ref())?;
             config.append(description).map_err(|e| self.at(region.span(), e))?;
         }
-        if let Some(defaults) = defaults {
+        if let Some(span) = &defaults {
             for description in default_descriptions() {
                 config.append(description).map_err(|e| {
-                    self.at(defaults.span(), Error::new(e.status(), format!("defaults = true: {}", e.message())))
+                    self.at(span.clone(), Error::new(e.status(), format!("defaults = true: {}", e.message())))
                 })?;
             }
         }
@@ -324,7 +333,7 @@ impl Source<'_> {
         }
         // The defaults spill nowhere, so the file's regions were the whole
         // check; this keeps it whole should that change.
-        config.validate().map_err(|e| self.at(defaults.map_or(0..0, Spanned::span), e))?;
+        config.validate().map_err(|e| self.at(defaults.unwrap_or(0..0), e))?;
         Ok(config)
     }
 
@@ -334,6 +343,13 @@ impl Source<'_> {
             Some(planner) => Algorithm::from_name(planner.get_ref()).map_err(|e| self.at(planner.span(), e))?,
             None => defaults.algorithm,
         };
+        // The configuration refuses this too, but would point at the region;
+        // spill-target errors point at the `spill` key.
+        if let Some(spill) = r.spill.as_ref().filter(|s| !r.name.is_empty() && *s.get_ref() == r.name) {
+            return Err(
+                self.at(spill.span(), Error::invalid(format!("region '{}' (id {id}) spills to itself", r.name)))
+            );
+        }
         if let Some(capacity) = r.capacity.as_ref().filter(|c| c.get_ref().0 == 0) {
             return Err(self.at(
                 capacity.span(),

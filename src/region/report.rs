@@ -4,7 +4,9 @@
 //! Both list the same things in the same order: the memory levels, the
 //! regions (level by level, in layout order), every tensor (model order),
 //! then the spills (in the order moved). JSON integers are bytes; the keys
-//! keep a fixed order so that outputs compare byte for byte.
+//! keep a fixed order so that outputs compare byte for byte. A level's size
+//! is the same in both: the bytes from its start (its lowest region's base)
+//! to its highest end address.
 
 use std::fmt::Write as _;
 
@@ -43,7 +45,7 @@ fn text(t: &RegionTable) -> String {
         .iter()
         .map(|l| match l.start {
             0 => format!("{} (rank {}, {} B)", l.name, l.rank, l.size),
-            start => format!("{} (rank {}, {} B from {start:#x})", l.name, l.rank, l.size.saturating_sub(start)),
+            start => format!("{} (rank {}, {} B from {start:#x})", l.name, l.rank, l.span()),
         })
         .collect();
     let _ = writeln!(
@@ -154,7 +156,17 @@ fn json(t: &RegionTable) -> String {
     let levels = t
         .levels
         .iter()
-        .map(|l| format!("{{\"name\": \"{}\", \"rank\": {}, \"size_bytes\": {}}}", escape(&l.name), l.rank, l.size))
+        .map(|l| {
+            // Start and size as the text gives them, and where it ends.
+            format!(
+                "{{\"name\": \"{}\", \"rank\": {}, \"start_address\": {}, \"size_bytes\": {}, \"end_address\": {}}}",
+                escape(&l.name),
+                l.rank,
+                l.start,
+                l.span(),
+                l.size
+            )
+        })
         .collect();
     items(&mut out, "levels", levels, false);
     let regions = t
@@ -253,6 +265,7 @@ pub(crate) mod tests {
             offset,
             address: base + offset,
             spilled: false,
+            lifetime: crate::plan::Lifetime { start: 0, end: 4 },
         }
     }
 
@@ -286,6 +299,10 @@ pub(crate) mod tests {
         t.regions[1].algorithm = Algorithm::FloorFirst;
         t.regions[1].proven_optimal = true;
         t.placements[1].spilled = true;
+        // The run is steps [0, 4): weights live over all of it.
+        let steps = |start, end| crate::plan::Lifetime { start, end };
+        (t.placements[2].lifetime, t.placements[3].lifetime, t.placements[4].lifetime) =
+            (steps(0, 2), steps(1, 4), steps(1, 2));
         t
     }
 
@@ -308,7 +325,21 @@ pub(crate) mod tests {
         let top: Vec<&str> =
             text.lines().filter(|l| l.starts_with("  \"")).map(|l| l.split('"').nth(1).unwrap()).collect();
         assert_eq!(top, ["levels", "regions", "tensors", "spills"]);
-        assert_eq!(v["levels"][1], serde_json::json!({"name": "ddr", "rank": 1, "size_bytes": 65792}));
+        // ddr's one region of 256 B sits at 0x10000: the text's "256 B from
+        // 0x10000", not its end address.
+        assert_eq!(
+            v["levels"][1],
+            serde_json::json!({"name": "ddr", "rank": 1, "start_address": 65536, "size_bytes": 256,
+                "end_address": 65792})
+        );
+        assert_eq!(
+            keys(&line("{\"name\": \"ddr\", \"rank\"")),
+            ["name", "rank", "start_address", "size_bytes", "end_address"]
+        );
+        assert_eq!(
+            v["levels"][0],
+            serde_json::json!({"name": "sram", "rank": 0, "start_address": 0, "size_bytes": 4096, "end_address": 4096})
+        );
         let r = &v["regions"][1];
         assert_eq!(
             keys(&line("{\"name\": \"activations\"")),

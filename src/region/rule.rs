@@ -63,7 +63,7 @@ impl Rule {
             Rule::Kind(kind) => tensor.kind == *kind,
             Rule::Name(name) => *tensor.name == **name,
             Rule::NamePrefix(prefix) => tensor.name.starts_with(prefix.as_str()),
-            Rule::NameGlob(glob) => glob_matches(glob.as_bytes(), tensor.name.as_bytes()),
+            Rule::NameGlob(glob) => glob_matches(glob, &tensor.name),
             Rule::Size { min, max } => tensor.size >= *min && max.is_none_or(|max| tensor.size <= max),
             Rule::Dtype(dtype) => tensor.dtype == *dtype,
             Rule::Tag { key, value } => match (tensor.tag(key), value) {
@@ -198,27 +198,39 @@ impl fmt::Display for Rule {
     }
 }
 
-/// Glob matching with `*` and `?` over bytes, iterative with one backtrack
-/// point (linear in practice, never exponential).
-fn glob_matches(pattern: &[u8], text: &[u8]) -> bool {
+/// Glob matching with `*` and `?` over characters (UTF-8 scalar values,
+/// so `?` takes `é` whole), iterative with one backtrack point (linear in
+/// practice, never exponential). Positions are byte indices, always on
+/// character boundaries.
+fn glob_matches(pattern: &str, text: &str) -> bool {
+    let next = |s: &str, at: usize| s[at..].chars().next().map(|c| (c, c.len_utf8()));
     let (mut p, mut t) = (0, 0);
+    // After the last `*` seen: where the pattern goes on, and where in the
+    // text that `*`'s run ends so far.
     let mut star: Option<(usize, usize)> = None;
-    while t < text.len() {
-        if p < pattern.len() && (pattern[p] == b'?' || pattern[p] == text[t]) && pattern[p] != b'*' {
-            p += 1;
-            t += 1;
-        } else if p < pattern.len() && pattern[p] == b'*' {
-            star = Some((p, t));
-            p += 1;
-        } else if let Some((sp, st)) = star {
-            p = sp + 1;
-            t = st + 1;
-            star = Some((sp, st + 1));
-        } else {
-            return false;
+    while let Some((tc, tlen)) = next(text, t) {
+        match next(pattern, p) {
+            Some(('*', plen)) => {
+                star = Some((p + plen, t));
+                p += plen;
+            }
+            Some((pc, plen)) if pc == '?' || pc == tc => {
+                p += plen;
+                t += tlen;
+            }
+            _ => match star {
+                // The `*` takes one more character; retry after it.
+                Some((after, end)) => {
+                    let end = end + next(text, end).map_or(0, |(_, len)| len);
+                    star = Some((after, end));
+                    p = after;
+                    t = end;
+                }
+                None => return false,
+            },
         }
     }
-    pattern[p..].iter().all(|&c| c == b'*')
+    pattern[p..].chars().all(|c| c == '*')
 }
 
 #[cfg(test)]
@@ -237,8 +249,17 @@ mod tests {
             ("*a*b", "xaxxbc", false),
             ("conv", "conv", true),
             ("conv", "conv1", false),
+            // `?` is one character, however many bytes it takes in UTF-8.
+            ("?2", "é2", true),
+            ("?", "é", true),
+            ("??", "é", false),
+            ("a?c", "a\u{1F600}c", true),
+            ("*é", "xxé", true),
+            ("*?", "日本", true),
+            ("?*?", "日", false),
+            ("é*", "e", false),
         ] {
-            assert_eq!(glob_matches(p.as_bytes(), t.as_bytes()), want, "{p} ~ {t}");
+            assert_eq!(glob_matches(p, t), want, "{p} ~ {t}");
         }
     }
 

@@ -11,7 +11,7 @@ use super::instance::PlanContext;
 use super::model::{Model, TensorId};
 use super::tensor::TensorKind;
 use super::timeline::lifetimes;
-use crate::plan::Algorithm;
+use crate::plan::{Algorithm, Lifetime};
 use crate::status::Result;
 
 /// One region instance: a description's shared region, or one of its
@@ -69,6 +69,10 @@ pub struct TensorPlacement {
     /// It was moved out of the region its rule chose, which exceeded its
     /// capacity.
     pub spilled: bool,
+    /// The steps it is live, on the run's timeline (functions one after
+    /// another, weights the whole run; a view its own, an origin covering
+    /// its views'): what the picture draws it over.
+    pub lifetime: Lifetime,
 }
 
 /// One tensor moved to a spill region, and why.
@@ -96,8 +100,16 @@ pub struct LevelLayout {
     /// SRAM bank at 0x20000000 starts there).
     pub start: u64,
     /// The highest end address of its regions: the bytes the level needs
-    /// from address 0.
+    /// from address 0 (not its size: see [`LevelLayout::span`]).
     pub size: u64,
+}
+
+impl LevelLayout {
+    /// The bytes from `start` to the highest end address: the level's size
+    /// in the text and JSON reports ("2368 B from 0x20000000").
+    pub fn span(&self) -> u64 {
+        self.size.saturating_sub(self.start)
+    }
 }
 
 /// What building a table cost, for benchmarks (never part of the table,
@@ -160,7 +172,7 @@ impl RegionTable {
         }
         let mut ctx = PlanContext { model, lifetimes: &lifetimes, planning: Duration::ZERO };
         let fitted = work.fit_all(&mut ctx)?;
-        let table = work.finish(&roots, fitted)?;
+        let table = work.finish(&roots, &lifetimes, fitted)?;
         Ok((table, BuildTimings { total: started.elapsed(), planning: ctx.planning }))
     }
 

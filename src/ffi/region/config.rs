@@ -148,7 +148,10 @@ pub unsafe extern "C" fn nnm_region_config_new_default(out_config: *mut *mut nnm
 }
 
 /// Reads a configuration from TOML text (the format is in
-/// examples/regions.toml).
+/// examples/regions.toml). A text that describes no region (empty, or
+/// levels only) gives Glow's five defaults, as `nnm_region_config_new_default`
+/// does, unless it says `defaults = false`: then no description is added,
+/// and a table build fails on the first tensor ("matches no region").
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT for text that is not UTF-8 or
 /// not a valid configuration, with the line and column ("line 12, column

@@ -297,7 +297,16 @@ fn meaning_errors_in_regions_say_line_and_column() {
     );
     fails_at(&region("a", "capacity = 64\nreserved_back = 65\n"), 1, 1, Status::InvalidArgument, "exceed its capacity");
     fails_at(&region("", ""), 1, 1, Status::InvalidArgument, "empty name");
-    fails_at(&region("a", "spill = \"a\"\n"), 1, 1, Status::InvalidArgument, "spills to itself");
+    // A spill to itself: at the `spill` key's value, like every spill
+    // target error below (line 3, not the region's line 1).
+    fails_at(&region("a", "spill = \"a\"\n"), 3, 9, Status::InvalidArgument, "region 'a' (id 0) spills to itself");
+    fails_at(
+        &format!("{}\n{}", region("x", ""), region("b", "reuse = true\nspill = \"b\"\n")),
+        8,
+        9,
+        Status::InvalidArgument,
+        "region 'b' (id 1) spills to itself",
+    );
     fails_at(
         "[[level]]\nname = \"sram\"\nrank = 0\n[[level]]\nname = \"sram\"\nrank = 1\n",
         4,
@@ -366,7 +375,38 @@ fn defaults_come_after_the_file_and_ids_default_to_the_smallest_free() {
 
     let only = RegionConfig::from_toml_str("defaults = true\n").unwrap();
     assert_eq!(only, RegionConfig::glow_defaults());
-    assert_eq!(RegionConfig::from_toml_str("# nothing\n").unwrap(), RegionConfig::new());
+}
+
+/// Glow's rule: "If no user-defined memory regions definitions are provided
+/// by the user, default memory regions definitions are used"; unless the
+/// file says `defaults = false`.
+#[test]
+fn a_file_without_regions_gets_the_defaults_unless_it_says_defaults_false() {
+    for text in ["", "# nothing\n", "\n\n"] {
+        assert_eq!(RegionConfig::from_toml_str(text).unwrap(), RegionConfig::glow_defaults(), "{text:?}");
+    }
+    let levels = "[[level]]\nname = \"sram\"\nrank = 0\n[[level]]\nname = \"memory\"\nrank = 1\n";
+    let c = RegionConfig::from_toml_str(levels).unwrap();
+    assert_eq!(c.levels(), [level("sram", 0), level("memory", 1)]);
+    assert_eq!(c.descriptions(), default_descriptions());
+    // A model builds under it: constants and activations in their defaults.
+    let mut model = crate::region::Model::new();
+    model.add(Tensor::new("w", TensorKind::Constant, 100)).unwrap();
+    let lifetime = crate::plan::Lifetime::half_open(0, 2).unwrap();
+    model.add(Tensor::activation("x", 64, lifetime)).unwrap();
+    let table = crate::region::RegionTable::build(&model, &c).unwrap();
+    let region = |id: usize| table.regions[table.placements[id].region].name.as_str();
+    assert_eq!((region(0), region(1)), ("constant-weights", "activations"));
+    assert!(table.regions.iter().all(|r| r.level == "memory"));
+
+    // `defaults = false`: nothing is added, and a build says no region takes
+    // the tensors.
+    for text in ["defaults = false\n".to_string(), format!("defaults = false\n{levels}")] {
+        let c = RegionConfig::from_toml_str(&text).unwrap();
+        assert!(c.descriptions().is_empty(), "{text}");
+        let e = crate::region::RegionTable::build(&model, &c).unwrap_err();
+        assert!(e.message().contains("tried: no regions"), "{}", e.message());
+    }
 }
 
 #[test]
