@@ -367,21 +367,16 @@ impl ModelBuilder {
             if self.part_of.contains_key(&at) || spans.iter().any(|s| s.2 == part) {
                 return Err(Error::invalid(format!("{what}: part {part} is already inside a concat parent")));
             }
-            let end = offset.checked_add(b.size).ok_or_else(|| {
-                Error::overflow(format!("{what}: part {part} at offset {offset} ({} B) ends past 2^64", b.size))
-            })?;
             if size > 0 && b.size == 0 {
                 return Err(Error::invalid(format!(
                     "{what}: part {part} is dynamic (size 0), so it cannot sit at a fixed offset of a parent of \
                      {size} B: declare the parent with size 0 (dynamic)"
                 )));
             }
-            if size > 0 && end > size {
-                return Err(Error::invalid(format!(
-                    "{what}: part {part} at offset {offset} ({} B) reaches past the parent's {size} B",
-                    b.size
-                )));
-            }
+            let end = offset.checked_add(b.size).filter(|&end| size == 0 || end <= size).ok_or_else(|| {
+                let limit = if size == 0 { "2^64".to_string() } else { format!("the parent's {size} B") };
+                Error::invalid(format!("{what}: part {part} at offset {offset} ({} B) reaches past {limit}", b.size))
+            })?;
             // A dynamic part takes no fixed bytes, so it overlaps nothing.
             if b.size > 0 {
                 spans.push((offset, end, part));

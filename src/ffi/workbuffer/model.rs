@@ -309,11 +309,10 @@ pub unsafe extern "C" fn nnm_exec_model_add_operator(
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (no parts, a part that is not
 /// an output or concat parent (a workbuffer included), already in a
-/// parent, overlapping another, or, in a parent of fixed size, dynamic or
-/// past its end; parent id UINT64_MAX); NOT_FOUND (an unknown part);
-/// ALREADY_EXISTS (the parent id is taken); OVERFLOW (an array count past
-/// the address space, a part's offset plus size past 2^64). Nothing
-/// changes on error.
+/// parent, overlapping another, ending past 2^64, or, in a parent of fixed
+/// size, dynamic or past its end; parent id UINT64_MAX); NOT_FOUND (an
+/// unknown part); ALREADY_EXISTS (the parent id is taken); OVERFLOW (an
+/// array count past the address space). Nothing changes on error.
 ///
 /// # Safety
 /// `model` must be NULL, freed, or a live model no other call uses
