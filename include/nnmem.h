@@ -4985,7 +4985,8 @@ enum nnm_status nnm_exec_compiled_constant(const struct nnm_exec_compiled *compi
 /**
  * Copies the compiled model's report (`format`: an `nnm_report_format`,
  * text or JSON; every buffer's area, offset, size and life, every
- * operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
+ * operator's workbuffers with their offsets, sizes and ids where given)
+ * into `buf`, by the text conventions (NULL `buf`
  * and `len` 0: size query).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, unknown
