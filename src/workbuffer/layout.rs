@@ -375,9 +375,9 @@ mod tests {
     #[test]
     fn a_concat_parent_inside_another_sits_at_the_composed_offsets() {
         let mut m = ModelBuilder::new();
+        // Operators 0 to 2 write tensors 1 to 3.
         for id in 1..=3 {
             m.add_operator(op(&m, &[], vec![OutputSpec::new(id, 32)], &[], &[])).unwrap();
-            // 0..2
         }
         m.add_concat_parent(10, 64, &[(1, 0), (2, 32)]).unwrap();
         m.add_concat_parent(11, 128, &[(3, 0), (10, 64)]).unwrap();
