@@ -343,8 +343,8 @@ pub unsafe extern "C" fn nnm_exec_compiled_place(
 /// Writes operator `op`'s places, without a block, into `places`: its
 /// inputs, outputs, immutable and mutable workbuffers, each list in
 /// declared order (the order and count of `nnm_exec_resolve`, whose
-/// pointers are the areas' bases plus these offsets), and their number to
-/// `out_count`. Workbuffers are found here by position, with or without
+/// pointers are the areas' bases plus these offsets, NULL for
+/// NNM_EXEC_AREA_DYNAMIC), and their number to `out_count`. Workbuffers are found here by position, with or without
 /// ids. `places` NULL with `capacity` 0 is a size query (NNM_OK, only
 /// `out_count` written).
 ///
