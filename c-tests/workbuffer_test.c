@@ -30,6 +30,11 @@
  *                constant without bytes gets its address in the blob);
  *   shrink       with blocks out: the free block goes at once, a block out
  *                when it comes back; shrinking to 0 fails the waiters;
+ *   ids, chains  workbuffer ids in the buffers' id space, their places
+ *                and every operator's places without a block; a concat
+ *                parent inside another (offsets compose); a dynamic
+ *                (size-0) tensor with no memory (NNM_EXEC_AREA_DYNAMIC,
+ *                NULL when resolved); the pool's UINT32_MAX blocks;
  *   bad input    each with its status, a message, and nothing changed:
  *                NULLs, unknown / duplicate / reserved ids, zero sizes,
  *                wrong read sizes, bad aliases (an alias cycle included),
@@ -1044,18 +1049,27 @@ static void test_bad_model_input(void) {
     CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, UINT64_MAX, 128, parts, offsets, 2), NNM_INVALID_ARGUMENT,
                         "NNM_EXEC_NO_ALIAS", m, 2);
 
-    /* Zero sizes. */
+    /* Zero sizes: a constant, a workbuffer, an alias of a buffer that is not
+     * dynamic (size 0 makes an output or a concat parent dynamic, see
+     * test_ids_chains_and_dynamic_buffers). */
     CHECK_MODEL_REFUSES(nnm_exec_model_add_constant(m, 11, 0, NULL), NNM_INVALID_ARGUMENT, "size 0", m, 2);
+    in[0].id = 1;
+    in[0].size = 64;
     out[0].size = 0;
-    d = one_op("x", NULL, 0, out, 1);
-    CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, &index), NNM_INVALID_ARGUMENT, "size 0", m, 2);
+    out[0].alias_of = 1;
+    d = one_op("x", in, 1, out, 1);
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, &index), NNM_INVALID_ARGUMENT,
+                        "dynamic only when what it aliases is", m, 2);
     out[0].size = 64;
+    out[0].alias_of = NA;
     d = one_op("x", NULL, 0, out, 1);
     d.mutable_sizes = sizes;
     d.mutable_count = 2;
     CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, &index), NNM_INVALID_ARGUMENT, "mutable workbuffer 1", m,
                         2);
-    CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 0, parts, offsets, 2), NNM_INVALID_ARGUMENT, "size 0", m, 2);
+    /* A dynamic parent (size 0) has no end to check, but its parts still may
+     * not overlap. */
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 0, parts, offsets, 2), NNM_INVALID_ARGUMENT, "overlap", m, 2);
 
     /* An input read with the wrong size, either way. */
     in[0].id = 1;
@@ -1108,8 +1122,8 @@ static void test_bad_model_input(void) {
     parts[1] = 98;
     CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 128, parts, offsets, 2), NNM_NOT_FOUND, "98", m, 2);
     parts[1] = 10;
-    CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 128, parts, offsets, 2), NNM_INVALID_ARGUMENT, "not a tensor",
-                        m, 2);
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 128, parts, offsets, 2), NNM_INVALID_ARGUMENT,
+                        "neither a tensor", m, 2);
     CHECK_MODEL_REFUSES(nnm_exec_model_add_concat(m, 20, 128, parts, offsets, 0), NNM_INVALID_ARGUMENT, "no parts", m,
                         2);
 
@@ -1309,6 +1323,158 @@ static void test_bad_compiled_input(void) {
     CHECK_REFUSES(nnm_exec_pool_get_info(pool, &pi), NNM_INVALID_ARGUMENT, "not a live");
 }
 
+/* --- workbuffer ids, chained concats, dynamic buffers, count limits --------
+ *
+ *   op  name   reads           writes               immutable    mutable
+ *    0  src    -               1 (dynamic), 2 (64)
+ *    1  conv   1 (999 B read)  3 (64)               id 20: 32    ids 21: 128, 22: 16
+ *    2  head   11, 1           5 (8)
+ *   concat 10 = [2 at 0, 3 at 64] (128 B); concat 11 = [10 at 64] (192 B):
+ *   a concat parent inside another, as OpenVINO chains optimised concats.
+ */
+
+static int init_ones(void *ctx, size_t op, void *const *buffers, size_t count) {
+    (void)ctx;
+    if (op != 1 || count != 1 || buffers == NULL || buffers[0] == NULL) return -1;
+    memset(buffers[0], 1, 32);
+    return 0;
+}
+
+static int place_is(nnm_exec_place p, uint32_t area, uint64_t offset, uint64_t size) {
+    return p.area == area && p.offset == offset && p.size == size;
+}
+
+static void test_ids_chains_and_dynamic_buffers(void) {
+    nnm_exec_model *m = NULL;
+    nnm_exec_compiled *c = NULL;
+    nnm_exec_pool *pool = NULL;
+    nnm_exec_block b;
+    nnm_exec_output src_out[2], conv_out, head_out, again_out;
+    nnm_exec_tensor conv_in, head_in[2];
+    nnm_exec_operator_desc d;
+    nnm_exec_place places[5], p;
+    nnm_exec_info info;
+    const uint64_t imm = 32, muts[2] = {128, 16}, imm_ids[1] = {20}, mut_ids[2] = {21, 22}, reserved[1] = {NA};
+    const uint64_t inner[2] = {2, 3}, inner_at[2] = {0, 64}, outer[1] = {10}, outer_at[1] = {64};
+    const uint64_t dyn_parts[2] = {1, 3}, dyn_at[2] = {0, 4096};
+    void *ptrs[5];
+    size_t n = 0, index = 77;
+    uint64_t base;
+    REQUIRE_OK(nnm_exec_model_new(&m));
+    src_out[0].id = 1;
+    src_out[0].size = 0; /* dynamic: its size is known only at run time */
+    src_out[0].alias_of = NA;
+    src_out[1].id = 2;
+    src_out[1].size = 64;
+    src_out[1].alias_of = NA;
+    d = one_op("src", NULL, 0, src_out, 2);
+    CHECK_OK(nnm_exec_model_add_operator(m, &d, &index));
+    conv_in.id = 1;
+    conv_in.size = 999; /* any size reads a dynamic buffer */
+    conv_out.id = 3;
+    conv_out.size = 64;
+    conv_out.alias_of = NA;
+    d = one_op("conv", &conv_in, 1, &conv_out, 1);
+    d.immutable_sizes = &imm;
+    d.immutable_count = 1;
+    d.mutable_sizes = muts;
+    d.mutable_count = 2;
+    d.immutable_ids = imm_ids;
+    d.mutable_ids = mut_ids;
+    CHECK_OK(nnm_exec_model_add_operator(m, &d, &index));
+    CHECK(index == 1);
+
+    /* Workbuffer ids share the buffers' id space: taken, reserved or used
+     * as a tensor, they are refused and nothing changes. */
+    again_out.id = 30;
+    again_out.size = 8;
+    again_out.alias_of = NA;
+    d = one_op("again", NULL, 0, &again_out, 1);
+    d.immutable_sizes = &imm;
+    d.immutable_count = 1;
+    d.immutable_ids = &mut_ids[1];
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, NULL), NNM_ALREADY_EXISTS,
+                        "already operator 1's mutable workbuffer 1", m, 2);
+    d.immutable_ids = reserved;
+    CHECK_MODEL_REFUSES(nnm_exec_model_add_operator(m, &d, NULL), NNM_INVALID_ARGUMENT, "NNM_EXEC_NO_ALIAS", m, 2);
+    CHECK_REFUSES(nnm_exec_model_add_constant(m, 20, 8, NULL), NNM_ALREADY_EXISTS, "immutable workbuffer 0");
+    CHECK_REFUSES(nnm_exec_model_pin(m, 21), NNM_INVALID_ARGUMENT, "mutable workbuffer 0, not a buffer");
+    CHECK_REFUSES(nnm_exec_model_add_concat(m, 40, 128, &mut_ids[0], &inner_at[0], 1), NNM_INVALID_ARGUMENT,
+                  "workbuffer");
+    /* A dynamic part cannot sit at a fixed offset of a parent of fixed size,
+     * nor can a constant or a workbuffer be dynamic. */
+    CHECK_REFUSES(nnm_exec_model_add_concat(m, 40, 4160, dyn_parts, dyn_at, 2), NNM_INVALID_ARGUMENT,
+                  "part 1 is dynamic");
+    CHECK_REFUSES(nnm_exec_model_add_constant(m, 40, 0, NULL), NNM_INVALID_ARGUMENT, "cannot be dynamic");
+
+    /* Chained concats: 10 holds 2 and 3, 11 holds 10. */
+    CHECK_OK(nnm_exec_model_add_concat(m, 10, 128, inner, inner_at, 2));
+    CHECK_OK(nnm_exec_model_add_concat(m, 11, 192, outer, outer_at, 1));
+    CHECK_REFUSES(nnm_exec_model_add_concat(m, 12, 128, outer, outer_at, 1), NNM_INVALID_ARGUMENT,
+                  "already inside");
+    head_in[0].id = 11;
+    head_in[0].size = 192;
+    head_in[1].id = 1;
+    head_in[1].size = 5;
+    head_out.id = 5;
+    head_out.size = 8;
+    head_out.alias_of = NA;
+    d = one_op("head", head_in, 2, &head_out, 1);
+    CHECK_OK(nnm_exec_model_add_operator(m, &d, NULL));
+    CHECK_OK(nnm_exec_model_pin(m, 1)); /* a dynamic buffer: nothing to keep */
+    CHECK_OK(nnm_exec_compile(m, NULL, NULL, init_ones, NULL, &c));
+    nnm_exec_model_free(m);
+    if (c == NULL) return;
+
+    /* Places without a block: the workbuffers by id, the parts at their
+     * composed offsets, the dynamic buffer in no memory. */
+    CHECK(place_is(place_of(c, 20), NNM_EXEC_AREA_IMMUTABLE, 0, 32));
+    p = place_of(c, 21);
+    CHECK(p.area == NNM_EXEC_AREA_MUTABLE && p.size == 128);
+    CHECK(place_of(c, 22).area == NNM_EXEC_AREA_MUTABLE && place_of(c, 22).size == 16);
+    CHECK(place_is(place_of(c, 1), NNM_EXEC_AREA_DYNAMIC, 0, 0));
+    base = place_of(c, 11).offset;
+    CHECK(place_is(place_of(c, 10), NNM_EXEC_AREA_MUTABLE, base + 64, 128));
+    CHECK(place_is(place_of(c, 2), NNM_EXEC_AREA_MUTABLE, base + 64, 64));
+    CHECK(place_is(place_of(c, 3), NNM_EXEC_AREA_MUTABLE, base + 128, 64));
+    CHECK_REFUSES(nnm_exec_compiled_place(c, 23, &p), NNM_NOT_FOUND, "23");
+    CHECK_OK(nnm_exec_compiled_info(c, &info));
+    CHECK(info.buffer_count == 6 && info.mutable_bytes % 256 == 0);
+
+    /* Operator 1's places, in resolve order: 1, 3, 20, 21, 22. */
+    CHECK_OK(nnm_exec_compiled_op_places(c, 1, NULL, 0, &n));
+    CHECK(n == 5);
+    CHECK_REFUSES(nnm_exec_compiled_op_places(c, 1, places, 4, &n), NNM_BUFFER_TOO_SMALL, "room for 4");
+    CHECK_REFUSES(nnm_exec_compiled_op_places(c, 3, places, 5, &n), NNM_INVALID_ARGUMENT, "operator 3");
+    CHECK_REFUSES(nnm_exec_compiled_op_places(c, 1, places, SIZE_MAX, &n), NNM_OVERFLOW, "places");
+    CHECK_REFUSES(nnm_exec_compiled_op_places(c, 1, places, 5, NULL), NNM_NULL_ARGUMENT, "out_count");
+    CHECK_OK(nnm_exec_compiled_op_places(c, 1, places, 5, &n));
+    CHECK(n == 5 && place_is(places[0], NNM_EXEC_AREA_DYNAMIC, 0, 0));
+    CHECK(places[1].offset == place_of(c, 3).offset && places[2].offset == place_of(c, 20).offset);
+    CHECK(places[3].offset == place_of(c, 21).offset && places[4].offset == place_of(c, 22).offset);
+
+    /* Resolved: NULL for the dynamic buffer, the block's base plus the
+     * offsets for the rest of the mutable places. */
+#if SIZE_MAX > UINT32_MAX
+    CHECK_REFUSES(nnm_exec_pool_new(c, NULL, (size_t)UINT32_MAX + 1, &pool), NNM_INVALID_ARGUMENT,
+                  "at most 4294967295 blocks");
+    CHECK(pool == NULL);
+#endif
+    REQUIRE_OK(nnm_exec_pool_new(c, NULL, 1, &pool));
+    CHECK_OK(nnm_exec_pool_acquire(pool, 0, NULL, &b));
+    CHECK_REFUSES(nnm_exec_resolve(c, 1, &b, ptrs, SIZE_MAX, &n), NNM_OVERFLOW, "pointers");
+    CHECK_OK(nnm_exec_resolve(c, 1, &b, ptrs, 5, &n));
+    CHECK(n == 5 && ptrs[0] == NULL);
+    CHECK(ptrs[1] == (void *)((char *)b.base + places[1].offset));
+    CHECK(ptrs[3] == (void *)((char *)b.base + places[3].offset));
+    CHECK(((const unsigned char *)ptrs[2])[31] == 1);
+    CHECK_OK(nnm_exec_resolve(c, 2, &b, ptrs, 5, &n));
+    CHECK(n == 3 && ptrs[0] == (void *)((char *)b.base + base) && ptrs[1] == NULL);
+    CHECK_OK(nnm_exec_pool_release(pool, &b));
+    nnm_exec_pool_free(pool);
+    nnm_exec_compiled_free(c);
+}
+
 int main(void) {
     test_network();
     test_parallel_requests();
@@ -1319,5 +1485,6 @@ int main(void) {
     test_shrink();
     test_bad_model_input();
     test_bad_compiled_input();
+    test_ids_chains_and_dynamic_buffers();
     return nnm_check_report();
 }

@@ -641,6 +641,16 @@ typedef enum nnm_exec_area {
    * A request's mutable block (an `nnm_exec_block`).
    */
   NNM_EXEC_AREA_MUTABLE = 2,
+  /**
+   * No memory of nnmem's: a dynamic buffer (declared with size 0, or an
+   * alias or concat part of one), which the runtime allocates for each
+   * request once its size is known, as OpenVINO's plugin does for
+   * dynamic shapes. Its place's offset is from the start of the dynamic
+   * buffer holding it (0 for that buffer itself, a part's offset inside
+   * it, through chained concats) and its size the declared one (0 for
+   * that buffer itself); `nnm_exec_resolve` gives NULL for it.
+   */
+  NNM_EXEC_AREA_DYNAMIC = 3,
 } nnm_exec_area;
 
 /**
@@ -2019,12 +2029,13 @@ typedef struct nnm_exec_op_shape {
 } nnm_exec_op_shape;
 
 /**
- * Where a buffer lives: its area (an `nnm_exec_area`), offset and size.
+ * Where a buffer or workbuffer lives: its area (an `nnm_exec_area`),
+ * offset and size.
  */
 typedef struct nnm_exec_place {
   /**
-   * NNM_EXEC_AREA_CONSTANTS, NNM_EXEC_AREA_IMMUTABLE or
-   * NNM_EXEC_AREA_MUTABLE.
+   * NNM_EXEC_AREA_CONSTANTS, NNM_EXEC_AREA_IMMUTABLE,
+   * NNM_EXEC_AREA_MUTABLE or NNM_EXEC_AREA_DYNAMIC.
    */
   uint32_t area;
   /**
@@ -2085,7 +2096,10 @@ typedef struct nnm_exec_output {
    */
   uint64_t id;
   /**
-   * Its size in bytes (> 0; an alias at most what it aliases).
+   * Its size in bytes; 0: dynamic (OpenVINO's dynamic shapes: no
+   * memory of nnmem's, see NNM_EXEC_AREA_DYNAMIC). An alias is at most
+   * what it aliases (so 0 for an alias of a size-0 buffer), and 0 only
+   * when what it aliases is dynamic.
    */
   uint64_t size;
   /**
@@ -2137,6 +2151,18 @@ typedef struct nnm_exec_operator_desc {
    * Entries of `mutable_sizes`.
    */
   size_t mutable_count;
+  /**
+   * NULL, or `immutable_count` ids for its immutable workbuffers, in
+   * the id space of buffers (new ids, not NNM_EXEC_NO_ALIAS), so that
+   * `nnm_exec_compiled_place` finds them. Last in the struct: code that
+   * zeroes the struct before filling it gives no ids.
+   */
+  const uint64_t *immutable_ids;
+  /**
+   * NULL, or `mutable_count` ids for its mutable workbuffers, as
+   * `immutable_ids`.
+   */
+  const uint64_t *mutable_ids;
 } nnm_exec_operator_desc;
 
 /**
@@ -5171,8 +5197,13 @@ enum nnm_status nnm_exec_compiled_op_shape(const struct nnm_exec_compiled *compi
                                            struct nnm_exec_op_shape *out);
 
 /**
- * Writes where buffer `id` (a constant, an output or a concat parent)
- * lives: an alias or a concat part at its place inside what holds it.
+ * Writes where `id` lives, without a block: a constant (constants blob),
+ * an output or concat parent (the mutable block), an alias or a concat
+ * part at its place inside what holds it, an immutable workbuffer
+ * (immutable blob) or a mutable one (the mutable block) given an id at
+ * `nnm_exec_model_add_operator`, and a dynamic buffer as
+ * NNM_EXEC_AREA_DYNAMIC (see there). A pointer is the area's base (the
+ * blob's, or the request's block's) plus the offset.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle), NOT_FOUND
  * (an unknown id).
@@ -5183,6 +5214,30 @@ enum nnm_status nnm_exec_compiled_op_shape(const struct nnm_exec_compiled *compi
 enum nnm_status nnm_exec_compiled_place(const struct nnm_exec_compiled *compiled,
                                         uint64_t id,
                                         struct nnm_exec_place *out);
+
+/**
+ * Writes operator `op`'s places, without a block, into `places`: its
+ * inputs, outputs, immutable and mutable workbuffers, each list in
+ * declared order (the order and count of `nnm_exec_resolve`, whose
+ * pointers are the areas' bases plus these offsets, NULL for
+ * NNM_EXEC_AREA_DYNAMIC), and their number to `out_count`. Workbuffers are found here by position, with or without
+ * ids. `places` NULL with `capacity` 0 is a size query (NNM_OK, only
+ * `out_count` written).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
+ * the last operator); BUFFER_TOO_SMALL (`capacity` below the count,
+ * naming both); OVERFLOW (`capacity` places past the address space);
+ * nothing is written then.
+ *
+ * # Safety
+ * `compiled` as for `nnm_exec_compiled_info`; `places` NULL or writable
+ * for `capacity` places; `out_count` NULL or writable.
+ */
+enum nnm_status nnm_exec_compiled_op_places(const struct nnm_exec_compiled *compiled,
+                                            size_t op,
+                                            struct nnm_exec_place *places,
+                                            size_t capacity,
+                                            size_t *out_count);
 
 /**
  * Writes the address of constant `id` in the constants blob (to write its
@@ -5201,7 +5256,8 @@ enum nnm_status nnm_exec_compiled_constant(const struct nnm_exec_compiled *compi
 /**
  * Copies the compiled model's report (`format`: an `nnm_report_format`,
  * text or JSON; every buffer's area, offset, size and life, every
- * operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
+ * operator's workbuffers with their offsets, sizes and ids where given)
+ * into `buf`, by the text conventions (NULL `buf`
  * and `len` 0: size query).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, unknown
@@ -5236,18 +5292,19 @@ enum nnm_status nnm_exec_compiled_svg(const struct nnm_exec_compiled *compiled,
  * Writes operator `op`'s pointers for the request holding `block` into
  * `pointers`: its inputs, outputs, immutable and mutable workbuffers,
  * each list in declared order (constants point into the constants blob,
- * immutable workbuffers into the immutable blob, everything else into
- * the block), and their number to `out_count`. `pointers` NULL with
- * `capacity` 0 is a size query (NNM_OK, only `out_count` written; the
- * block is still required and checked). The block is checked for its
+ * immutable workbuffers into the immutable blob, dynamic buffers are NULL
+ * (the runtime's own memory, see NNM_EXEC_AREA_DYNAMIC), everything else
+ * points into the block), and their number to `out_count`. `pointers`
+ * NULL with `capacity` 0 is a size query (NNM_OK, only `out_count`
+ * written; the block is still required and checked). The block is checked for its
  * size only, not against a pool: a block already released resolves to
  * memory another request may hold. Thread-safe.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
  * the last operator, a block smaller than the model's mutable bytes or
  * reaching past the end of the address space);
- * BUFFER_TOO_SMALL (`capacity` below the count, naming both); nothing is
- * written then.
+ * BUFFER_TOO_SMALL (`capacity` below the count, naming both); OVERFLOW
+ * (`capacity` pointers past the address space); nothing is written then.
  *
  * # Safety
  * `compiled` as for `nnm_exec_compiled_info`; `block` NULL or readable;
@@ -5289,9 +5346,10 @@ void nnm_exec_model_free(struct nnm_exec_model *model);
  * runtime to write otherwise, see `nnm_exec_compiled_constant`); else
  * `size` bytes, copied now.
  *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, id UINT64_MAX),
- * ALREADY_EXISTS (the id is taken), OVERFLOW (size past the address space
- * with bytes). Nothing changes on error.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0: a constant cannot be
+ * dynamic; id UINT64_MAX), ALREADY_EXISTS (the id is taken by a buffer or
+ * a workbuffer), OVERFLOW (size past the address space with bytes).
+ * Nothing changes on error.
  *
  * # Safety
  * `model` must be NULL, freed, or a live model no other call uses
@@ -5305,39 +5363,51 @@ enum nnm_status nnm_exec_model_add_constant(struct nnm_exec_model *model,
 /**
  * Adds the next operator (execution order) and writes its index (from 0)
  * to `out_index` (may be NULL). Its inputs must be existing buffers read
- * at their full size; its outputs are new ids, or aliases of its inputs
- * (`alias_of`); workbuffer sizes are > 0.
+ * at their full size (a dynamic buffer, see `nnm_exec_output.size`, at
+ * any size); its outputs are new ids (size 0: dynamic), or aliases of its
+ * inputs (`alias_of`); workbuffer sizes are > 0 (a workbuffer cannot be
+ * dynamic). Its workbuffers get the ids in `desc->immutable_ids` and
+ * `desc->mutable_ids` when given (new ids, distinct from its outputs and
+ * one another): `nnm_exec_compiled_place` gives their places.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a size 0, an input read at
- * another size than its buffer's, an alias of something that is not an
- * input or smaller than the alias, an alias of a constant, an output id
- * UINT64_MAX); NOT_FOUND (an input that is not a buffer yet);
- * ALREADY_EXISTS (an output id taken or listed twice); OVERFLOW (an array
- * count past the address space). The message names the operator (index
- * and name) and the figures. Nothing changes on error.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a workbuffer of size 0, an
+ * input read at another size than its static buffer's, an input that is a
+ * workbuffer, an alias of something that is not an input, smaller than
+ * the alias, or not dynamic while the alias has size 0, an alias of a
+ * constant, an output or workbuffer id UINT64_MAX); NOT_FOUND (an input
+ * that is not a buffer yet); ALREADY_EXISTS (an output or workbuffer id
+ * taken, or given twice in the operator); OVERFLOW (an array count past
+ * the address space). The message names the operator (index and name) and
+ * the figures. Nothing changes on error.
  *
  * # Safety
  * `model` must be NULL, freed, or a live model no other call uses
  * meanwhile; `desc` NULL or readable, with its arrays NULL (count 0) or
- * readable for their counts and `name` NULL or NUL-terminated;
- * `out_index` NULL or writable.
+ * readable for their counts (the id arrays NULL or readable for their
+ * workbuffers' counts) and `name` NULL or NUL-terminated; `out_index`
+ * NULL or writable.
  */
 enum nnm_status nnm_exec_model_add_operator(struct nnm_exec_model *model,
                                             const struct nnm_exec_operator_desc *desc,
                                             size_t *out_index);
 
 /**
- * Declares `parent_id` (`size` bytes) as one buffer holding `count`
- * earlier outputs, `part_ids[k]` at byte `offsets[k]` (an optimised
- * concat: their producers write straight into the parent). Parts are
- * operator outputs (not aliases, not constants), in at most one parent,
- * inside it and not overlapping.
+ * Declares `parent_id` (`size` bytes; 0: dynamic) as one buffer holding
+ * `count` earlier buffers, `part_ids[k]` at byte `offsets[k]` (an
+ * optimised concat: their producers write straight into the parent).
+ * Parts are operator outputs (not aliases, not constants) or other concat
+ * parents (OpenVINO's chained concats: a part's place is its parent's
+ * plus its offset, through every level), each in at most one parent, not
+ * overlapping one another. In a parent of fixed size, parts have fixed
+ * sizes and end inside it; a dynamic parent takes any parts at any
+ * offsets, and they are dynamic with it.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, no parts, a part that
- * is not an output, already in a parent, past the end or overlapping
- * another, parent id UINT64_MAX); NOT_FOUND (an unknown part);
- * ALREADY_EXISTS (the parent id is taken); OVERFLOW. Nothing changes on
- * error.
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (no parts, a part that is not
+ * an output or concat parent (a workbuffer included), already in a
+ * parent, overlapping another, ending past 2^64, or, in a parent of fixed
+ * size, dynamic or past its end; parent id UINT64_MAX); NOT_FOUND (an
+ * unknown part); ALREADY_EXISTS (the parent id is taken); OVERFLOW (an
+ * array count past the address space). Nothing changes on error.
  *
  * # Safety
  * `model` must be NULL, freed, or a live model no other call uses
@@ -5353,11 +5423,13 @@ enum nnm_status nnm_exec_model_add_concat(struct nnm_exec_model *model,
 
 /**
  * Pins a buffer (a graph input or output) for the whole run: it keeps
- * its place in the mutable block from the first step to the last.
+ * its place in the mutable block from the first step to the last. A
+ * dynamic buffer has no place to keep: pinning it succeeds and changes
+ * nothing.
  *
  * Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id), INVALID_ARGUMENT (a
- * constant, which lives for the whole run in its blob already; a model
- * that is not live).
+ * constant, which lives for the whole run in its blob already; a
+ * workbuffer; a model that is not live).
  *
  * # Safety
  * `model` must be NULL, freed, or a live model no other call uses
@@ -5377,7 +5449,8 @@ enum nnm_status nnm_exec_model_pin(struct nnm_exec_model *model, uint64_t id);
 enum nnm_status nnm_exec_model_operator_count(const struct nnm_exec_model *model, size_t *out);
 
 /**
- * Creates a pool of up to `requested` (>= 1) mutable blocks for
+ * Creates a pool of up to `requested` (1 to UINT32_MAX: a lease numbers
+ * its block in the 32-bit `nnm_exec_block.slot`) mutable blocks for
  * `compiled`, each `block_bytes` (see `nnm_exec_compiled_info`), from
  * `allocator` (NULL: host). When the allocator reports its free memory,
  * the pool takes no more blocks than fit in it; when an allocation fails
@@ -5386,8 +5459,8 @@ enum nnm_status nnm_exec_model_operator_count(const struct nnm_exec_model *model
  * `nnm_exec_pool_partial_reason`). The pool copies what it needs:
  * `compiled` may be freed first.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`requested` 0, not a live
- * handle); OUT_OF_MEMORY when not even one block fits ("one mutable block
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`requested` 0 or above
+ * UINT32_MAX, not a live handle); OUT_OF_MEMORY when not even one block fits ("one mutable block
  * needs X B; device 'name' has Y B free") or the first allocation fails.
  *
  * # Safety

@@ -502,7 +502,9 @@ fn rust_structs() -> Vec<RustStruct> {
             immutable_sizes,
             immutable_count,
             mutable_sizes,
-            mutable_count
+            mutable_count,
+            immutable_ids,
+            mutable_ids
         }),
         rust_struct!(nnm_exec_options { algorithm, alignment, work_limit }),
         rust_struct!(nnm_exec_info {
@@ -794,6 +796,7 @@ fn exec_enums_and_constants_match_in_c_and_rust() {
         ("NNM_EXEC_AREA_CONSTANTS", nnm_exec_area::Constants),
         ("NNM_EXEC_AREA_IMMUTABLE", nnm_exec_area::Immutable),
         ("NNM_EXEC_AREA_MUTABLE", nnm_exec_area::Mutable),
+        ("NNM_EXEC_AREA_DYNAMIC", nnm_exec_area::Dynamic),
     ]
     .into_iter()
     .map(|(n, a)| (n.to_string(), a as i64))

@@ -37,6 +37,8 @@ impl CPool {
             immutable_count: 0,
             mutable_sizes: ptr::null(),
             mutable_count: 0,
+            immutable_ids: ptr::null(),
+            mutable_ids: ptr::null(),
         };
         let mut model: *mut nnm_exec_model = ptr::null_mut();
         let mut compiled: *mut nnm_exec_compiled = ptr::null_mut();

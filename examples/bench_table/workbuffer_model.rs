@@ -312,7 +312,7 @@ pub fn resnet_like(operators: usize) -> Synthetic {
         let size = g.size(x);
         x = g.op("relu", &[x], &[size], false, WorkbufferRequest::default())[0];
     }
-    let out = g.op("head", &[x], &[4096], false, WorkbufferRequest { immutable: vec![], mutable: vec![8192] })[0];
+    let out = g.op("head", &[x], &[4096], false, WorkbufferRequest { mutable: vec![8192], ..Default::default() })[0];
     g.pin(out);
 
     let steps = g.model.operators().len() as i64;

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use super::layout::{lay_out_timed, Area, Layout, LayoutOptions, Place};
-use super::model::{BufferId, ModelBuilder, OpIndex, Origin};
+use super::model::{BufferId, ModelBuilder, OpIndex, Origin, WorkbufferKind};
 use super::request_pool::Lease;
 use crate::pool::device::{DeviceBlock, DevicePtr, SharedAllocator};
 use crate::status::{Error, Result, Status};
@@ -209,9 +209,17 @@ impl CompiledModel {
         self.ops.get(op).map(|&(start, shape)| &self.places[start..start + shape.total()])
     }
 
-    /// Buffer `id`'s place.
+    /// The place of buffer or workbuffer `id`.
     pub fn place(&self, id: BufferId) -> Option<Place> {
-        self.model.index_of(id).map(|i| self.layout.buffers[i])
+        if let Some(i) = self.model.index_of(id) {
+            return Some(self.layout.buffers[i]);
+        }
+        let w = self.model.workbuffer(id)?;
+        let list = match w.kind {
+            WorkbufferKind::Immutable => &self.layout.immutable,
+            WorkbufferKind::Mutable => &self.layout.mutable,
+        };
+        Some(list[w.op][w.index])
     }
 
     /// The constants blob's address (`None` without constants).
@@ -243,12 +251,13 @@ impl CompiledModel {
 
     /// Operator `op`'s pointers against the mutable block of `lease`, in
     /// the order inputs, outputs, immutable workbuffers, mutable
-    /// workbuffers (each in declared order). Errors: an operator index past
+    /// workbuffers (each in declared order); `None` for a dynamic buffer,
+    /// whose memory the runtime provides. Errors: an operator index past
     /// the last, a block smaller than this model's mutable block (a lease
     /// from a pool made for another model), a block reaching past the end
     /// of the address space. The lease is not checked against any pool: a
     /// lease already released resolves to memory another request may hold.
-    pub fn resolve(&self, op: OpIndex, lease: &Lease) -> Result<impl Iterator<Item = DevicePtr> + '_> {
+    pub fn resolve(&self, op: OpIndex, lease: &Lease) -> Result<impl Iterator<Item = Option<DevicePtr>> + '_> {
         let places = self.op_places(op).ok_or_else(|| {
             Error::invalid(format!("operator {op} is out of range: the model has {} operators", self.ops.len()))
         })?;
@@ -273,8 +282,9 @@ impl CompiledModel {
                 Area::Constants => constants.expect("a constant's place means a constants blob"),
                 Area::Immutable => immutable.expect("an immutable place means an immutable blob"),
                 Area::Mutable => base,
+                Area::Dynamic => return None,
             };
-            area_base.byte_add(p.offset)
+            Some(area_base.byte_add(p.offset))
         }))
     }
 }

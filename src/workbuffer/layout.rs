@@ -8,7 +8,9 @@
 //! last consumer (inclusive), through every alias of it; a concat parent
 //! from the first producer of its parts to the last consumer of it or of a
 //! part; a pinned buffer (graph input or output) for the whole run; a
-//! mutable workbuffer for its operator's step only.
+//! mutable workbuffer for its operator's step only. A dynamic buffer
+//! (size 0, and its aliases and concat parts) is not planned: it gets the
+//! [`Area::Dynamic`] place, offset from the dynamic buffer holding it.
 
 use std::time::{Duration, Instant};
 
@@ -46,6 +48,10 @@ pub enum Area {
     Immutable,
     /// A request's mutable block.
     Mutable,
+    /// No memory of nnmem's: a dynamic buffer (size 0, or an alias or
+    /// concat part of one), which the runtime allocates per request. Its
+    /// offset is from the start of the dynamic buffer holding it.
+    Dynamic,
 }
 
 /// A buffer's place.
@@ -181,7 +187,10 @@ pub(crate) fn lay_out_timed(model: &ModelBuilder, options: &LayoutOptions) -> Re
         }
     }
 
-    let mut places = vec![Place { area: Area::Mutable, offset: 0, size: 0 }; buffers.len()];
+    // Constants are never size 0, so a root of size 0 is a dynamic tensor
+    // or concat parent.
+    let dynamic = |i: usize| buffers[i].size == 0;
+    let mut places = vec![Place { area: Area::Dynamic, offset: 0, size: 0 }; buffers.len()];
     let mut constants_size = 0u64;
     let pack = |size: u64, end: &mut u64| -> Result<u64> {
         let offset = *end;
@@ -211,7 +220,7 @@ pub(crate) fn lay_out_timed(model: &ModelBuilder, options: &LayoutOptions) -> Re
     planner.set_work_limit(Some(options.work_limit));
     let mut planned: Vec<Planned> = Vec::new();
     for (i, b) in buffers.iter().enumerate() {
-        if root[i].0 != i || matches!(b.origin, Origin::Constant { .. } | Origin::Alias { .. }) {
+        if root[i].0 != i || dynamic(i) || matches!(b.origin, Origin::Constant { .. } | Origin::Alias { .. }) {
             continue;
         }
         let lifetime = match (pinned[i], span[i]) {
@@ -282,7 +291,11 @@ mod tests {
             name: String::new(),
             inputs: inputs.iter().map(|&id| InputSpec::new(id, m.buffer(id).unwrap().size)).collect(),
             outputs,
-            request: WorkbufferRequest { immutable: immutable.to_vec(), mutable: mutable.to_vec() },
+            request: WorkbufferRequest {
+                immutable: immutable.to_vec(),
+                mutable: mutable.to_vec(),
+                ..Default::default()
+            },
         }
     }
 
@@ -353,5 +366,61 @@ mod tests {
         assert_eq!(l.buffers[4].offset, l.buffers[0].offset, "the alias is its part, inside the parent");
         let (late, p) = (l.buffers[5], l.buffers[2]);
         assert!(late.offset + 256 <= p.offset || p.offset + 512 <= late.offset, "{late:?} overlaps the parent {p:?}");
+    }
+
+    fn exact() -> LayoutOptions {
+        LayoutOptions { alignment: 1, ..LayoutOptions::default() }
+    }
+
+    #[test]
+    fn a_concat_parent_inside_another_sits_at_the_composed_offsets() {
+        let mut m = ModelBuilder::new();
+        // Operators 0 to 2 write tensors 1 to 3.
+        for id in 1..=3 {
+            m.add_operator(op(&m, &[], vec![OutputSpec::new(id, 32)], &[], &[])).unwrap();
+        }
+        m.add_concat_parent(10, 64, &[(1, 0), (2, 32)]).unwrap();
+        m.add_concat_parent(11, 128, &[(3, 0), (10, 64)]).unwrap();
+        m.add_operator(op(&m, &[10], vec![OutputSpec::alias(4, 64, 10)], &[], &[])).unwrap(); // 3: reshape
+        m.add_operator(op(&m, &[11, 4], vec![OutputSpec::new(5, 16)], &[], &[])).unwrap(); // 4
+        let l = lay_out(&m, &exact()).unwrap();
+        let at = |id| l.buffers[m.index_of(id).unwrap()];
+        let outer = at(11).offset;
+        assert_eq!([at(3).offset, at(10).offset, at(1).offset, at(2).offset], [0, 64, 64, 96].map(|o| outer + o));
+        assert_eq!((at(4).offset, at(4).size), (outer + 64, 64), "the alias of the inner parent is inside it");
+        // Only the outer parent is planned, alive from its first part to its last reader.
+        let roots: Vec<_> = l.planned.iter().filter(|p| matches!(p.item, PlannedItem::Buffer(_))).collect();
+        assert_eq!(roots.len(), 2, "{:?}", l.planned);
+        assert_eq!((roots[0].item, roots[0].lifetime), (PlannedItem::Buffer(4), Lifetime::half_open(0, 5).unwrap()));
+        assert_eq!(l.mutable_size, 128 + 16);
+    }
+
+    #[test]
+    fn dynamic_buffers_get_no_memory_and_offsets_inside_their_dynamic_root() {
+        let mut m = ModelBuilder::new();
+        m.add_operator(op(&m, &[], vec![OutputSpec::new(1, 0)], &[], &[])).unwrap(); // 0: dynamic
+        m.add_operator(op(&m, &[], vec![OutputSpec::new(2, 64)], &[], &[])).unwrap(); // 1
+        m.add_operator(op(&m, &[2], vec![OutputSpec::new(3, 64)], &[], &[])).unwrap(); // 2
+        m.add_concat_parent(10, 0, &[(1, 0), (3, 4096)]).unwrap();
+        let read_any = |m: &ModelBuilder| OperatorSpec {
+            inputs: vec![InputSpec::new(10, 5000)],
+            ..op(m, &[], vec![OutputSpec::new(4, 32)], &[16], &[8])
+        };
+        m.add_operator(read_any(&m)).unwrap(); // 3
+        m.add_operator(op(&m, &[1], vec![OutputSpec::alias(5, 0, 1)], &[], &[])).unwrap(); // 4
+        m.pin(1).unwrap();
+        let l = lay_out(&m, &exact()).unwrap();
+        let at = |id| l.buffers[m.index_of(id).unwrap()];
+        let none = |offset, size| Place { area: Area::Dynamic, offset, size };
+        assert_eq!([at(1), at(3), at(10), at(5)], [none(0, 0), none(4096, 64), none(0, 0), none(0, 0)]);
+        assert_eq!((at(2).area, at(4).area), (Area::Mutable, Area::Mutable));
+        // Planned: tensors 2 and 4 and the workbuffer; nothing dynamic.
+        let items: Vec<_> = l.planned.iter().map(|p| p.item).collect();
+        let index = |id| m.index_of(id).unwrap();
+        assert_eq!(
+            items,
+            vec![PlannedItem::Buffer(index(2)), PlannedItem::Buffer(index(4)), PlannedItem::Workbuffer(3, 0)]
+        );
+        assert_eq!((l.mutable_size, l.mutable_lower_bound), (64, 64));
     }
 }

@@ -27,6 +27,7 @@ mod tests;
 pub use build::{BuildTimings, CompiledModel, InitFn, OpShape};
 pub use layout::{lay_out, Area, Layout, LayoutOptions, Place, Planned, PlannedItem};
 pub use model::{
-    BufferId, BufferSpec, InputSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferRequest,
+    BufferId, BufferSpec, InputSpec, ModelBuilder, OpIndex, OperatorSpec, Origin, OutputSpec, WorkbufferKind,
+    WorkbufferRef, WorkbufferRequest,
 };
 pub use request_pool::{BlockPool, Lease, PoolInfo};

@@ -50,6 +50,7 @@ fn area_name(area: Area) -> &'static str {
         Area::Constants => "constants",
         Area::Immutable => "immutable",
         Area::Mutable => "mutable",
+        Area::Dynamic => "dynamic",
     }
 }
 
@@ -78,12 +79,21 @@ fn id_list(ids: impl Iterator<Item = BufferId>) -> String {
     }
 }
 
-/// Workbuffer places as `offset+size` each, `-` when none.
-fn places_text(places: Option<&Vec<Place>>) -> String {
+/// Workbuffer places as `offset+size` each (`id@offset+size` where the
+/// runtime gave ids), `-` when none.
+fn places_text(places: Option<&Vec<Place>>, ids: &[BufferId]) -> String {
     match places {
         None => "?".into(),
         Some(p) if p.is_empty() => "-".into(),
-        Some(p) => p.iter().map(|p| format!("{}+{}", p.offset, p.size)).collect::<Vec<_>>().join(" "),
+        Some(p) => p
+            .iter()
+            .enumerate()
+            .map(|(k, p)| match ids.get(k) {
+                Some(id) => format!("{id}@{}+{}", p.offset, p.size),
+                None => format!("{}+{}", p.offset, p.size),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
     }
 }
 
@@ -162,8 +172,8 @@ fn text(model: &ModelBuilder, layout: &Layout) -> String {
             op.name.clone(),
             id_list(op.inputs.iter().map(|i| i.id)),
             id_list(op.outputs.iter().map(|o| o.id)),
-            places_text(layout.immutable.get(k)),
-            places_text(layout.mutable.get(k)),
+            places_text(layout.immutable.get(k), &op.request.immutable_ids),
+            places_text(layout.mutable.get(k), &op.request.mutable_ids),
         ]);
     }
     table(&mut out, &rows, &[true, false, false, false, false, false]);
@@ -192,11 +202,16 @@ fn json(model: &ModelBuilder, layout: &Layout) -> String {
         }
         let _ = writeln!(out, "{}]{}", if items.is_empty() { "" } else { "\n  " }, if last { "" } else { "," });
     };
-    let places = |places: Option<&Vec<Place>>| match places {
+    let places = |places: Option<&Vec<Place>>, ids: &[BufferId]| match places {
         None => "null".to_string(),
         Some(p) => {
-            let p: Vec<String> =
-                p.iter().map(|p| format!("{{\"offset\": {}, \"size_bytes\": {}}}", p.offset, p.size)).collect();
+            let p: Vec<String> = p
+                .iter()
+                .enumerate()
+                .map(|(k, p)| {
+                    format!("{{\"id\": {}, \"offset\": {}, \"size_bytes\": {}}}", opt(ids.get(k)), p.offset, p.size)
+                })
+                .collect();
             format!("[{}]", p.join(", "))
         }
     };
@@ -212,8 +227,8 @@ fn json(model: &ModelBuilder, layout: &Layout) -> String {
                 escape(&op.name),
                 ids(op.inputs.iter().map(|i| i.id).collect()),
                 ids(op.outputs.iter().map(|o| o.id).collect()),
-                places(layout.immutable.get(k)),
-                places(layout.mutable.get(k))
+                places(layout.immutable.get(k), &op.request.immutable_ids),
+                places(layout.mutable.get(k), &op.request.mutable_ids)
             )
         })
         .collect();
@@ -259,7 +274,8 @@ pub(crate) mod tests {
 
     /// Two constants, a pinned input and output, a concat parent of two
     /// tensors, a reshape alias of the parent, immutable and mutable
-    /// workbuffers, and a name that needs escaping in JSON.
+    /// workbuffers (one with an id), and a name that needs escaping in
+    /// JSON.
     pub(crate) fn sample() -> (ModelBuilder, Layout) {
         let mut m = ModelBuilder::new();
         m.add_constant(1, 100, Some(vec![1; 100])).unwrap();
@@ -270,7 +286,9 @@ pub(crate) mod tests {
         m.add_operator(op(&m, "conv2", &[10, 2], vec![OutputSpec::new(12, 256)], &[32], &[])).unwrap(); // 2
         m.add_concat_parent(20, 768, &[(11, 0), (12, 512)]).unwrap();
         m.add_operator(op(&m, "reshape", &[20], vec![OutputSpec::alias(21, 768, 20)], &[], &[])).unwrap(); // 3
-        m.add_operator(op(&m, "fc", &[21], vec![OutputSpec::new(13, 256)], &[], &[512])).unwrap(); // 4
+        let mut fc = op(&m, "fc", &[21], vec![OutputSpec::new(13, 256)], &[], &[512]);
+        fc.request.mutable_ids = vec![30];
+        m.add_operator(fc).unwrap(); // 4
         m.pin(13).unwrap();
         let layout = lay_out(&m, &LayoutOptions::default()).unwrap();
         (m, layout)
@@ -323,7 +341,7 @@ pub(crate) mod tests {
         assert_eq!(ops.len(), m.operators().len());
         let op_line = text.lines().find(|l| l.contains("\"index\": 1,")).unwrap();
         // Workbuffers nest their own keys.
-        let wb = ["offset", "size_bytes"];
+        let wb = ["id", "offset", "size_bytes"];
         assert_eq!(
             keys(op_line),
             [&["index", "name", "inputs", "outputs", "immutable"][..], &wb, &["mutable"], &wb, &wb].concat()
@@ -334,14 +352,22 @@ pub(crate) mod tests {
             assert_eq!(o["name"], spec.name.as_str());
             assert_eq!(o["inputs"], serde_json::json!(spec.inputs.iter().map(|i| i.id).collect::<Vec<_>>()));
             assert_eq!(o["outputs"], serde_json::json!(spec.outputs.iter().map(|o| o.id).collect::<Vec<_>>()));
-            for (key, places) in [("immutable", &l.immutable[k]), ("mutable", &l.mutable[k])] {
-                let want: Vec<_> =
-                    places.iter().map(|p| serde_json::json!({"offset": p.offset, "size_bytes": p.size})).collect();
+            let lists = [
+                ("immutable", &l.immutable[k], &spec.request.immutable_ids),
+                ("mutable", &l.mutable[k], &spec.request.mutable_ids),
+            ];
+            for (key, places, ids) in lists {
+                let want: Vec<_> = places
+                    .iter()
+                    .enumerate()
+                    .map(|(w, p)| serde_json::json!({"id": ids.get(w), "offset": p.offset, "size_bytes": p.size}))
+                    .collect();
                 assert_eq!(o[key], serde_json::json!(want), "operator {k} {key}");
             }
         }
         assert_eq!(ops[1]["name"], "conv \"1\"");
         assert_eq!(ops[1]["mutable"].as_array().unwrap().len(), 2);
+        assert_eq!((ops[4]["mutable"][0]["id"].as_u64(), ops[1]["mutable"][0]["id"].is_null()), (Some(30), true));
 
         let bufs = v["buffers"].as_array().unwrap();
         assert_eq!(bufs.len(), m.buffers().len());
@@ -419,6 +445,10 @@ pub(crate) mod tests {
             format!("    1  conv \"1\"  10,1    11       0+64       {}+256 {}+100", wb[0].offset, wb[1].offset)
         );
         assert_eq!(lines[19], "    3  reshape   20      21       -          -");
+        assert_eq!(
+            lines[20],
+            format!("    4  fc        21      13       -          30@{}+512", l.mutable[4][0].offset)
+        );
         assert_eq!(lines.len(), 21);
     }
 

@@ -25,7 +25,7 @@ pub(super) fn op(
         name: name.into(),
         inputs: inputs.iter().map(|&id| InputSpec::new(id, m.buffer(id).unwrap().size)).collect(),
         outputs,
-        request: WorkbufferRequest { immutable: imm.to_vec(), mutable: mutable.to_vec() },
+        request: WorkbufferRequest { immutable: imm.to_vec(), mutable: mutable.to_vec(), ..Default::default() },
     }
 }
 
@@ -91,7 +91,7 @@ fn resolution_joins_the_blobs_and_a_request_block() {
         CompiledModel::build(&m, &LayoutOptions::default(), CountingAllocator::new().shared(), &mut no_init()).unwrap();
     let pool = BlockPool::for_model(&c, CountingAllocator::new().shared(), 2).unwrap();
     let lease = pool.acquire(None, None).unwrap();
-    let at = |op: OpIndex| c.resolve(op, &lease).unwrap().collect::<Vec<_>>();
+    let at = |op: OpIndex| c.resolve(op, &lease).unwrap().map(Option::unwrap).collect::<Vec<_>>();
     let mutable = |id: u64| lease.base.byte_add(c.place(id).unwrap().offset);
     // conv: inputs 1 (mutable) and 100 (constant), output 2, immutable x2, mutable x1.
     let conv = at(1);
@@ -392,7 +392,7 @@ fn parallel_requests_never_share_a_block_they_hold() {
                     for k in 0..c.operator_count() {
                         let shape = c.op_shape(k).unwrap();
                         let places = c.op_places(k).unwrap();
-                        let pointers: Vec<_> = c.resolve(k, &lease).unwrap().collect();
+                        let pointers: Vec<_> = c.resolve(k, &lease).unwrap().map(Option::unwrap).collect();
                         let outputs = shape.inputs..shape.inputs + shape.outputs;
                         let mutable = shape.total() - shape.mutable..shape.total();
                         for i in outputs.chain(mutable) {
@@ -419,4 +419,39 @@ fn parallel_requests_never_share_a_block_they_hold() {
     assert!(most.load(Ordering::SeqCst) <= 3);
     let info = pool.info();
     assert_eq!((info.acquires, info.out, info.free), ((THREADS * RUNS) as u64, 0, 3));
+}
+
+#[test]
+fn workbuffers_with_ids_have_places_without_a_block_and_dynamic_buffers_resolve_to_none() {
+    let mut m = ModelBuilder::new();
+    m.add_operator(op(&m, "dyn", &[], vec![OutputSpec::new(1, 0)], &[], &[])).unwrap();
+    let mut conv = op(&m, "conv", &[1], vec![OutputSpec::new(2, 64)], &[32, 48], &[128]);
+    conv.request.immutable_ids = vec![20, 21];
+    conv.request.mutable_ids = vec![22];
+    m.add_operator(conv).unwrap();
+    let c =
+        CompiledModel::build(&m, &LayoutOptions::default(), CountingAllocator::new().shared(), &mut no_init()).unwrap();
+    let l = c.layout();
+    assert_eq!(c.place(20), Some(l.immutable[1][0]));
+    assert_eq!(c.place(21), Some(Place { area: Area::Immutable, offset: 256, size: 48 }));
+    assert_eq!(c.place(22), Some(l.mutable[1][0]));
+    assert_eq!(c.place(22).unwrap().area, Area::Mutable);
+    assert_eq!(c.place(1), Some(Place { area: Area::Dynamic, offset: 0, size: 0 }));
+    assert_eq!(c.place(23), None);
+    // Resolved, the places are the same offsets from the areas' bases.
+    let pool = BlockPool::for_model(&c, CountingAllocator::new().shared(), 1).unwrap();
+    let lease = pool.acquire(None, None).unwrap();
+    let got: Vec<_> = c.resolve(1, &lease).unwrap().collect();
+    let imm = c.immutable_base().unwrap();
+    assert_eq!(
+        got,
+        vec![
+            None,
+            Some(lease.base.byte_add(c.place(2).unwrap().offset)),
+            Some(imm.byte_add(c.place(20).unwrap().offset)),
+            Some(imm.byte_add(256)),
+            Some(lease.base.byte_add(c.place(22).unwrap().offset)),
+        ]
+    );
+    pool.release(&lease).unwrap();
 }

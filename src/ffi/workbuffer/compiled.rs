@@ -57,6 +57,14 @@ pub enum nnm_exec_area {
     Immutable = 1,
     /// A request's mutable block (an `nnm_exec_block`).
     Mutable = 2,
+    /// No memory of nnmem's: a dynamic buffer (declared with size 0, or an
+    /// alias or concat part of one), which the runtime allocates for each
+    /// request once its size is known, as OpenVINO's plugin does for
+    /// dynamic shapes. Its place's offset is from the start of the dynamic
+    /// buffer holding it (0 for that buffer itself, a part's offset inside
+    /// it, through chained concats) and its size the declared one (0 for
+    /// that buffer itself); `nnm_exec_resolve` gives NULL for it.
+    Dynamic = 3,
 }
 
 /// A compiled model's figures (bytes).
@@ -97,12 +105,13 @@ pub struct nnm_exec_op_shape {
     pub mutable_count: usize,
 }
 
-/// Where a buffer lives: its area (an `nnm_exec_area`), offset and size.
+/// Where a buffer or workbuffer lives: its area (an `nnm_exec_area`),
+/// offset and size.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct nnm_exec_place {
-    /// NNM_EXEC_AREA_CONSTANTS, NNM_EXEC_AREA_IMMUTABLE or
-    /// NNM_EXEC_AREA_MUTABLE.
+    /// NNM_EXEC_AREA_CONSTANTS, NNM_EXEC_AREA_IMMUTABLE,
+    /// NNM_EXEC_AREA_MUTABLE or NNM_EXEC_AREA_DYNAMIC.
     pub area: u32,
     /// Its offset in that area.
     pub offset: u64,
@@ -116,6 +125,7 @@ impl From<Place> for nnm_exec_place {
             Area::Constants => nnm_exec_area::Constants,
             Area::Immutable => nnm_exec_area::Immutable,
             Area::Mutable => nnm_exec_area::Mutable,
+            Area::Dynamic => nnm_exec_area::Dynamic,
         };
         nnm_exec_place { area: area as u32, offset: p.offset, size: p.size }
     }
@@ -306,8 +316,13 @@ fn unknown_id(id: u64) -> Error {
     Error::new(Status::NotFound, format!("buffer {id} is not in the model"))
 }
 
-/// Writes where buffer `id` (a constant, an output or a concat parent)
-/// lives: an alias or a concat part at its place inside what holds it.
+/// Writes where `id` lives, without a block: a constant (constants blob),
+/// an output or concat parent (the mutable block), an alias or a concat
+/// part at its place inside what holds it, an immutable workbuffer
+/// (immutable blob) or a mutable one (the mutable block) given an id at
+/// `nnm_exec_model_add_operator`, and a dynamic buffer as
+/// NNM_EXEC_AREA_DYNAMIC (see there). A pointer is the area's base (the
+/// blob's, or the request's block's) plus the offset.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle), NOT_FOUND
 /// (an unknown id).
@@ -323,6 +338,55 @@ pub unsafe extern "C" fn nnm_exec_compiled_place(
     let place = |h: &nnm_exec_compiled| Ok(h.compiled.place(id).ok_or_else(|| unknown_id(id))?.into());
     // SAFETY: the caller's promises are `handle_query`'s.
     unsafe { handle_query(compiled, "compiled", out, "out", place) }
+}
+
+/// Writes operator `op`'s places, without a block, into `places`: its
+/// inputs, outputs, immutable and mutable workbuffers, each list in
+/// declared order (the order and count of `nnm_exec_resolve`, whose
+/// pointers are the areas' bases plus these offsets, NULL for
+/// NNM_EXEC_AREA_DYNAMIC), and their number to `out_count`. Workbuffers are found here by position, with or without
+/// ids. `places` NULL with `capacity` 0 is a size query (NNM_OK, only
+/// `out_count` written).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
+/// the last operator); BUFFER_TOO_SMALL (`capacity` below the count,
+/// naming both); OVERFLOW (`capacity` places past the address space);
+/// nothing is written then.
+///
+/// # Safety
+/// `compiled` as for `nnm_exec_compiled_info`; `places` NULL or writable
+/// for `capacity` places; `out_count` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_exec_compiled_op_places(
+    compiled: *const nnm_exec_compiled,
+    op: usize,
+    places: *mut nnm_exec_place,
+    capacity: usize,
+    out_count: *mut usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `compiled` and `out_count` are NULL or
+        // valid.
+        let (c, out) = unsafe { (compiled_ref(compiled)?, out_param(out_count, "out_count")?) };
+        let own = c.op_places(op).ok_or_else(|| op_out_of_range(c, op))?;
+        if places.is_null() && capacity == 0 {
+            out.write(own.len());
+            return Ok(());
+        }
+        // SAFETY: the caller promises `places` is writable for `capacity`.
+        let dst = unsafe { slice_out(places, capacity, "places") }?;
+        if capacity < own.len() {
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                format!("operator {op} has {} places; places has room for {capacity}", own.len()),
+            ));
+        }
+        for (d, &p) in dst.iter_mut().zip(own) {
+            *d = p.into();
+        }
+        out.write(own.len());
+        Ok(())
+    })
 }
 
 /// Writes the address of constant `id` in the constants blob (to write its
@@ -368,7 +432,8 @@ unsafe fn copy_out(
 
 /// Copies the compiled model's report (`format`: an `nnm_report_format`,
 /// text or JSON; every buffer's area, offset, size and life, every
-/// operator's workbuffers) into `buf`, by the text conventions (NULL `buf`
+/// operator's workbuffers with their offsets, sizes and ids where given)
+/// into `buf`, by the text conventions (NULL `buf`
 /// and `len` 0: size query).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a live handle, unknown
@@ -411,18 +476,19 @@ pub unsafe extern "C" fn nnm_exec_compiled_svg(
 /// Writes operator `op`'s pointers for the request holding `block` into
 /// `pointers`: its inputs, outputs, immutable and mutable workbuffers,
 /// each list in declared order (constants point into the constants blob,
-/// immutable workbuffers into the immutable blob, everything else into
-/// the block), and their number to `out_count`. `pointers` NULL with
-/// `capacity` 0 is a size query (NNM_OK, only `out_count` written; the
-/// block is still required and checked). The block is checked for its
+/// immutable workbuffers into the immutable blob, dynamic buffers are NULL
+/// (the runtime's own memory, see NNM_EXEC_AREA_DYNAMIC), everything else
+/// points into the block), and their number to `out_count`. `pointers`
+/// NULL with `capacity` 0 is a size query (NNM_OK, only `out_count`
+/// written; the block is still required and checked). The block is checked for its
 /// size only, not against a pool: a block already released resolves to
 /// memory another request may hold. Thread-safe.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live handle, `op` past
 /// the last operator, a block smaller than the model's mutable bytes or
 /// reaching past the end of the address space);
-/// BUFFER_TOO_SMALL (`capacity` below the count, naming both); nothing is
-/// written then.
+/// BUFFER_TOO_SMALL (`capacity` below the count, naming both); OVERFLOW
+/// (`capacity` pointers past the address space); nothing is written then.
 ///
 /// # Safety
 /// `compiled` as for `nnm_exec_compiled_info`; `block` NULL or readable;
@@ -457,7 +523,7 @@ pub unsafe extern "C" fn nnm_exec_resolve(
             ));
         }
         for (d, p) in dst.iter_mut().zip(resolved) {
-            *d = p.as_ptr().cast();
+            *d = p.map_or(std::ptr::null_mut(), |p| p.as_ptr().cast());
         }
         out.write(total);
         Ok(())

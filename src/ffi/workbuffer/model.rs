@@ -32,7 +32,10 @@ pub struct nnm_exec_tensor {
 pub struct nnm_exec_output {
     /// Its id (not NNM_EXEC_NO_ALIAS, not taken).
     pub id: u64,
-    /// Its size in bytes (> 0; an alias at most what it aliases).
+    /// Its size in bytes; 0: dynamic (OpenVINO's dynamic shapes: no
+    /// memory of nnmem's, see NNM_EXEC_AREA_DYNAMIC). An alias is at most
+    /// what it aliases (so 0 for an alias of a size-0 buffer), and 0 only
+    /// when what it aliases is dynamic.
     pub size: u64,
     /// NNM_EXEC_NO_ALIAS for a new buffer, else the id of the input whose
     /// buffer it is.
@@ -69,6 +72,14 @@ pub struct nnm_exec_operator_desc {
     pub mutable_sizes: *const u64,
     /// Entries of `mutable_sizes`.
     pub mutable_count: usize,
+    /// NULL, or `immutable_count` ids for its immutable workbuffers, in
+    /// the id space of buffers (new ids, not NNM_EXEC_NO_ALIAS), so that
+    /// `nnm_exec_compiled_place` finds them. Last in the struct: code that
+    /// zeroes the struct before filling it gives no ids.
+    pub immutable_ids: *const u64,
+    /// NULL, or `mutable_count` ids for its mutable workbuffers, as
+    /// `immutable_ids`.
+    pub mutable_ids: *const u64,
 }
 
 impl Default for nnm_exec_operator_desc {
@@ -83,6 +94,8 @@ impl Default for nnm_exec_operator_desc {
             immutable_count: 0,
             mutable_sizes: std::ptr::null(),
             mutable_count: 0,
+            immutable_ids: std::ptr::null(),
+            mutable_ids: std::ptr::null(),
         }
     }
 }
@@ -113,20 +126,36 @@ pub(crate) fn declared_id(id: u64, what: &str) -> Result<BufferId> {
     Ok(id)
 }
 
+/// Workbuffer ids from `ids` (NULL: none) for `count` workbuffers.
+///
+/// # Safety
+/// `ids` must be NULL or readable for `count` values.
+unsafe fn workbuffer_ids(ids: *const u64, count: usize, what: &str) -> Result<Vec<BufferId>> {
+    if ids.is_null() {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the caller promises `ids` is readable for `count` values.
+    let ids = unsafe { slice_in(ids, count, what) }?;
+    ids.iter().map(|&id| declared_id(id, what)).collect()
+}
+
 /// The core's operator from a C description.
 ///
 /// # Safety
-/// Every array of `d` must be NULL with count 0 or readable for its count;
-/// `name` NULL or NUL-terminated.
+/// Every array of `d` must be NULL with count 0 or readable for its count
+/// (the id arrays NULL or readable for their workbuffers' counts); `name`
+/// NULL or NUL-terminated.
 unsafe fn operator_spec(d: &nnm_exec_operator_desc, index: usize) -> Result<OperatorSpec> {
     // SAFETY: the caller promises the arrays and the name are valid.
-    let (name, inputs, outputs, immutable, mutable) = unsafe {
+    let (name, inputs, outputs, immutable, mutable, immutable_ids, mutable_ids) = unsafe {
         (
             opt_str(d.name, "desc->name")?,
             slice_in(d.inputs, d.input_count, "desc->inputs")?,
             slice_in(d.outputs, d.output_count, "desc->outputs")?,
             slice_in(d.immutable_sizes, d.immutable_count, "desc->immutable_sizes")?,
             slice_in(d.mutable_sizes, d.mutable_count, "desc->mutable_sizes")?,
+            workbuffer_ids(d.immutable_ids, d.immutable_count, "desc->immutable_ids")?,
+            workbuffer_ids(d.mutable_ids, d.mutable_count, "desc->mutable_ids")?,
         )
     };
     let outputs = outputs
@@ -144,7 +173,12 @@ unsafe fn operator_spec(d: &nnm_exec_operator_desc, index: usize) -> Result<Oper
         name: name.unwrap_or("").to_owned(),
         inputs: inputs.iter().map(|t| InputSpec::new(t.id, t.size)).collect(),
         outputs,
-        request: WorkbufferRequest { immutable: immutable.to_vec(), mutable: mutable.to_vec() },
+        request: WorkbufferRequest {
+            immutable: immutable.to_vec(),
+            mutable: mutable.to_vec(),
+            immutable_ids,
+            mutable_ids,
+        },
     })
 }
 
@@ -184,9 +218,10 @@ pub unsafe extern "C" fn nnm_exec_model_free(model: *mut nnm_exec_model) {
 /// runtime to write otherwise, see `nnm_exec_compiled_constant`); else
 /// `size` bytes, copied now.
 ///
-/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, id UINT64_MAX),
-/// ALREADY_EXISTS (the id is taken), OVERFLOW (size past the address space
-/// with bytes). Nothing changes on error.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0: a constant cannot be
+/// dynamic; id UINT64_MAX), ALREADY_EXISTS (the id is taken by a buffer or
+/// a workbuffer), OVERFLOW (size past the address space with bytes).
+/// Nothing changes on error.
 ///
 /// # Safety
 /// `model` must be NULL, freed, or a live model no other call uses
@@ -216,22 +251,29 @@ pub unsafe extern "C" fn nnm_exec_model_add_constant(
 
 /// Adds the next operator (execution order) and writes its index (from 0)
 /// to `out_index` (may be NULL). Its inputs must be existing buffers read
-/// at their full size; its outputs are new ids, or aliases of its inputs
-/// (`alias_of`); workbuffer sizes are > 0.
+/// at their full size (a dynamic buffer, see `nnm_exec_output.size`, at
+/// any size); its outputs are new ids (size 0: dynamic), or aliases of its
+/// inputs (`alias_of`); workbuffer sizes are > 0 (a workbuffer cannot be
+/// dynamic). Its workbuffers get the ids in `desc->immutable_ids` and
+/// `desc->mutable_ids` when given (new ids, distinct from its outputs and
+/// one another): `nnm_exec_compiled_place` gives their places.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a size 0, an input read at
-/// another size than its buffer's, an alias of something that is not an
-/// input or smaller than the alias, an alias of a constant, an output id
-/// UINT64_MAX); NOT_FOUND (an input that is not a buffer yet);
-/// ALREADY_EXISTS (an output id taken or listed twice); OVERFLOW (an array
-/// count past the address space). The message names the operator (index
-/// and name) and the figures. Nothing changes on error.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (a workbuffer of size 0, an
+/// input read at another size than its static buffer's, an input that is a
+/// workbuffer, an alias of something that is not an input, smaller than
+/// the alias, or not dynamic while the alias has size 0, an alias of a
+/// constant, an output or workbuffer id UINT64_MAX); NOT_FOUND (an input
+/// that is not a buffer yet); ALREADY_EXISTS (an output or workbuffer id
+/// taken, or given twice in the operator); OVERFLOW (an array count past
+/// the address space). The message names the operator (index and name) and
+/// the figures. Nothing changes on error.
 ///
 /// # Safety
 /// `model` must be NULL, freed, or a live model no other call uses
 /// meanwhile; `desc` NULL or readable, with its arrays NULL (count 0) or
-/// readable for their counts and `name` NULL or NUL-terminated;
-/// `out_index` NULL or writable.
+/// readable for their counts (the id arrays NULL or readable for their
+/// workbuffers' counts) and `name` NULL or NUL-terminated; `out_index`
+/// NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_exec_model_add_operator(
     model: *mut nnm_exec_model,
@@ -255,17 +297,22 @@ pub unsafe extern "C" fn nnm_exec_model_add_operator(
     })
 }
 
-/// Declares `parent_id` (`size` bytes) as one buffer holding `count`
-/// earlier outputs, `part_ids[k]` at byte `offsets[k]` (an optimised
-/// concat: their producers write straight into the parent). Parts are
-/// operator outputs (not aliases, not constants), in at most one parent,
-/// inside it and not overlapping.
+/// Declares `parent_id` (`size` bytes; 0: dynamic) as one buffer holding
+/// `count` earlier buffers, `part_ids[k]` at byte `offsets[k]` (an
+/// optimised concat: their producers write straight into the parent).
+/// Parts are operator outputs (not aliases, not constants) or other concat
+/// parents (OpenVINO's chained concats: a part's place is its parent's
+/// plus its offset, through every level), each in at most one parent, not
+/// overlapping one another. In a parent of fixed size, parts have fixed
+/// sizes and end inside it; a dynamic parent takes any parts at any
+/// offsets, and they are dynamic with it.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, no parts, a part that
-/// is not an output, already in a parent, past the end or overlapping
-/// another, parent id UINT64_MAX); NOT_FOUND (an unknown part);
-/// ALREADY_EXISTS (the parent id is taken); OVERFLOW. Nothing changes on
-/// error.
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (no parts, a part that is not
+/// an output or concat parent (a workbuffer included), already in a
+/// parent, overlapping another, ending past 2^64, or, in a parent of fixed
+/// size, dynamic or past its end; parent id UINT64_MAX); NOT_FOUND (an
+/// unknown part); ALREADY_EXISTS (the parent id is taken); OVERFLOW (an
+/// array count past the address space). Nothing changes on error.
 ///
 /// # Safety
 /// `model` must be NULL, freed, or a live model no other call uses
@@ -292,11 +339,13 @@ pub unsafe extern "C" fn nnm_exec_model_add_concat(
 }
 
 /// Pins a buffer (a graph input or output) for the whole run: it keeps
-/// its place in the mutable block from the first step to the last.
+/// its place in the mutable block from the first step to the last. A
+/// dynamic buffer has no place to keep: pinning it succeeds and changes
+/// nothing.
 ///
 /// Errors: NULL_ARGUMENT, NOT_FOUND (an unknown id), INVALID_ARGUMENT (a
-/// constant, which lives for the whole run in its blob already; a model
-/// that is not live).
+/// constant, which lives for the whole run in its blob already; a
+/// workbuffer; a model that is not live).
 ///
 /// # Safety
 /// `model` must be NULL, freed, or a live model no other call uses

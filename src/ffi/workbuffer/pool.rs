@@ -96,7 +96,8 @@ pub(crate) fn lease_of(block: &nnm_exec_block) -> Result<Lease> {
     Ok(Lease { slot: block.slot, generation: block.generation, base, size: block.size })
 }
 
-/// Creates a pool of up to `requested` (>= 1) mutable blocks for
+/// Creates a pool of up to `requested` (1 to UINT32_MAX: a lease numbers
+/// its block in the 32-bit `nnm_exec_block.slot`) mutable blocks for
 /// `compiled`, each `block_bytes` (see `nnm_exec_compiled_info`), from
 /// `allocator` (NULL: host). When the allocator reports its free memory,
 /// the pool takes no more blocks than fit in it; when an allocation fails
@@ -105,8 +106,8 @@ pub(crate) fn lease_of(block: &nnm_exec_block) -> Result<Lease> {
 /// `nnm_exec_pool_partial_reason`). The pool copies what it needs:
 /// `compiled` may be freed first.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`requested` 0, not a live
-/// handle); OUT_OF_MEMORY when not even one block fits ("one mutable block
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`requested` 0 or above
+/// UINT32_MAX, not a live handle); OUT_OF_MEMORY when not even one block fits ("one mutable block
 /// needs X B; device 'name' has Y B free") or the first allocation fails.
 ///
 /// # Safety

@@ -4,7 +4,7 @@
 //! initialiser failures, partial pools, cancellation and stale releases.
 
 use std::ffi::{c_int, c_void, CStr};
-use std::ptr::{null, null_mut};
+use std::ptr::{null, null_mut, NonNull};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::compiled::*;
@@ -65,6 +65,7 @@ fn desc(
         immutable_count: immutable.len(),
         mutable_sizes: mutable.as_ptr(),
         mutable_count: mutable.len(),
+        ..Default::default()
     }
 }
 
@@ -112,7 +113,6 @@ fn bad_model_input_is_refused_with_figures_and_changes_nothing() {
     assert!(last_error().contains("operator 0 'conv': input 5 is not a buffer yet"), "{}", last_error());
     assert_eq!(op(&[t(1, 8)], &[out(2, 8)], &[]), Err(Status::InvalidArgument));
     assert!(last_error().contains("input 1 is read as 8 B, smaller than its buffer of 16 B"), "{}", last_error());
-    assert_eq!(op(&[t(1, 16)], &[out(2, 0)], &[]), Err(Status::InvalidArgument));
     assert_eq!(op(&[t(1, 16)], &[out(u64::MAX, 8)], &[]), Err(Status::InvalidArgument));
     assert!(last_error().contains("operator 0 'conv': output 0 id 18446744073709551615"), "{}", last_error());
     assert_eq!(op(&[t(1, 16)], &[out(2, 8), out(2, 8)], &[]), Err(Status::AlreadyExists));
@@ -146,7 +146,7 @@ fn bad_model_input_is_refused_with_figures_and_changes_nothing() {
         fails(
             nnm_exec_model_add_concat(m, 9, 64, parts.as_ptr(), offsets.as_ptr(), 1),
             Status::InvalidArgument,
-            "part 1 is not a tensor an operator produces",
+            "part 1 is neither a tensor an operator produces nor a concat parent",
         );
         fails(
             nnm_exec_model_add_concat(m, u64::MAX, 64, parts.as_ptr(), offsets.as_ptr(), 1),
@@ -628,6 +628,132 @@ fn reports_and_the_picture_are_the_cores_through_the_text_conventions() {
         fails(nnm_exec_compiled_report(c, 7, null_mut(), 0, &mut n), Status::InvalidArgument, "7");
         fails(nnm_exec_compiled_report(null(), 0, null_mut(), 0, &mut n), Status::NullArgument, "compiled is NULL");
         assert_eq!((n, small), (0, [0; 8]));
+        nnm_exec_compiled_free(c);
+        nnm_exec_model_free(m);
+    }
+}
+
+/// The header's documentation of export `name` (the comment above it).
+fn header_doc(name: &str) -> String {
+    let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/include/nnmem.h"));
+    let at = header.find(&format!(" {name}(")).unwrap_or_else(|| panic!("{name} is not in the header"));
+    let start = header[..at].rfind("/**").unwrap();
+    header[start..at].to_string()
+}
+
+#[test]
+#[cfg(target_pointer_width = "64")]
+fn count_limits_of_the_exports_are_in_the_header() {
+    let m = network();
+    let c = compile(m, null(), &mut InitLog::default()).unwrap();
+    // A pool numbers its blocks in 32 bits: the header says so, and the
+    // call refuses one more with the same figure.
+    let doc = header_doc("nnm_exec_pool_new");
+    assert!(doc.contains("1 to UINT32_MAX") && doc.matches("UINT32_MAX").count() == 2, "{doc}");
+    let mut pool = null_mut();
+    // SAFETY: `c` is live; `pool` is writable.
+    let status = unsafe { nnm_exec_pool_new(c, null(), u32::MAX as usize + 1, &mut pool) };
+    fails(status, Status::InvalidArgument, "at most 4294967295 blocks");
+    assert!(pool.is_null());
+    // Arrays of counts past the address space are OVERFLOW, and say so.
+    let p = new_pool(c, null(), 1);
+    let block = acquire(p, 0).unwrap();
+    let mut n = 0;
+    // SAFETY: the counts are checked before the arrays are touched.
+    unsafe {
+        let status = nnm_exec_resolve(c, 0, &block, NonNull::dangling().as_ptr(), usize::MAX, &mut n);
+        fails(status, Status::Overflow, "pointers");
+        let status = nnm_exec_compiled_op_places(c, 0, NonNull::dangling().as_ptr(), usize::MAX, &mut n);
+        fails(status, Status::Overflow, "places");
+    }
+    for export in ["nnm_exec_resolve", "nnm_exec_compiled_op_places", "nnm_exec_model_add_concat"] {
+        assert!(header_doc(export).contains("OVERFLOW"), "{export}: {}", header_doc(export));
+    }
+    // SAFETY: the block is this pool's; every handle is live, then freed once.
+    unsafe {
+        assert_eq!(nnm_exec_pool_release(p, &block), Status::Ok);
+        nnm_exec_pool_free(p);
+        nnm_exec_compiled_free(c);
+        nnm_exec_model_free(m);
+    }
+}
+
+#[test]
+fn workbuffer_ids_chained_concats_and_dynamic_buffers_through_the_c_calls() {
+    let m = new_model();
+    let (imm_ids, mut_ids) = ([20u64], [21u64, 22]);
+    // op0: dynamic tensor 1 and tensor 2; op1 reads 1 at any size, writes 3.
+    assert_eq!(add(m, &desc(c"src", &[], &[out(1, 0), out(2, 64)], &[], &[])), Ok(0), "{}", last_error());
+    let reads = [t(1, 999)];
+    let writes = [out(3, 64)];
+    let mut d1 = desc(c"conv", &reads, &writes, &[32], &[128, 16]);
+    d1.immutable_ids = imm_ids.as_ptr();
+    d1.mutable_ids = mut_ids.as_ptr();
+    assert_eq!(add(m, &d1), Ok(1), "{}", last_error());
+    // A repeated id fails and adds nothing.
+    let again = [out(4, 8)];
+    let mut d2 = desc(c"again", &[], &again, &[8], &[]);
+    d2.immutable_ids = mut_ids.as_ptr();
+    assert_eq!(add(m, &d2), Err(Status::AlreadyExists));
+    assert!(last_error().contains("the id is already operator 1's mutable workbuffer 0"), "{}", last_error());
+    let no_alias = [NNM_EXEC_NO_ALIAS];
+    d2.immutable_ids = no_alias.as_ptr();
+    assert_eq!(add(m, &d2), Err(Status::InvalidArgument));
+    assert!(last_error().contains("desc->immutable_ids id 18446744073709551615"), "{}", last_error());
+    // Chained concats: 10 = [2, 3], 11 = [10 at 64].
+    // SAFETY: `m` is live; the arrays hold `count` values.
+    unsafe {
+        let s = nnm_exec_model_add_concat(m, 10, 128, [2u64, 3].as_ptr(), [0u64, 64].as_ptr(), 2);
+        assert_eq!(s, Status::Ok, "{}", last_error());
+        let s = nnm_exec_model_add_concat(m, 11, 192, [10u64].as_ptr(), [64u64].as_ptr(), 1);
+        assert_eq!(s, Status::Ok, "{}", last_error());
+    }
+    let (reads, writes) = ([t(11, 192), t(1, 5)], [out(5, 8)]);
+    assert_eq!(add(m, &desc(c"head", &reads, &writes, &[], &[])), Ok(2), "{}", last_error());
+    let c = compile(m, null(), &mut InitLog::default()).unwrap();
+    let place = |id: u64| {
+        let mut p = nnm_exec_place::default();
+        // SAFETY: `c` is live; `p` is writable.
+        let s = unsafe { nnm_exec_compiled_place(c, id, &mut p) };
+        assert_eq!(s, Status::Ok, "{id}: {}", last_error());
+        (p.area, p.offset, p.size)
+    };
+    let (imm, mutable, dynamic) =
+        (nnm_exec_area::Immutable as u32, nnm_exec_area::Mutable as u32, nnm_exec_area::Dynamic as u32);
+    assert_eq!(place(20), (imm, 0, 32));
+    assert_eq!((place(21).0, place(21).2, place(22).2), (mutable, 128, 16));
+    assert_eq!(place(1), (dynamic, 0, 0));
+    let outer = place(11).1;
+    assert_eq!([place(10).1, place(2).1, place(3).1], [outer + 64, outer + 64, outer + 128]);
+    // The operator's places without a block, in resolve order.
+    let mut n = 0;
+    // SAFETY: `c` is live; the size query writes only `n`.
+    assert_eq!(unsafe { nnm_exec_compiled_op_places(c, 1, null_mut(), 0, &mut n) }, Status::Ok);
+    assert_eq!(n, 5);
+    let mut places = vec![nnm_exec_place::default(); n];
+    // SAFETY: `places` holds `n` writable places.
+    unsafe {
+        fails(
+            nnm_exec_compiled_op_places(c, 1, places.as_mut_ptr(), n - 1, &mut n),
+            Status::BufferTooSmall,
+            "room for 4",
+        );
+        assert_eq!(nnm_exec_compiled_op_places(c, 1, places.as_mut_ptr(), 5, &mut n), Status::Ok);
+        fails(nnm_exec_compiled_op_places(c, 3, places.as_mut_ptr(), 5, &mut n), Status::InvalidArgument, "operator 3");
+    }
+    let got: Vec<_> = places.iter().map(|p| (p.area, p.offset, p.size)).collect();
+    assert_eq!(got, vec![place(1), place(3), place(20), place(21), place(22)]);
+    // Resolved: dynamic is NULL, the rest the areas' bases plus the offsets.
+    let p = new_pool(c, null(), 1);
+    let block = acquire(p, 0).unwrap();
+    let pointers = resolve(c, 1, &block);
+    assert!(pointers[0].is_null());
+    assert_eq!(pointers[1], block.base.wrapping_byte_add(place(3).1 as usize));
+    assert_eq!(pointers[4], block.base.wrapping_byte_add(place(22).1 as usize));
+    // SAFETY: the block is this pool's; every handle is live, then freed once.
+    unsafe {
+        assert_eq!(nnm_exec_pool_release(p, &block), Status::Ok);
+        nnm_exec_pool_free(p);
         nnm_exec_compiled_free(c);
         nnm_exec_model_free(m);
     }
