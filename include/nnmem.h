@@ -216,6 +216,15 @@ struct list_head {
 #define NNM_REGION_FIXED_BASE 4
 
 /**
+ * Flag of `nnm_region_desc`: a region instance may hold constants together
+ * with per-run tensors (every other kind); without it such an instance,
+ * brought together by the rule or by a spill, fails
+ * `nnm_region_table_build` (Glow: a region does not mix symbols of
+ * different semantics).
+ */
+#define NNM_REGION_MIX_CONSTANTS 8
+
+/**
  * `nnm_exec_output.alias_of` of an output that is a new buffer. Ids are
  * any `uint64_t` but this one: declaring it (a constant, an output, a
  * concat parent) fails with NNM_INVALID_ARGUMENT.
@@ -1659,7 +1668,7 @@ typedef struct nnm_region_desc {
   const char *name;
   /**
    * NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR, NNM_REGION_FIXED_BASE,
-   * or'ed; 0: none.
+   * NNM_REGION_MIX_CONSTANTS, or'ed; 0: none.
    */
   uint32_t flags;
   /**
@@ -1820,6 +1829,12 @@ typedef struct nnm_region_info {
    * `nnm_region_table_region_tensors`).
    */
   size_t tensor_count;
+  /**
+   * Its description's attributes (from
+   * `nnm_region_table_region_attribute` and
+   * `nnm_region_table_find_attribute`), kept by the table.
+   */
+  size_t attribute_count;
 } nnm_region_info;
 
 /**
@@ -1850,7 +1865,9 @@ typedef struct nnm_tensor_placement {
 } nnm_tensor_placement;
 
 /**
- * One tensor moved to a spill region, from `nnm_region_table_spill`.
+ * One tensor moved out of the region its rule chose, from
+ * `nnm_region_table_spill`: one record per tensor, however many spill
+ * regions it passed through.
  */
 typedef struct nnm_region_spill {
   /**
@@ -1862,12 +1879,13 @@ typedef struct nnm_region_spill {
    */
   size_t from;
   /**
-   * The region it moved to (an index).
+   * The region it ended in (an index).
    */
   size_t to;
   /**
    * Why, with figures (the region's need and capacity, the tensor's
-   * lifetime pressure). Owned by the table: valid until
+   * lifetime pressure), one reason per move joined by "; then " (each
+   * naming the region it left). Owned by the table: valid until
    * `nnm_region_table_free`.
    */
   const char *reason;
@@ -4698,6 +4716,47 @@ enum nnm_status nnm_region_table_region(const struct nnm_region_table *table,
                                         struct nnm_region_info *out_info);
 
 /**
+ * Writes attribute `attribute` (0 to the region's `attribute_count` - 1,
+ * in the order the description gave them) of region `index`: its key to
+ * `out_key` and its value to `out_value`, NUL-terminated strings owned by
+ * the table (valid until `nnm_region_table_free`; the configuration may be
+ * gone).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "region index
+ * 7 is out of range (the table has 5 regions)"; "attribute index 2 is out
+ * of range (region 'fc-weights' has 2 attributes)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_key` and `out_value` must be NULL or valid
+ * for writing one pointer each.
+ */
+enum nnm_status nnm_region_table_region_attribute(const struct nnm_region_table *table,
+                                                  size_t index,
+                                                  size_t attribute,
+                                                  const char **out_key,
+                                                  const char **out_value);
+
+/**
+ * Writes the value of attribute `key` of region `index` to `out_value`, a
+ * NUL-terminated string owned by the table (valid until
+ * `nnm_region_table_free`; the configuration may be gone).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table, index out of
+ * range, `key` not UTF-8); NOT_FOUND ("region 'fc-weights' has no
+ * attribute 'k' (attributes: bank, dma)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `key` must be NULL or a NUL-terminated string;
+ * `out_value` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_table_find_attribute(const struct nnm_region_table *table,
+                                                size_t index,
+                                                const char *key,
+                                                const char **out_value);
+
+/**
  * Writes the ids of the tensors of region `index` (views included, in
  * model order) into `ids` (`capacity` entries) and their number to
  * `out_count`. With `ids` NULL and `capacity` 0 it writes only the number.
@@ -4765,7 +4824,9 @@ enum nnm_status nnm_region_table_placement(const struct nnm_region_table *table,
                                            struct nnm_tensor_placement *out_placement);
 
 /**
- * Writes the number of tensors moved to a spill region.
+ * Writes the number of tensors moved out of the region their rule chose
+ * (one spill record each, however many spill regions a tensor passed
+ * through).
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
  *
@@ -4778,7 +4839,7 @@ enum nnm_status nnm_region_table_spill_count(const struct nnm_region_table *tabl
                                              size_t *out_count);
 
 /**
- * Writes spill `index` (in the order the tensors were moved) into
+ * Writes spill `index` (in the order the tensors first moved) into
  * `out_spill` (its reason is the table's, valid until
  * `nnm_region_table_free`).
  *

@@ -529,7 +529,7 @@ fn bad_descriptions_are_refused_and_change_nothing() {
             Status::NotFound,
             "region 'fast' (id 9): unknown memory level 'sram' (known: memory)",
         ),
-        (nnm_region_desc { flags: 8, ..ok }, Status::InvalidArgument, "region 'fast' (id 9): unknown flags 0x8"),
+        (nnm_region_desc { flags: 16, ..ok }, Status::InvalidArgument, "region 'fast' (id 9): unknown flags 0x10"),
         (nnm_region_desc { flags: 0x8000_0001, ..ok }, Status::InvalidArgument, "unknown flags 0x80000000"),
         (
             nnm_region_desc { base_address: 0x1000, ..ok },
@@ -555,7 +555,16 @@ fn bad_descriptions_are_refused_and_change_nothing() {
         (
             nnm_region_desc { reserved_front: 64, capacity: 32, ..ok },
             Status::InvalidArgument,
-            "reserved bytes (64 B, front and back; 64 B aligned to 64) exceed its capacity 32 B",
+            "reserved bytes (64 B front, 0 B back; 64 B rounded to its alignment 64, the front up to a multiple of \
+             it, then the whole) exceed its capacity 32 B",
+        ),
+        // 1 B front and 1 B back fit 256 B together, but the front rounds
+        // up to 256 before the back is added: the empty region takes 512.
+        (
+            nnm_region_desc { reserved_front: 1, reserved_back: 1, alignment: 256, capacity: 256, ..ok },
+            Status::InvalidArgument,
+            "reserved bytes (1 B front, 1 B back; 512 B rounded to its alignment 256, the front up to a multiple \
+             of it, then the whole) exceed its capacity 256 B",
         ),
         (nnm_region_desc { spill_to: c"fast".as_ptr(), ..ok }, Status::InvalidArgument, "spills to itself"),
         (nnm_region_desc { spill_to: c"".as_ptr(), ..ok }, Status::InvalidArgument, "spill_to is empty"),
@@ -1005,7 +1014,9 @@ fn bad_tables_are_refused_naming_the_problem() {
     let c = new_config(false);
     // SAFETY: as above.
     let weights = made(|o| unsafe { nnm_region_rule_not(x, o) }).unwrap();
-    assert_eq!(append(c, &region(c"all-but-inputs", 1), weights), Status::Ok);
+    // It takes constants and activations alike, which it must allow.
+    let mixed = nnm_region_desc { flags: NNM_REGION_MIX_CONSTANTS, ..region(c"all-but-inputs", 1) };
+    assert_eq!(append(c, &mixed, weights), Status::Ok);
     assert_eq!(append(c, &region(c"inputs", 2), x), Status::Ok);
     let v = nnm_region_tensor_desc { view_of: c"x".as_ptr(), ..tensor(c"x.view", TensorKind::View, 8) };
     add(m, &v).unwrap();
