@@ -1683,6 +1683,11 @@ typedef struct nnm_region_desc {
   uint64_t base_address;
   /**
    * The most bytes it may take, reserved bytes included; 0: unlimited.
+   * Checked against its size (see `nnm_region_info::size_bytes`): the
+   * reserved front bytes rounded up to the alignment, plus the reserved
+   * back bytes, that sum rounded up to the alignment, must fit even with
+   * no tensor (59 B reserved in 64 B at alignment 256 take 256 B:
+   * refused, as no tensor could ever go in).
    */
   uint64_t capacity;
   /**
@@ -1691,7 +1696,9 @@ typedef struct nnm_region_desc {
    */
   const char *level;
   /**
-   * Bytes kept free at the front, before its first tensor.
+   * Bytes kept free at the front, before its first tensor (rounded up to
+   * the alignment of the region's base address, so its tensors stay
+   * aligned).
    */
   uint64_t reserved_front;
   /**
@@ -1799,24 +1806,31 @@ typedef struct nnm_region_info {
    */
   uint64_t base_address;
   /**
-   * Bytes it takes: reserved front, the plan's peak and reserved back,
-   * rounded up to its alignment.
+   * Bytes it takes: reserved front (rounded up to the base address's
+   * alignment), the plan's peak and reserved back, rounded up to its
+   * description's alignment. A tensor's own alignment places the tensor
+   * and aligns the base address; it does not round sizes.
    */
   uint64_t size_bytes;
   /**
-   * The plan's peak (its tensors only).
+   * The plan's peak: the highest end of its tensors, each size rounded
+   * up to the description's alignment.
    */
   uint64_t peak_bytes;
   /**
-   * The planner's lower bound for its tensors: no plan can be smaller.
+   * A lower bound on the peak of any plan of its tensors, their own
+   * alignments counted: no plan can be smaller.
    */
   uint64_t lower_bound_bytes;
   /**
-   * The `nnm_algorithm` that produced its plan (for AUTO, the winner).
+   * The `nnm_algorithm` that produced its plan (for AUTO, the winner; with
+   * tensors aligned above the region, which are planned first, the one
+   * that placed the most tensors).
    */
   uint32_t algorithm;
   /**
-   * 1 when no plan of its tensors can be smaller, else 0.
+   * 1 when no plan of its tensors can be smaller (the peak meets the
+   * lower bound, or the planner proved it), else 0.
    */
   uint8_t proven_optimal;
   /**
@@ -4260,13 +4274,18 @@ enum nnm_status nnm_region_config_add_level(struct nnm_region_config *config,
  *   (id 3): unknown flags 0x8 (known: ...)"); an unknown algorithm; an
  *   alignment that is not a power of two; `base_address` without
  *   NNM_REGION_FIXED_BASE, or not a multiple of the alignment; reserved
- *   bytes above the capacity; `spill_to` empty or naming the description
- *   itself; a rule that is not live; a string that is not UTF-8.
+ *   bytes that, rounded as the region's size is (the front ones up to the
+ *   alignment, then front plus back up to it), exceed the capacity
+ *   ("region 'a' (id 1): reserved bytes (59 B front, 0 B back; 256 B
+ *   rounded to its alignment 256, ...) exceed its capacity 64 B");
+ *   `spill_to` empty or naming the description itself; a rule that is
+ *   not live; a string that is not UTF-8.
  * - ALREADY_EXISTS: the id or the name is already used ("region 'x' (id
  *   0): id 0 is already used by region 'constant-weights'").
  * - NOT_FOUND: an unknown level ("region 'fast' (id 9): unknown memory
  *   level 'sram' (known: memory)").
- * - OVERFLOW: `reserved_front` + `reserved_back` overflows.
+ * - OVERFLOW: `reserved_front` + `reserved_back` overflows, or, with a
+ *   capacity, passes 64 bits once rounded up to the alignment.
  *
  * # Safety
  * `config` must be NULL or a configuration from `nnm_region_config_new*`
@@ -4662,7 +4681,11 @@ void nnm_region_rule_free(struct nnm_region_rule *rule);
  * - INVALID_ARGUMENT also: a fixed base address that is not a multiple of
  *   the largest alignment of its region and tensors; two regions that
  *   would share a name (a per-tensor `<description>/<function>/<tensor>`
- *   equal to another region's name).
+ *   equal to another region's name); a region that would hold a constant
+ *   and a per-run tensor (any other kind), by its rule or by a spill,
+ *   without NNM_REGION_MIX_CONSTANTS ("region 'ddr' would hold both
+ *   constant 'w0' (constant, spilled from 'k') and per-run 'in' (input):
+ *   ...").
  *
  * # Safety
  * `config` and `model` must be NULL or live handles from
