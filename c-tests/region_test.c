@@ -1402,10 +1402,25 @@ static void test_spill_chain(void) {
         CHECK_OK(nnm_region_table_spill(t, i, &s));
         CHECK(s.from == sram && s.to == placement_of(t, s.tensor).region);
         if (s.to == ddr) {
+            size_t via[2] = {99, 99}, k = 0;
             to_ddr++;
             CHECK(contains(s.reason, "; then region 'l2' needs"));
+            CHECK(s.via_count == 1);
+            CHECK_OK(nnm_region_table_spill_via(t, i, NULL, 0, &k));
+            CHECK(k == 1);
+            CHECK_FAILS(nnm_region_table_spill_via(t, i, NULL, 1, &k), NNM_NULL_ARGUMENT);
+            CHECK_FAILS(nnm_region_table_spill_via(t, i, via, 0, &k), NNM_BUFFER_TOO_SMALL);
+            CHECK_ERROR_HAS("passed through 1 regions, regions has room for 0");
+            CHECK_OK(nnm_region_table_spill_via(t, i, via, 2, &k));
+            CHECK(k == 1 && via[0] == l2 && via[1] == 99);
         }
-        if (s.to == l2) to_l2++;
+        if (s.to == l2) {
+            size_t k = 9;
+            to_l2++;
+            CHECK(s.via_count == 0);
+            CHECK_OK(nnm_region_table_spill_via(t, i, NULL, 0, &k));
+            CHECK(k == 0);
+        }
     }
     CHECK(to_ddr == 2 && to_l2 == 1);
     free_all(t, m, cfg);

@@ -1897,6 +1897,11 @@ typedef struct nnm_region_spill {
    */
   size_t to;
   /**
+   * The spill regions it passed through between `from` and `to` (0 when
+   * it moved once; their indices from `nnm_region_table_spill_via`).
+   */
+  size_t via_count;
+  /**
    * Why, with figures (the region's need and capacity, the tensor's
    * lifetime pressure), one reason per move joined by "; then " (each
    * naming the region it left). Owned by the table: valid until
@@ -4877,6 +4882,30 @@ enum nnm_status nnm_region_table_spill_count(const struct nnm_region_table *tabl
 enum nnm_status nnm_region_table_spill(const struct nnm_region_table *table,
                                        size_t index,
                                        struct nnm_region_spill *out_spill);
+
+/**
+ * Writes the indices of the spill regions spill `index` passed through
+ * between its `from` and its `to`, in order, into `regions` (`capacity`
+ * entries) and their number to `out_count`. With `regions` NULL and
+ * `capacity` 0 it writes only the number.
+ *
+ * Errors: NULL_ARGUMENT (`regions` NULL with `capacity` > 0 too);
+ * INVALID_ARGUMENT (not a live table, index out of range);
+ * BUFFER_TOO_SMALL (nothing is written; "spill 0 passed through 2
+ * regions, regions has room for 1"); OVERFLOW (a `capacity` whose array
+ * exceeds the address space).
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `regions` must be NULL or valid for writing
+ * `capacity` values; `out_count` must be NULL or valid for writing one
+ * value.
+ */
+enum nnm_status nnm_region_table_spill_via(const struct nnm_region_table *table,
+                                           size_t index,
+                                           size_t *regions,
+                                           size_t capacity,
+                                           size_t *out_count);
 
 /**
  * Writes the report (`format`: an `nnm_report_format`; the JSON keys are

@@ -90,6 +90,9 @@ pub struct nnm_region_spill {
     pub from: usize,
     /// The region it ended in (an index).
     pub to: usize,
+    /// The spill regions it passed through between `from` and `to` (0 when
+    /// it moved once; their indices from `nnm_region_table_spill_via`).
+    pub via_count: usize,
     /// Why, with figures (the region's need and capacity, the tensor's
     /// lifetime pressure), one reason per move joined by "; then " (each
     /// naming the region it left). Owned by the table: valid until
@@ -121,7 +124,7 @@ impl Default for nnm_region_info {
 impl Default for nnm_region_spill {
     /// Every field NULL or 0.
     fn default() -> Self {
-        nnm_region_spill { tensor: 0, from: 0, to: 0, reason: std::ptr::null() }
+        nnm_region_spill { tensor: 0, from: 0, to: 0, via_count: 0, reason: std::ptr::null() }
     }
 }
 
@@ -561,9 +564,63 @@ pub unsafe extern "C" fn nnm_region_table_spill(
     unsafe {
         handle_query(table, "table", out_spill, "out_spill", |t| {
             let s = item(&t.table.spills, index, "spill index", "spills")?;
-            Ok(nnm_region_spill { tensor: s.tensor, from: s.from, to: s.to, reason: t.reasons[index].as_ptr() })
+            Ok(nnm_region_spill {
+                tensor: s.tensor,
+                from: s.from,
+                to: s.to,
+                via_count: s.via.len(),
+                reason: t.reasons[index].as_ptr(),
+            })
         })
     }
+}
+
+/// Writes the indices of the spill regions spill `index` passed through
+/// between its `from` and its `to`, in order, into `regions` (`capacity`
+/// entries) and their number to `out_count`. With `regions` NULL and
+/// `capacity` 0 it writes only the number.
+///
+/// Errors: NULL_ARGUMENT (`regions` NULL with `capacity` > 0 too);
+/// INVALID_ARGUMENT (not a live table, index out of range);
+/// BUFFER_TOO_SMALL (nothing is written; "spill 0 passed through 2
+/// regions, regions has room for 1"); OVERFLOW (a `capacity` whose array
+/// exceeds the address space).
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `regions` must be NULL or valid for writing
+/// `capacity` values; `out_count` must be NULL or valid for writing one
+/// value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_spill_via(
+    table: *const nnm_region_table,
+    index: usize,
+    regions: *mut usize,
+    capacity: usize,
+    out_count: *mut usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `table` is NULL, freed (refused
+        // unread) or live, and `out_count` NULL or writable.
+        let (t, out) = unsafe { (table_ref(table)?, out_param(out_count, "out_count")?) };
+        let via = &item(&t.table.spills, index, "spill index", "spills")?.via;
+        if regions.is_null() && capacity == 0 {
+            out.write(via.len());
+            return Ok(());
+        }
+        // SAFETY: the caller promises `regions` is NULL (refused) or
+        // writable for `capacity` values.
+        let regions = unsafe { slice_out(regions, capacity, "regions") }?;
+        if capacity < via.len() {
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                format!("spill {index} passed through {} regions, regions has room for {capacity}", via.len()),
+            ));
+        }
+        regions[..via.len()].copy_from_slice(via);
+        out.write(via.len());
+        Ok(())
+    })
 }
 
 /// Writes the report (`format`: an `nnm_report_format`; the JSON keys are
