@@ -101,12 +101,17 @@ pub fn plan_aligned(algorithm: Algorithm, alignment: u64, buffers: &[AlignedBuff
     let offsets: Vec<u64> = fixed.into_iter().map(|o| o.expect("every buffer is placed in some round")).collect();
     let peak = peak_of(alignment, buffers, &offsets)?;
     // The plan before rounds: every size rounded up to the largest
-    // alignment, so every offset is aligned for every buffer.
-    let (whole, round) = run(algorithm, largest, buffers, &vec![None; buffers.len()], |_| true)?;
-    let whole: Vec<u64> = whole.into_iter().map(|o| o.expect("planned")).collect();
-    let whole_peak = peak_of(alignment, buffers, &whole)?;
-    let (offsets, peak, algorithm) =
-        if whole_peak < peak { (whole, whole_peak, round.algorithm) } else { (offsets, peak, winner.1) };
+    // alignment, so every offset is aligned for every buffer. Sizes so
+    // rounded may pass 64 bits where the rounds' do not: then the rounds'
+    // plan stands alone.
+    let (mut offsets, mut peak, mut algorithm) = (offsets, peak, winner.1);
+    if let Ok((whole, round)) = run(algorithm, largest, buffers, &vec![None; buffers.len()], |_| true) {
+        let whole: Vec<u64> = whole.into_iter().map(|o| o.expect("planned")).collect();
+        let whole_peak = peak_of(alignment, buffers, &whole)?;
+        if whole_peak < peak {
+            (offsets, peak, algorithm) = (whole, whole_peak, round.algorithm);
+        }
+    }
     Ok(AlignedPlan { offsets, peak, lower_bound, algorithm, proven_optimal: peak == lower_bound })
 }
 
