@@ -27,7 +27,11 @@
  *                defaults;
  *   picture      3000 tensors: a bounded SVG;
  *   bad input    status and message for each, and nothing changed;
- *   threads      4 threads reading one built table at once.
+ *   threads      4 threads reading one built table at once;
+ *   issue 25     a tensor's own alignment (not its size), one spill record
+ *                per tensor down a chain, constants with per-run tensors
+ *                refused unless allowed, attributes on the built table,
+ *                reserved bytes checked as the region rounds them.
  *
  * Valid C11 and C++17 (built both ways); threads are POSIX threads.
  */
@@ -1210,7 +1214,7 @@ static void test_bad_config_input(void) {
     d.spill_to = "fast";
     CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
     d = region_desc(9, "fast");
-    d.flags = 8; /* no such flag */
+    d.flags = 16; /* no such flag */
     CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
     CHECK_ERROR_HAS("flags");
     d = region_desc(9, "fast");
@@ -1432,6 +1436,192 @@ static void test_threads(void) {
     nnm_region_table_free(t);
 }
 
+/* --- what a built table says about alignment, spills, semantics, attributes -------------- */
+
+static nnm_region_rule *any_rule(void) {
+    nnm_region_rule *r = NULL;
+    CHECK_OK(nnm_region_rule_any(&r));
+    return r;
+}
+
+/* Two 100 B constants aligned to 4096 in one 64 B region: at 0 and 4096,
+ * sizes at 64 B: 4096 + 128 = 4224 B, which is also the bound (two 4096 B
+ * cells less the top one's 3968 B of padding), so optimal. */
+static void test_tensor_alignment(void) {
+    nnm_region_config *cfg = NULL;
+    nnm_region_model *m = NULL;
+    nnm_region_table *t = NULL;
+    nnm_region_tensor_desc k = tensor_desc("k0", NNM_TENSOR_KIND_CONSTANT, 100);
+    nnm_region_desc d = region_desc(1, "all");
+    nnm_region_info r;
+    REQUIRE_OK(nnm_region_config_new(&cfg));
+    add_region(cfg, &d, any_rule(), 0);
+    REQUIRE_OK(nnm_region_model_new(&m));
+    k.alignment = 4096;
+    add_desc(m, &k);
+    k.name = "k1";
+    add_desc(m, &k);
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    r = region_at(t, 0);
+    CHECK(r.size_bytes == 4224 && r.peak_bytes == 4224 && r.lower_bound_bytes == 4224 && r.proven_optimal == 1);
+    CHECK(placed_at(t, 0, "all", 0, 0));
+    CHECK(placed_at(t, 1, "all", 4096, 4096));
+    free_all(t, m, cfg);
+}
+
+/* sram (1 KiB, constants, spills to l2), l2 (4 KiB, no tensor of its own,
+ * spills to ddr), ddr; constants of 512, 8192, 256, 3000 and 2000 B: sram
+ * keeps 512 + 256, l2 takes 2000, ddr 8192 + 3000. Three tensors moved:
+ * three records, each to the region it ended in. */
+static void test_spill_chain(void) {
+    static const uint64_t sizes[5] = {512, 8192, 256, 3000, 2000};
+    static const char *names[5] = {"w0", "w1", "w2", "w3", "w4"};
+    nnm_region_config *cfg = NULL;
+    nnm_region_model *m = NULL;
+    nnm_region_table *t = NULL;
+    nnm_region_rule *any = any_rule(), *none = NULL;
+    nnm_region_desc d;
+    nnm_region_spill s;
+    size_t n = 0, i, sram, l2, ddr, to_ddr = 0, to_l2 = 0;
+    REQUIRE_OK(nnm_region_config_new(&cfg));
+    CHECK_OK(nnm_region_config_add_level(cfg, "sram", 0));
+    CHECK_OK(nnm_region_config_add_level(cfg, "l2", 1));
+    CHECK_OK(nnm_region_config_add_level(cfg, "ddr", 2));
+    d = region_desc(1, "sram");
+    d.level = "sram";
+    d.capacity = 1024;
+    d.spill_to = "l2";
+    add_region(cfg, &d, kind_rule(NNM_TENSOR_KIND_CONSTANT), 0);
+    CHECK_OK(nnm_region_rule_not(any, &none));
+    d = region_desc(2, "l2");
+    d.level = "l2";
+    d.capacity = 4096;
+    d.spill_to = "ddr";
+    add_region(cfg, &d, none, 0);
+    d = region_desc(3, "ddr");
+    d.level = "ddr";
+    add_region(cfg, &d, any, 0);
+    REQUIRE_OK(nnm_region_model_new(&m));
+    for (i = 0; i < 5; i++) add_weight(m, names[i], NNM_TENSOR_KIND_CONSTANT, sizes[i], NULL, NULL);
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    sram = region_index(t, "sram");
+    l2 = region_index(t, "l2");
+    ddr = region_index(t, "ddr");
+    CHECK(placement_of(t, 0).region == sram && placement_of(t, 2).region == sram);
+    CHECK(placement_of(t, 4).region == l2);
+    CHECK(placement_of(t, 1).region == ddr && placement_of(t, 3).region == ddr);
+    CHECK_OK(nnm_region_table_spill_count(t, &n));
+    CHECK(n == 3);
+    for (i = 0; i < n; i++) {
+        memset(&s, 0, sizeof s);
+        CHECK_OK(nnm_region_table_spill(t, i, &s));
+        CHECK(s.from == sram && s.to == placement_of(t, s.tensor).region);
+        if (s.to == ddr) {
+            size_t via[2] = {99, 99}, k = 0;
+            to_ddr++;
+            CHECK(contains(s.reason, "; then region 'l2' needs"));
+            CHECK(s.via_count == 1);
+            CHECK_OK(nnm_region_table_spill_via(t, i, NULL, 0, &k));
+            CHECK(k == 1);
+            CHECK_FAILS(nnm_region_table_spill_via(t, i, NULL, 1, &k), NNM_NULL_ARGUMENT);
+            CHECK_FAILS(nnm_region_table_spill_via(t, i, via, 0, &k), NNM_BUFFER_TOO_SMALL);
+            CHECK_ERROR_HAS("passed through 1 regions, regions has room for 0");
+            CHECK_OK(nnm_region_table_spill_via(t, i, via, 2, &k));
+            CHECK(k == 1 && via[0] == l2 && via[1] == 99);
+        }
+        if (s.to == l2) {
+            size_t k = 9;
+            to_l2++;
+            CHECK(s.via_count == 0);
+            CHECK_OK(nnm_region_table_spill_via(t, i, NULL, 0, &k));
+            CHECK(k == 0);
+        }
+    }
+    CHECK(to_ddr == 2 && to_l2 == 1);
+    free_all(t, m, cfg);
+}
+
+/* One region taking a constant and an activation: refused, naming both,
+ * unless NNM_REGION_MIX_CONSTANTS. */
+static void test_mixed_semantics(void) {
+    nnm_region_config *cfg = NULL;
+    nnm_region_model *m = NULL;
+    nnm_region_table *t = NULL;
+    nnm_region_desc d = region_desc(1, "all");
+    REQUIRE_OK(nnm_region_model_new(&m));
+    add_weight(m, "w", NNM_TENSOR_KIND_CONSTANT, 64, NULL, NULL);
+    add_activation(m, "x", 64, 0, 1);
+    REQUIRE_OK(nnm_region_config_new(&cfg));
+    add_region(cfg, &d, any_rule(), 0);
+    CHECK_FAILS(nnm_region_table_build(cfg, m, &t), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("region 'all' would hold both constant 'w' (constant) and per-run 'x' (activation)");
+    CHECK_ERROR_HAS("NNM_REGION_MIX_CONSTANTS");
+    CHECK(t == NULL);
+    nnm_region_config_free(cfg);
+    REQUIRE_OK(nnm_region_config_new(&cfg));
+    d.flags = NNM_REGION_MIX_CONSTANTS;
+    add_region(cfg, &d, any_rule(), 0);
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    CHECK(region_at(t, 0).tensor_count == 2);
+    free_all(t, m, cfg);
+}
+
+/* Attributes stay with the built table after the configuration is freed. */
+static void test_table_attributes(void) {
+    nnm_region_config *cfg = NULL;
+    nnm_region_model *m = NULL;
+    nnm_region_table *t = NULL;
+    nnm_region_desc d = region_desc(1, "w");
+    const char *key = NULL, *value = NULL;
+    char *text;
+    size_t w;
+    REQUIRE_OK(nnm_region_config_new(&cfg));
+    add_region(cfg, &d, kind_rule(NNM_TENSOR_KIND_CONSTANT), 0);
+    CHECK_OK(nnm_region_config_set_attribute(cfg, "w", "dma", "burst-64"));
+    CHECK_OK(nnm_region_config_set_attribute(cfg, "w", "bank", "1"));
+    REQUIRE_OK(nnm_region_model_new(&m));
+    add_weight(m, "k", NNM_TENSOR_KIND_CONSTANT, 8, NULL, NULL);
+    REQUIRE_OK(nnm_region_table_build(cfg, m, &t));
+    nnm_region_config_free(cfg);
+    w = region_index(t, "w");
+    CHECK(region_at(t, w).attribute_count == 2);
+    CHECK_OK(nnm_region_table_region_attribute(t, w, 1, &key, &value));
+    CHECK(name_is(key, "bank") && name_is(value, "1"));
+    CHECK_OK(nnm_region_table_find_attribute(t, w, "dma", &value));
+    CHECK(name_is(value, "burst-64"));
+    CHECK_FAILS(nnm_region_table_find_attribute(t, w, "nope", &value), NNM_NOT_FOUND);
+    CHECK_ERROR_HAS("region 'w' has no attribute 'nope' (attributes: dma, bank)");
+    CHECK_FAILS(nnm_region_table_region_attribute(t, w, 2, &key, &value), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("attribute index 2 is out of range (region 'w' has 2 attributes)");
+    CHECK_FAILS(nnm_region_table_region_attribute(t, w, 0, NULL, &value), NNM_NULL_ARGUMENT);
+    CHECK_FAILS(nnm_region_table_find_attribute(t, 9, "dma", &value), NNM_INVALID_ARGUMENT);
+    text = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_TEXT);
+    CHECK(contains(text, "\nattributes:\nw: dma = burst-64, bank = 1\n"));
+    free(text);
+    text = nnm_check_text(t, report_call, NNM_REPORT_FORMAT_JSON);
+    CHECK(contains(text, "\"attributes\": {\"dma\": \"burst-64\", \"bank\": \"1\"}"));
+    free(text);
+    free_all(t, m, NULL);
+}
+
+/* 59 B reserved in 64 B at alignment 256: the region would take 256 B even
+ * empty, refused as the header says. */
+static void test_reserved_rounding(void) {
+    nnm_region_config *cfg = NULL;
+    nnm_region_rule *any = any_rule();
+    nnm_region_desc d = region_desc(1, "a");
+    REQUIRE_OK(nnm_region_config_new(&cfg));
+    d.alignment = 256;
+    d.capacity = 64;
+    d.reserved_front = 59;
+    CHECK_FAILS(nnm_region_config_append(cfg, &d, any), NNM_INVALID_ARGUMENT);
+    CHECK_ERROR_HAS("reserved bytes (59 B front, 0 B back; 256 B rounded to its alignment 256");
+    d.capacity = 256;
+    CHECK_OK(nnm_region_config_append(cfg, &d, any));
+    nnm_region_rule_free(any);
+    nnm_region_config_free(cfg);
+}
+
 int main(void) {
     test_defaults();
     test_override();
@@ -1447,5 +1637,10 @@ int main(void) {
     test_bad_config_input();
     test_bad_table_input();
     test_threads();
+    test_tensor_alignment();
+    test_spill_chain();
+    test_mixed_semantics();
+    test_table_attributes();
+    test_reserved_rounding();
     return nnm_check_report();
 }

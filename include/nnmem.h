@@ -225,6 +225,15 @@ struct list_head {
 #define NNM_REGION_FIXED_BASE 4
 
 /**
+ * Flag of `nnm_region_desc`: a region instance may hold constants together
+ * with per-run tensors (every other kind); without it such an instance,
+ * brought together by the rule or by a spill, fails
+ * `nnm_region_table_build` (Glow: a region does not mix symbols of
+ * different semantics).
+ */
+#define NNM_REGION_MIX_CONSTANTS 8
+
+/**
  * `nnm_exec_output.alias_of` of an output that is a new buffer. Ids are
  * any `uint64_t` but this one: declaring it (a constant, an output, a
  * concat parent) fails with NNM_INVALID_ARGUMENT.
@@ -1718,7 +1727,7 @@ typedef struct nnm_region_desc {
   const char *name;
   /**
    * NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR, NNM_REGION_FIXED_BASE,
-   * or'ed; 0: none.
+   * NNM_REGION_MIX_CONSTANTS, or'ed; 0: none.
    */
   uint32_t flags;
   /**
@@ -1733,6 +1742,11 @@ typedef struct nnm_region_desc {
   uint64_t base_address;
   /**
    * The most bytes it may take, reserved bytes included; 0: unlimited.
+   * Checked against its size (see `nnm_region_info::size_bytes`): the
+   * reserved front bytes rounded up to the alignment, plus the reserved
+   * back bytes, that sum rounded up to the alignment, must fit even with
+   * no tensor (59 B reserved in 64 B at alignment 256 take 256 B:
+   * refused, as no tensor could ever go in).
    */
   uint64_t capacity;
   /**
@@ -1741,7 +1755,9 @@ typedef struct nnm_region_desc {
    */
   const char *level;
   /**
-   * Bytes kept free at the front, before its first tensor.
+   * Bytes kept free at the front, before its first tensor (rounded up to
+   * the alignment of the region's base address, so its tensors stay
+   * aligned).
    */
   uint64_t reserved_front;
   /**
@@ -1849,24 +1865,31 @@ typedef struct nnm_region_info {
    */
   uint64_t base_address;
   /**
-   * Bytes it takes: reserved front, the plan's peak and reserved back,
-   * rounded up to its alignment.
+   * Bytes it takes: reserved front (rounded up to the base address's
+   * alignment), the plan's peak and reserved back, rounded up to its
+   * description's alignment. A tensor's own alignment places the tensor
+   * and aligns the base address; it does not round sizes.
    */
   uint64_t size_bytes;
   /**
-   * The plan's peak (its tensors only).
+   * The plan's peak: the highest end of its tensors, each size rounded
+   * up to the description's alignment.
    */
   uint64_t peak_bytes;
   /**
-   * The planner's lower bound for its tensors: no plan can be smaller.
+   * A lower bound on the peak of any plan of its tensors, their own
+   * alignments counted: no plan can be smaller.
    */
   uint64_t lower_bound_bytes;
   /**
-   * The `nnm_algorithm` that produced its plan (for AUTO, the winner).
+   * The `nnm_algorithm` that produced its plan (for AUTO, the winner; with
+   * tensors aligned above the region, which are planned first, the one
+   * that placed the most tensors).
    */
   uint32_t algorithm;
   /**
-   * 1 when no plan of its tensors can be smaller, else 0.
+   * 1 when no plan of its tensors can be smaller (the peak meets the
+   * lower bound, or the planner proved it), else 0.
    */
   uint8_t proven_optimal;
   /**
@@ -1879,6 +1902,12 @@ typedef struct nnm_region_info {
    * `nnm_region_table_region_tensors`).
    */
   size_t tensor_count;
+  /**
+   * Its description's attributes (from
+   * `nnm_region_table_region_attribute` and
+   * `nnm_region_table_find_attribute`), kept by the table.
+   */
+  size_t attribute_count;
 } nnm_region_info;
 
 /**
@@ -1909,7 +1938,9 @@ typedef struct nnm_tensor_placement {
 } nnm_tensor_placement;
 
 /**
- * One tensor moved to a spill region, from `nnm_region_table_spill`.
+ * One tensor moved out of the region its rule chose, from
+ * `nnm_region_table_spill`: one record per tensor, however many spill
+ * regions it passed through.
  */
 typedef struct nnm_region_spill {
   /**
@@ -1921,12 +1952,18 @@ typedef struct nnm_region_spill {
    */
   size_t from;
   /**
-   * The region it moved to (an index).
+   * The region it ended in (an index).
    */
   size_t to;
   /**
+   * The spill regions it passed through between `from` and `to` (0 when
+   * it moved once; their indices from `nnm_region_table_spill_via`).
+   */
+  size_t via_count;
+  /**
    * Why, with figures (the region's need and capacity, the tensor's
-   * lifetime pressure). Owned by the table: valid until
+   * lifetime pressure), one reason per move joined by "; then " (each
+   * naming the region it left). Owned by the table: valid until
    * `nnm_region_table_free`.
    */
   const char *reason;
@@ -4533,13 +4570,18 @@ enum nnm_status nnm_region_config_add_level(struct nnm_region_config *config,
  *   (id 3): unknown flags 0x8 (known: ...)"); an unknown algorithm; an
  *   alignment that is not a power of two; `base_address` without
  *   NNM_REGION_FIXED_BASE, or not a multiple of the alignment; reserved
- *   bytes above the capacity; `spill_to` empty or naming the description
- *   itself; a rule that is not live; a string that is not UTF-8.
+ *   bytes that, rounded as the region's size is (the front ones up to the
+ *   alignment, then front plus back up to it), exceed the capacity
+ *   ("region 'a' (id 1): reserved bytes (59 B front, 0 B back; 256 B
+ *   rounded to its alignment 256, ...) exceed its capacity 64 B");
+ *   `spill_to` empty or naming the description itself; a rule that is
+ *   not live; a string that is not UTF-8.
  * - ALREADY_EXISTS: the id or the name is already used ("region 'x' (id
  *   0): id 0 is already used by region 'constant-weights'").
  * - NOT_FOUND: an unknown level ("region 'fast' (id 9): unknown memory
  *   level 'sram' (known: memory)").
- * - OVERFLOW: `reserved_front` + `reserved_back` overflows.
+ * - OVERFLOW: `reserved_front` + `reserved_back` overflows, or, with a
+ *   capacity, passes 64 bits once rounded up to the alignment.
  *
  * # Safety
  * `config` must be NULL or a configuration from `nnm_region_config_new*`
@@ -4936,7 +4978,11 @@ void nnm_region_rule_free(struct nnm_region_rule *rule);
  * - INVALID_ARGUMENT also: a fixed base address that is not a multiple of
  *   the largest alignment of its region and tensors; two regions that
  *   would share a name (a per-tensor `<description>/<function>/<tensor>`
- *   equal to another region's name).
+ *   equal to another region's name); a region that would hold a constant
+ *   and a per-run tensor (any other kind), by its rule or by a spill,
+ *   without NNM_REGION_MIX_CONSTANTS ("region 'ddr' would hold both
+ *   constant 'w0' (constant, spilled from 'k') and per-run 'in' (input):
+ *   ...").
  *
  * # Safety
  * `config` and `model` must be NULL or live handles from
@@ -4988,6 +5034,47 @@ enum nnm_status nnm_region_table_region_count(const struct nnm_region_table *tab
 enum nnm_status nnm_region_table_region(const struct nnm_region_table *table,
                                         size_t index,
                                         struct nnm_region_info *out_info);
+
+/**
+ * Writes attribute `attribute` (0 to the region's `attribute_count` - 1,
+ * in the order the description gave them) of region `index`: its key to
+ * `out_key` and its value to `out_value`, NUL-terminated strings owned by
+ * the table (valid until `nnm_region_table_free`; the configuration may be
+ * gone).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "region index
+ * 7 is out of range (the table has 5 regions)"; "attribute index 2 is out
+ * of range (region 'fc-weights' has 2 attributes)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `out_key` and `out_value` must be NULL or valid
+ * for writing one pointer each.
+ */
+enum nnm_status nnm_region_table_region_attribute(const struct nnm_region_table *table,
+                                                  size_t index,
+                                                  size_t attribute,
+                                                  const char **out_key,
+                                                  const char **out_value);
+
+/**
+ * Writes the value of attribute `key` of region `index` to `out_value`, a
+ * NUL-terminated string owned by the table (valid until
+ * `nnm_region_table_free`; the configuration may be gone).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table, index out of
+ * range, `key` not UTF-8); NOT_FOUND ("region 'fc-weights' has no
+ * attribute 'k' (attributes: bank, dma)").
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `key` must be NULL or a NUL-terminated string;
+ * `out_value` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_region_table_find_attribute(const struct nnm_region_table *table,
+                                                size_t index,
+                                                const char *key,
+                                                const char **out_value);
 
 /**
  * Writes the ids of the tensors of region `index` (views included, in
@@ -5057,7 +5144,9 @@ enum nnm_status nnm_region_table_placement(const struct nnm_region_table *table,
                                            struct nnm_tensor_placement *out_placement);
 
 /**
- * Writes the number of tensors moved to a spill region.
+ * Writes the number of tensors moved out of the region their rule chose
+ * (one spill record each, however many spill regions a tensor passed
+ * through).
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
  *
@@ -5070,7 +5159,7 @@ enum nnm_status nnm_region_table_spill_count(const struct nnm_region_table *tabl
                                              size_t *out_count);
 
 /**
- * Writes spill `index` (in the order the tensors were moved) into
+ * Writes spill `index` (in the order the tensors first moved) into
  * `out_spill` (its reason is the table's, valid until
  * `nnm_region_table_free`).
  *
@@ -5085,6 +5174,30 @@ enum nnm_status nnm_region_table_spill_count(const struct nnm_region_table *tabl
 enum nnm_status nnm_region_table_spill(const struct nnm_region_table *table,
                                        size_t index,
                                        struct nnm_region_spill *out_spill);
+
+/**
+ * Writes the indices of the spill regions spill `index` passed through
+ * between its `from` and its `to`, in order, into `regions` (`capacity`
+ * entries) and their number to `out_count`. With `regions` NULL and
+ * `capacity` 0 it writes only the number.
+ *
+ * Errors: NULL_ARGUMENT (`regions` NULL with `capacity` > 0 too);
+ * INVALID_ARGUMENT (not a live table, index out of range);
+ * BUFFER_TOO_SMALL (nothing is written; "spill 0 passed through 2
+ * regions, regions has room for 1"); OVERFLOW (a `capacity` whose array
+ * exceeds the address space).
+ *
+ * # Safety
+ * `table` must be NULL or a table from `nnm_region_table_build` (a freed
+ * one is refused unread). `regions` must be NULL or valid for writing
+ * `capacity` values; `out_count` must be NULL or valid for writing one
+ * value.
+ */
+enum nnm_status nnm_region_table_spill_via(const struct nnm_region_table *table,
+                                           size_t index,
+                                           size_t *regions,
+                                           size_t capacity,
+                                           size_t *out_count);
 
 /**
  * Writes the report (`format`: an `nnm_report_format`; the JSON keys are

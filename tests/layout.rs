@@ -33,7 +33,7 @@ use nnmem::ffi::pool::options::{nnm_pool_options, nnm_pool_stats};
 use nnmem::ffi::pool::strategy_vtable::nnm_strategy_vtable;
 use nnmem::ffi::region::{
     nnm_region_desc, nnm_region_info, nnm_region_spill, nnm_region_tensor_desc, nnm_tensor_placement,
-    LifetimeConvention, NNM_REGION_FIXED_BASE, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
+    LifetimeConvention, NNM_REGION_FIXED_BASE, NNM_REGION_MIX_CONSTANTS, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
 };
 use nnmem::ffi::workbuffer::{
     nnm_exec_area, nnm_exec_block, nnm_exec_info, nnm_exec_op_shape, nnm_exec_operator_desc, nnm_exec_options,
@@ -224,7 +224,13 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
         line("macro NNM_STACK_CACHE_INLINE %lld", "(long long)(NNM_STACK_CACHE_INLINE)");
         line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
-        for m in ["NNM_REGION_NO_REUSE", "NNM_REGION_PER_TENSOR", "NNM_REGION_FIXED_BASE", "NNM_EXEC_NO_ALIAS"] {
+        for m in [
+            "NNM_REGION_NO_REUSE",
+            "NNM_REGION_PER_TENSOR",
+            "NNM_REGION_FIXED_BASE",
+            "NNM_REGION_MIX_CONSTANTS",
+            "NNM_EXEC_NO_ALIAS",
+        ] {
             line(&format!("macro {m} %lld"), &format!("(long long)({m})"));
         }
         // The initialiser, field by field (pointers as 0/1: NULL or not).
@@ -487,10 +493,11 @@ fn rust_structs() -> Vec<RustStruct> {
             algorithm,
             proven_optimal,
             fixed_base,
-            tensor_count
+            tensor_count,
+            attribute_count
         }),
         rust_struct!(nnm_tensor_placement { region, offset, address, size_bytes, spilled }),
-        rust_struct!(nnm_region_spill { tensor, from, to, reason }),
+        rust_struct!(nnm_region_spill { tensor, from, to, via_count, reason }),
         rust_struct!(nnm_exec_tensor { id, size }),
         rust_struct!(nnm_exec_output { id, size, alias_of }),
         rust_struct!(nnm_exec_operator_desc {
@@ -783,6 +790,7 @@ fn region_enums_and_flags_match_in_c_and_rust() {
         ("NNM_REGION_NO_REUSE", NNM_REGION_NO_REUSE),
         ("NNM_REGION_PER_TENSOR", NNM_REGION_PER_TENSOR),
         ("NNM_REGION_FIXED_BASE", NNM_REGION_FIXED_BASE),
+        ("NNM_REGION_MIX_CONSTANTS", NNM_REGION_MIX_CONSTANTS),
     ] {
         assert_eq!(c[&format!("macro {m}")], u64::from(value), "{m} in C and Rust");
     }

@@ -64,9 +64,10 @@ Puts every tensor of a model into a memory region, Glow-style: the regions
 of a TOML configuration (levels, regions, rules, properties), or without
 --config Glow's five defaults (constant weights | mutable weights | input
 weights | output weights | activations). Each region is planned; prints
-the regions (level, base address, size, peak against the lower bound) and
-every tensor's region, offset and address, and the tensors moved to spill
-regions and why. MODEL '-' is standard input.";
+the regions (level, base address, size, peak against the lower bound, their
+attributes) and every tensor's region, offset and address, and each tensor
+moved to a spill region, once, from the region its rule chose to where it
+ended, and why. MODEL '-' is standard input.";
 
 const REGIONS_AFTER_HELP: &str = "\
 Outputs: FILE '-' is standard output, which carries one thing: the text

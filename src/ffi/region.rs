@@ -21,7 +21,8 @@ pub mod table;
 mod tests;
 
 pub use config::{
-    nnm_region_config, nnm_region_desc, NNM_REGION_FIXED_BASE, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
+    nnm_region_config, nnm_region_desc, NNM_REGION_FIXED_BASE, NNM_REGION_MIX_CONSTANTS, NNM_REGION_NO_REUSE,
+    NNM_REGION_PER_TENSOR,
 };
 pub use model::{nnm_region_model, nnm_region_tensor_desc, LifetimeConvention};
 pub use rule::nnm_region_rule;

@@ -23,6 +23,7 @@
 //! `tflm` is O(n^2) like the original.
 
 pub mod algo;
+pub mod aligned;
 pub mod bound;
 pub mod csv;
 pub mod fixed;

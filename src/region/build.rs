@@ -12,6 +12,7 @@ use super::layout::{lay_out, Block};
 use super::model::{Model, TensorId};
 use super::spill::{fit, Fitted};
 use super::table::{RegionInstance, RegionTable, SpillRecord, TensorPlacement};
+use super::tensor::TensorKind;
 use crate::plan::{align_up, Lifetime};
 use crate::status::{Error, Result};
 
@@ -33,8 +34,10 @@ pub struct Work<'a> {
     shared: Vec<Option<usize>>,
     /// Per description: its instances, in creation order.
     by_description: Vec<Vec<usize>>,
-    /// Moves, with instance indices in creation order.
+    /// Moves, one per tensor, with instance indices in creation order.
     spills: Vec<SpillRecord>,
+    /// Per tensor: its record in `spills`, once it moved.
+    spill_of: Vec<Option<usize>>,
 }
 
 impl<'a> Work<'a> {
@@ -54,6 +57,7 @@ impl<'a> Work<'a> {
             shared: vec![None; n],
             by_description: vec![Vec::new(); n],
             spills: Vec::new(),
+            spill_of: vec![None; model.len()],
         }
     }
 
@@ -140,7 +144,7 @@ impl<'a> Work<'a> {
                     let to = self.shared_instance(to_d);
                     for (tensor, reason) in std::mem::take(&mut f.moved) {
                         self.instances[to].tensors.push(tensor);
-                        self.spills.push(SpillRecord { tensor, from: i, to, reason });
+                        self.spilled(tensor, i, to, reason);
                     }
                 }
                 if fitted.len() < self.instances.len() {
@@ -152,9 +156,61 @@ impl<'a> Work<'a> {
         Ok(fitted.into_iter().map(|f| f.expect("every instance's description was fitted")).collect())
     }
 
+    /// Records that `tensor` moved from instance `from` to `to`: a new
+    /// record, or, for a tensor spilled into `from` before, its record
+    /// extended (the region its rule chose stays its origin).
+    fn spilled(&mut self, tensor: TensorId, from: usize, to: usize, reason: String) {
+        match self.spill_of[tensor] {
+            Some(k) => {
+                let s = &mut self.spills[k];
+                s.via.push(s.to);
+                s.to = to;
+                s.reason = format!("{}; then {reason}", s.reason);
+            }
+            None => {
+                self.spill_of[tensor] = Some(self.spills.len());
+                self.spills.push(SpillRecord { tensor, from, to, via: Vec::new(), reason });
+            }
+        }
+    }
+
+    /// Refuses an instance holding a constant and a per-run tensor, unless
+    /// its description allows it: the error names the region, one tensor
+    /// of each and how it got there.
+    fn check_semantics(&self, fitted: &[Fitted]) -> Result<()> {
+        let tensors = self.model.tensors();
+        for (i, f) in fitted.iter().enumerate() {
+            let description = &self.config.descriptions()[self.instances[i].description];
+            if description.properties.mix_constants {
+                continue;
+            }
+            let is_constant = |&&id: &&TensorId| tensors[id].kind == TensorKind::Constant;
+            let (Some(&constant), Some(&per_run)) =
+                (f.tensors.iter().find(is_constant), f.tensors.iter().find(|id| !is_constant(id)))
+            else {
+                continue;
+            };
+            let how = |id: TensorId| match self.spill_of[id] {
+                Some(k) => format!(", spilled from '{}'", self.instances[self.spills[k].from].name),
+                None => String::new(),
+            };
+            let what = |id: TensorId| format!("'{}' ({}{})", tensors[id].name, tensors[id].kind.name(), how(id));
+            return Err(Error::invalid(format!(
+                "region '{}' would hold both constant {} and per-run {}: constants and tensors whose bytes change \
+                 from run to run do not share a region unless its description allows it (mix_constants = true, \
+                 NNM_REGION_MIX_CONSTANTS)",
+                self.instances[i].name,
+                what(constant),
+                what(per_run)
+            )));
+        }
+        Ok(())
+    }
+
     /// Lays out the instances and places every tensor through its root.
     /// `lifetimes`: every tensor's, on the run's timeline.
     pub fn finish(self, roots: &Roots, lifetimes: &[Lifetime], fitted: Vec<Fitted>) -> Result<RegionTable> {
+        self.check_semantics(&fitted)?;
         let descriptions = self.config.descriptions();
         // A per-tensor name (`d/f/x`) can equal another instance's (a
         // tensor `f/x` of the first function, or a description named so):
@@ -252,6 +308,7 @@ impl<'a> Work<'a> {
                     lower_bound: plan.lower_bound,
                     algorithm: plan.algorithm,
                     proven_optimal: plan.proven_optimal,
+                    attributes: descriptions[d].attributes.clone(),
                     tensors: Vec::new(),
                 }
             })
@@ -274,8 +331,16 @@ impl<'a> Work<'a> {
                 lifetime: lifetimes[id],
             });
         }
-        let spills =
-            self.spills.into_iter().map(|s| SpillRecord { from: index[s.from], to: index[s.to], ..s }).collect();
+        let spills = self
+            .spills
+            .into_iter()
+            .map(|s| SpillRecord {
+                from: index[s.from],
+                to: index[s.to],
+                via: s.via.iter().map(|&i| index[i]).collect(),
+                ..s
+            })
+            .collect();
         Ok(RegionTable { levels: layout.levels, regions, placements, spills })
     }
 }

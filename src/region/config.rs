@@ -120,7 +120,9 @@ impl RegionConfig {
 
     /// Checks one description against itself and the list: a valid rule, an
     /// id and a name not yet used (`AlreadyExists`), an alignment that is a
-    /// power of two, a known level, reserved bytes that fit the capacity,
+    /// power of two, a known level, reserved bytes that fit the capacity
+    /// once rounded as the region's size is (the front ones up to the
+    /// alignment, then front plus back up to it),
     /// attribute keys not empty nor repeated, no spill to itself. Spill
     /// targets are checked by [`RegionConfig::validate`] (they may be added
     /// later).
@@ -157,18 +159,22 @@ impl RegionConfig {
                 format!("{what}: unknown memory level '{}' (known: {})", p.level, known.join(", ")),
             ));
         }
-        let reserved = p.reserved_front.checked_add(p.reserved_back).ok_or_else(|| {
-            Error::overflow(format!("{what}: reserved bytes {} + {} overflow", p.reserved_front, p.reserved_back))
-        })?;
+        let overflow =
+            || Error::overflow(format!("{what}: reserved bytes {} + {} overflow", p.reserved_front, p.reserved_back));
+        p.reserved_front.checked_add(p.reserved_back).ok_or_else(overflow)?;
         if let Some(capacity) = p.capacity {
-            // Even empty, the region takes its reserved bytes rounded up to
-            // its alignment.
-            let empty = align_up(reserved, p.alignment)?;
+            // The region's size even without a tensor, rounded as the build
+            // rounds it: the front bytes up to the alignment (so that the
+            // first tensor is aligned), then the whole. Above the capacity,
+            // no tensor can ever go in.
+            let front = align_up(p.reserved_front, p.alignment).map_err(|_| overflow())?;
+            let empty = front.checked_add(p.reserved_back).ok_or_else(overflow)?;
+            let empty = align_up(empty, p.alignment).map_err(|_| overflow())?;
             if empty > capacity {
                 return Err(Error::invalid(format!(
-                    "{what}: reserved bytes ({reserved} B, front and back; {empty} B aligned to {}) exceed its \
-                     capacity {capacity} B",
-                    p.alignment
+                    "{what}: reserved bytes ({} B front, {} B back; {empty} B rounded to its alignment {}, the \
+                     front up to a multiple of it, then the whole) exceed its capacity {capacity} B",
+                    p.reserved_front, p.reserved_back, p.alignment
                 )));
             }
         }
@@ -241,6 +247,32 @@ mod tests {
         c.add_level(MemoryLevel { name: "sram".into(), rank: 0 }).unwrap();
         c.prepend(RegionDescription::new(9, "fast", Rule::Any).with_properties(sram)).unwrap();
         assert_eq!(c.descriptions()[0].name, "fast");
+    }
+
+    #[test]
+    fn reserved_bytes_are_checked_against_the_capacity_as_the_region_rounds_them() {
+        let reserved = |front, back, alignment, capacity| {
+            let p = RegionProperties {
+                reserved_front: front,
+                reserved_back: back,
+                alignment,
+                capacity: Some(capacity),
+                ..RegionProperties::default()
+            };
+            RegionConfig::new().append(RegionDescription::new(1, "a", Rule::Any).with_properties(p))
+        };
+        // 59 B in 64 B at alignment 256: the region is 256 B even empty.
+        let e = reserved(59, 0, 256, 64).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument);
+        assert_eq!(
+            e.message(),
+            "region 'a' (id 1): reserved bytes (59 B front, 0 B back; 256 B rounded to its alignment 256, the front \
+             up to a multiple of it, then the whole) exceed its capacity 64 B"
+        );
+        // 1 B and 1 B: the front rounds up to 256 before the back comes.
+        assert!(reserved(1, 1, 256, 256).unwrap_err().message().contains("; 512 B rounded"));
+        assert!(reserved(1, 1, 256, 512).is_ok() && reserved(0, 59, 256, 256).is_ok());
+        assert_eq!(reserved(u64::MAX - 8, 0, 64, 64).unwrap_err().status(), Status::Overflow);
     }
 
     #[test]

@@ -22,10 +22,14 @@
 //! per_tensor = false       # default false
 //! alignment = 64           # default 64
 //! base_address = 0x2000_0000   # optional
-//! capacity = "256 KiB"     # optional, not 0: unlimited when left out
-//! reserved_front = 0       # default 0
+//! capacity = "256 KiB"     # optional, not 0: unlimited when left out; the reserved
+//!                          # bytes must fit it as the region's size rounds them:
+//!                          # front up to the alignment, + back, up to the alignment
+//! reserved_front = 0       # default 0 (rounded up to the base address's alignment)
 //! reserved_back = 0        # default 0
 //! spill = "ddr-weights"    # optional: the region tensors move to past the capacity
+//! mix_constants = false    # default false: a region instance holding both constants
+//!                          # and per-run tensors (any other kind) fails the build
 //! rule = { and = [ { kind = "constant" }, { tag = "op=fc" } ] }   # required
 //! [region.attributes]      # optional string attributes for the backend, in file order
 //! bank = "0"
@@ -131,6 +135,7 @@ struct RegionToml {
     reserved_front: Option<Bytes>,
     reserved_back: Option<Bytes>,
     spill: Option<Spanned<String>>,
+    mix_constants: Option<bool>,
     rule: Spanned<RuleToml>,
     attributes: Option<Attributes>,
 }
@@ -367,6 +372,7 @@ impl Source<'_> {
             reserved_front: r.reserved_front.map_or(defaults.reserved_front, |b| b.0),
             reserved_back: r.reserved_back.map_or(defaults.reserved_back, |b| b.0),
             spill_to: r.spill.as_ref().map(|s| s.get_ref().clone()),
+            mix_constants: r.mix_constants.unwrap_or(defaults.mix_constants),
         };
         Ok(RegionDescription {
             id,

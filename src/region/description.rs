@@ -49,6 +49,12 @@ pub struct RegionProperties {
     /// The region (description name) tensors move to, largest lifetime
     /// pressure first, when this one exceeds its capacity.
     pub spill_to: Option<String>,
+    /// A region instance may hold constants together with per-run tensors
+    /// (every other kind: their bytes change from run to run). Off, such an
+    /// instance is an error when the table is built, whether its rule or a
+    /// spill brought them together (Glow: a region does not mix symbols of
+    /// different semantics). Default off.
+    pub mix_constants: bool,
 }
 
 /// Glow's tensor alignment, the default of every region.
@@ -67,6 +73,7 @@ impl Default for RegionProperties {
             reserved_front: 0,
             reserved_back: 0,
             spill_to: None,
+            mix_constants: false,
         }
     }
 }

@@ -1,16 +1,21 @@
-//! Planning one region instance through [`crate::plan::Planner`].
+//! Planning one region instance through [`crate::plan::aligned`].
 //!
 //! The planner gets the instance's root tensors in model order, each live
 //! over its lifetime on the run's timeline, or, with reuse off, all live
 //! over one common step (so none share bytes; `sequential` then stacks them
-//! in model order, Glow's constants layout). Alignment is the larger of
-//! the region's and its tensors' largest.
+//! in model order, Glow's constants layout). Sizes are rounded up to the
+//! region's alignment; a tensor aligned above it gets an offset that is a
+//! multiple of its own alignment without its size being rounded up to it
+//! (see `plan::aligned`). The region's base address is aligned to the
+//! largest alignment of the region and its tensors, so that every address
+//! is aligned as its offset is.
 
 use std::time::{Duration, Instant};
 
 use super::description::RegionProperties;
 use super::model::{Model, TensorId};
-use crate::plan::{align_up, Algorithm, Lifetime, Planner};
+use crate::plan::aligned::{plan_aligned, AlignedBuffer};
+use crate::plan::{align_up, Algorithm, Lifetime};
 use crate::status::{Error, Result};
 
 /// The lifetime every tensor of a region without reuse is planned over.
@@ -24,15 +29,17 @@ pub struct InstancePlan {
     pub offsets: Vec<u64>,
     /// The plan's peak.
     pub peak: u64,
-    /// The planner's lower bound.
+    /// A lower bound on any plan's peak, alignments counted.
     pub lower_bound: u64,
     /// The algorithm that produced it.
     pub algorithm: Algorithm,
     /// No plan can be smaller.
     pub proven_optimal: bool,
-    /// Alignment of the region: its own or its largest tensor's.
+    /// Alignment of the region's base address: the region's own or its
+    /// largest tensor's.
     pub alignment: u64,
-    /// Reserved front, peak, reserved back, aligned.
+    /// Reserved front, peak, reserved back, rounded up to the region's own
+    /// alignment ([`region_size`]).
     pub size: u64,
 }
 
@@ -58,38 +65,61 @@ impl PlanContext<'_> {
         }
     }
 
-    /// The alignment of a region with `props` holding `tensors`.
+    /// The alignment of the base address of a region with `props` holding
+    /// `tensors`: the largest of the region's and theirs.
     pub fn alignment(&self, tensors: &[TensorId], props: &RegionProperties) -> u64 {
         tensors.iter().map(|&id| self.model.tensors()[id].alignment).fold(props.alignment, u64::max)
+    }
+
+    /// `tensors` as the planner sees them in a region with `props`.
+    pub fn buffers(&self, tensors: &[TensorId], props: &RegionProperties) -> Vec<AlignedBuffer> {
+        tensors
+            .iter()
+            .map(|&id| {
+                let t = &self.model.tensors()[id];
+                AlignedBuffer { size: t.size, lifetime: self.planned_lifetime(id, props), alignment: t.alignment }
+            })
+            .collect()
     }
 
     /// Plans `tensors` (roots, in model order) as a region with `props`.
     pub fn plan(&mut self, name: &str, tensors: &[TensorId], props: &RegionProperties) -> Result<InstancePlan> {
         let alignment = self.alignment(tensors, props);
         let in_region = |e: Error| Error::new(e.status(), format!("region '{name}': {}", e.message()));
-        let (offsets, peak, lower_bound, algorithm, proven_optimal) = if tensors.is_empty() {
-            (Vec::new(), 0, 0, props.algorithm, true)
-        } else {
-            let mut planner = Planner::new();
-            planner.set_algorithm(props.algorithm);
-            planner.set_alignment(alignment)?;
-            for &id in tensors {
-                let size = self.model.tensors()[id].size;
-                planner.add_buffer(size, self.planned_lifetime(id, props), None).map_err(in_region)?;
-            }
-            let started = Instant::now();
-            let planned = planner.plan();
-            self.planning += started.elapsed();
-            let o = planned.map_err(in_region)?;
-            (o.offsets.clone(), o.peak, o.lower_bound, o.algorithm, o.proven_optimal)
-        };
-        let size = region_size(name, peak, props, alignment)?;
-        Ok(InstancePlan { offsets, peak, lower_bound, algorithm, proven_optimal, alignment, size })
+        if tensors.is_empty() {
+            let size = region_size(name, 0, props, alignment)?;
+            let (peak, lower_bound, algorithm) = (0, 0, props.algorithm);
+            return Ok(InstancePlan {
+                offsets: Vec::new(),
+                peak,
+                lower_bound,
+                algorithm,
+                proven_optimal: true,
+                alignment,
+                size,
+            });
+        }
+        let started = Instant::now();
+        let planned = plan_aligned(props.algorithm, props.alignment, &self.buffers(tensors, props));
+        self.planning += started.elapsed();
+        let p = planned.map_err(in_region)?;
+        let size = region_size(name, p.peak, props, alignment)?;
+        Ok(InstancePlan {
+            offsets: p.offsets,
+            peak: p.peak,
+            lower_bound: p.lower_bound,
+            algorithm: p.algorithm,
+            proven_optimal: p.proven_optimal,
+            alignment,
+            size,
+        })
     }
 }
 
-/// `align_up(front + bytes + reserved_back, alignment)`, where `front` is
-/// [`front_bytes`].
+/// `align_up(front + bytes + reserved_back, props.alignment)`, where
+/// `front` is [`front_bytes`] at `alignment` (the base address's): a
+/// tensor's own alignment places its offset, it does not round the
+/// region's size.
 pub fn region_size(name: &str, bytes: u64, props: &RegionProperties, alignment: u64) -> Result<u64> {
     front_bytes(props, alignment)?
         .checked_add(bytes)
@@ -100,7 +130,7 @@ pub fn region_size(name: &str, bytes: u64, props: &RegionProperties, alignment: 
                 props.reserved_front, props.reserved_back
             ))
         })
-        .and_then(|s| align_up(s, alignment))
+        .and_then(|s| align_up(s, props.alignment))
 }
 
 /// Where a region's tensors start: its reserved front bytes rounded up to

@@ -3,10 +3,11 @@
 //!
 //! Both list the same things in the same order: the memory levels, the
 //! regions (level by level, in layout order), every tensor (model order),
-//! then the spills (in the order moved). JSON integers are bytes; the keys
-//! keep a fixed order so that outputs compare byte for byte. A level's size
-//! is the same in both: the bytes from its start (its lowest region's base)
-//! to its highest end address.
+//! then the spills (one per tensor moved, in the order they first moved, with
+//! the regions passed through). JSON integers are bytes; the keys keep a
+//! fixed order so that outputs compare byte for byte. A level's size is the
+//! same in both: the bytes from its start (its lowest region's base) to its
+//! highest end address.
 
 use std::fmt::Write as _;
 
@@ -72,6 +73,7 @@ fn text(t: &RegionTable) -> String {
         ]);
     }
     table(&mut out, &rows, &[false, false, true, true, true, true, true, false]);
+    attributes(&mut out, t);
     let _ = writeln!(out, "\n{} tensor{}:", t.placements.len(), plural(t.placements.len()));
     let mut rows = vec![row(&["tensor", "function", "kind", "region", "offset", "address", "size", ""])];
     for p in &t.placements {
@@ -90,17 +92,27 @@ fn text(t: &RegionTable) -> String {
     if !t.spills.is_empty() {
         let _ = writeln!(out, "\n{} spill{}:", t.spills.len(), plural(t.spills.len()));
         for s in &t.spills {
-            let _ = writeln!(
-                out,
-                "{}: {} -> {}: {}",
-                t.tensor_name(s.tensor),
-                t.region_name(s.from),
-                t.region_name(s.to),
-                s.reason
-            );
+            let path: Vec<&str> =
+                std::iter::once(s.from).chain(s.via.iter().copied()).chain([s.to]).map(|r| t.region_name(r)).collect();
+            let _ = writeln!(out, "{}: {}: {}", t.tensor_name(s.tensor), path.join(" -> "), s.reason);
         }
     }
     out
+}
+
+/// The regions' attributes, one line per region that has some, after a
+/// blank line: `fc-weights: bank = 0, dma = burst-64`. Nothing when no
+/// region has any.
+fn attributes(out: &mut String, t: &RegionTable) {
+    let with: Vec<_> = t.regions.iter().filter(|r| !r.attributes.is_empty()).collect();
+    if with.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "\nattributes:");
+    for r in with {
+        let pairs: Vec<String> = r.attributes.iter().map(|(k, v)| format!("{k} = {v}")).collect();
+        let _ = writeln!(out, "{}: {}", r.name, pairs.join(", "));
+    }
 }
 
 pub(crate) fn plural(n: usize) -> &'static str {
@@ -175,10 +187,12 @@ fn json(t: &RegionTable) -> String {
         .map(|r| {
             let tensors: Vec<String> =
                 r.tensors.iter().map(|&id| format!("\"{}\"", escape(t.tensor_name(id)))).collect();
+            let attributes: Vec<String> =
+                r.attributes.iter().map(|(k, v)| format!("\"{}\": \"{}\"", escape(k), escape(v))).collect();
             format!(
                 "{{\"name\": \"{}\", \"description_id\": {}, \"level\": \"{}\", \"base_address\": {}, \
                  \"fixed_base\": {}, \"size_bytes\": {}, \"peak_bytes\": {}, \"lower_bound_bytes\": {}, \"algorithm\": \"{}\", \
-                 \"proven_optimal\": {}, \"tensors\": [{}]}}",
+                 \"proven_optimal\": {}, \"tensors\": [{}], \"attributes\": {{{}}}}}",
                 escape(&r.name),
                 r.description_id,
                 escape(&r.level),
@@ -189,7 +203,8 @@ fn json(t: &RegionTable) -> String {
                 r.lower_bound,
                 r.algorithm.name(),
                 r.proven_optimal,
-                tensors.join(", ")
+                tensors.join(", "),
+                attributes.join(", ")
             )
         })
         .collect();
@@ -217,11 +232,13 @@ fn json(t: &RegionTable) -> String {
         .spills
         .iter()
         .map(|s| {
+            let via: Vec<String> = s.via.iter().map(|&r| format!("\"{}\"", escape(t.region_name(r)))).collect();
             format!(
-                "{{\"tensor\": \"{}\", \"from\": \"{}\", \"to\": \"{}\", \"reason\": \"{}\"}}",
+                "{{\"tensor\": \"{}\", \"from\": \"{}\", \"to\": \"{}\", \"via\": [{}], \"reason\": \"{}\"}}",
                 escape(t.tensor_name(s.tensor)),
                 escape(t.region_name(s.from)),
                 escape(t.region_name(s.to)),
+                via.join(", "),
                 escape(&s.reason)
             )
         })
@@ -251,6 +268,7 @@ pub(crate) mod tests {
             lower_bound: size / 2,
             algorithm: Algorithm::Sequential,
             proven_optimal: false,
+            attributes: vec![],
             tensors,
         }
     }
@@ -293,6 +311,7 @@ pub(crate) mod tests {
                 tensor: 1,
                 from: 0,
                 to: 2,
+                via: vec![],
                 reason: "region 'sram-weights' needs 1280 B, capacity 1024 B".into(),
             }],
         };
@@ -354,7 +373,8 @@ pub(crate) mod tests {
                 "lower_bound_bytes",
                 "algorithm",
                 "proven_optimal",
-                "tensors"
+                "tensors",
+                "attributes"
             ]
         );
         assert_eq!(r["name"], "activations");
@@ -376,7 +396,7 @@ pub(crate) mod tests {
         assert_eq!(v["tensors"][4]["kind"], "view");
         assert_eq!(
             v["spills"][0],
-            serde_json::json!({"tensor": "fc2.weight", "from": "sram-weights", "to": "ddr-weights",
+            serde_json::json!({"tensor": "fc2.weight", "from": "sram-weights", "to": "ddr-weights", "via": [],
                 "reason": "region 'sram-weights' needs 1280 B, capacity 1024 B"})
         );
         // The same table gives the same bytes.

@@ -9,7 +9,7 @@
 //! Order of work, so that a region far over its capacity costs one plan,
 //! not one per moved tensor:
 //! 1. While the region's lower bound (the most bytes live at one step,
-//!    sizes aligned) plus its reserved bytes exceeds the capacity, move the
+//!    sizes rounded up to the region's alignment) plus its reserved bytes exceeds the capacity, move the
 //!    candidate of largest pressure. No plan is needed for this: a segment
 //!    tree over the steps keeps the live bytes per step (range add, range
 //!    max).
@@ -34,8 +34,9 @@ use std::cmp::Reverse;
 use super::description::RegionProperties;
 use super::instance::{front_bytes, region_size, InstancePlan, PlanContext};
 use super::model::TensorId;
+use crate::plan::aligned::aligned_lower_bound;
 use crate::plan::max_tree::MaxTree;
-use crate::plan::{align_up, lower_bound, Buffer, Lifetime};
+use crate::plan::{align_up, Lifetime};
 use crate::status::{Error, Result, Status};
 
 /// A region's tensors after fitting it, its plan, and the tensors moved out.
@@ -152,7 +153,10 @@ impl Fitting<'_> {
     fn below_lower_bound(&mut self, ctx: &PlanContext, capacity: u64) -> Result<()> {
         let alignment = ctx.alignment(&self.tensors, self.props);
         let Some(usable) = usable_bytes(capacity, alignment, self.props) else { return Ok(()) };
-        let sizes = self.aligned_sizes(ctx, alignment)?;
+        // Sizes at the region's alignment: a tensor's own alignment places
+        // its offset but does not round its size, so rounding to it here
+        // would overstate the bound and move tensors that fit.
+        let sizes = self.aligned_sizes(ctx, self.props.alignment)?;
         let weights: Vec<i128> = sizes.iter().map(|&s| i128::from(s)).collect();
         let (name, props) = (self.name, self.props);
         let moved = self.sweep(ctx, &weights, i128::from(usable), |tree, _| {
@@ -169,7 +173,7 @@ impl Fitting<'_> {
         // Not even an empty region fits at the tensors' alignment: every
         // byte is over, and moving tensors may lower the alignment.
         let usable = usable_bytes(capacity, plan.alignment, self.props).unwrap_or(0);
-        let sizes = self.aligned_sizes(ctx, plan.alignment)?;
+        let sizes = self.aligned_sizes(ctx, self.props.alignment)?;
         let ends: Vec<u64> = plan.offsets.iter().zip(&sizes).map(|(&o, &s)| o + s).collect();
         let weights: Vec<i128> = ends.iter().map(|&e| i128::from(e > usable)).collect();
         // The plan's peak as tensors leave: the highest end not moved.
@@ -190,17 +194,15 @@ impl Fitting<'_> {
         }
         let offsets: Vec<u64> = plan.offsets.iter().zip(&moved).filter(|(_, &m)| !m).map(|(&o, _)| o).collect();
         self.keep_unmoved(&moved);
-        let buffers: Vec<Buffer> = self
-            .tensors
-            .iter()
-            .map(|&id| -> Result<Buffer> {
-                let size = align_up(ctx.model.tensors()[id].size, plan.alignment)?;
-                Ok(Buffer { size, lifetime: ctx.planned_lifetime(id, self.props), fixed_offset: None })
-            })
-            .collect::<Result<_>>()?;
-        let peak = buffers.iter().zip(&offsets).filter(|(b, _)| b.occupies()).map(|(b, &o)| o + b.size).max();
-        let peak = peak.unwrap_or(0);
-        let bound = lower_bound(&buffers).bytes;
+        let buffers = ctx.buffers(&self.tensors, self.props);
+        let mut peak = 0;
+        for (b, &o) in buffers.iter().zip(&offsets) {
+            let size = align_up(b.size, self.props.alignment)?;
+            if size > 0 && !b.lifetime.is_empty() {
+                peak = peak.max(o + size);
+            }
+        }
+        let bound = aligned_lower_bound(self.props.alignment, &buffers)?;
         let alignment = ctx.alignment(&self.tensors, self.props);
         Ok(InstancePlan {
             size: region_size(self.name, peak, self.props, alignment)?,
@@ -224,11 +226,12 @@ impl Fitting<'_> {
 }
 
 /// The bytes tensors may take so the region fits `capacity`: the capacity
-/// rounded down to the alignment, less the reserved bytes; `None` when not
-/// even an empty region fits.
+/// rounded down to the region's alignment (its size is rounded up to it),
+/// less the reserved bytes (the front ones rounded up to `alignment`, the
+/// base address's); `None` when not even an empty region fits.
 fn usable_bytes(capacity: u64, alignment: u64, props: &RegionProperties) -> Option<u64> {
     let reserved = front_bytes(props, alignment).ok()?.checked_add(props.reserved_back)?;
-    (capacity & !(alignment - 1)).checked_sub(reserved)
+    (capacity & !(props.alignment - 1)).checked_sub(reserved)
 }
 
 /// Size times lifetime length on the run's timeline.

@@ -35,16 +35,22 @@ pub struct RegionInstance {
     /// the level's other regions).
     pub fixed_base: bool,
     /// Bytes it takes: reserved front, the plan's peak, reserved back,
-    /// rounded up to its alignment.
+    /// rounded up to its description's alignment (a tensor's own alignment
+    /// places the tensor and the region's base, not the size).
     pub size: u64,
-    /// The plan's peak (its tensors only).
+    /// The plan's peak: its tensors only, each size rounded up to the
+    /// region's alignment.
     pub peak: u64,
-    /// The planner's lower bound for its tensors.
+    /// A lower bound on any plan of its tensors, their own alignments
+    /// counted.
     pub lower_bound: u64,
     /// The algorithm that produced its plan (for `auto`, the winner).
     pub algorithm: Algorithm,
     /// No plan of its tensors can be smaller.
     pub proven_optimal: bool,
+    /// Its description's attributes (`key`, `value`), in the order given:
+    /// the table keeps them, so they outlive the configuration.
+    pub attributes: Vec<(String, String)>,
     /// Its tensors (views included), in the order added to the model.
     pub tensors: Vec<TensorId>,
 }
@@ -75,17 +81,21 @@ pub struct TensorPlacement {
     pub lifetime: Lifetime,
 }
 
-/// One tensor moved to a spill region, and why.
+/// One tensor moved out of the region its rule chose, and why: one record
+/// per tensor, however many spill regions it passed through.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SpillRecord {
     /// The tensor moved.
     pub tensor: TensorId,
     /// The region (instance index) its rule chose.
     pub from: usize,
-    /// The region (instance index) it moved to.
+    /// The region (instance index) it ended in.
     pub to: usize,
+    /// The spill regions it passed through between `from` and `to`, in
+    /// order (each over its capacity in turn); empty when it moved once.
+    pub via: Vec<usize>,
     /// Why, with figures: the region's need and capacity, and the tensor's
-    /// lifetime pressure.
+    /// lifetime pressure; one such reason per move, joined by "; then ".
     pub reason: String,
 }
 
@@ -131,7 +141,8 @@ pub struct RegionTable {
     pub regions: Vec<RegionInstance>,
     /// One per model tensor, in model order.
     pub placements: Vec<TensorPlacement>,
-    /// The tensors moved by spilling, in the order moved.
+    /// The tensors moved by spilling, one record each, in the order they
+    /// first moved.
     pub spills: Vec<SpillRecord>,
 }
 

@@ -23,9 +23,16 @@ pub const NNM_REGION_PER_TENSOR: u32 = 2;
 /// Flag of `nnm_region_desc`: `base_address` is the region's fixed start
 /// address in its level (0 is a valid base).
 pub const NNM_REGION_FIXED_BASE: u32 = 4;
+/// Flag of `nnm_region_desc`: a region instance may hold constants together
+/// with per-run tensors (every other kind); without it such an instance,
+/// brought together by the rule or by a spill, fails
+/// `nnm_region_table_build` (Glow: a region does not mix symbols of
+/// different semantics).
+pub const NNM_REGION_MIX_CONSTANTS: u32 = 8;
 
 /// Every flag `nnm_region_desc::flags` may hold.
-const KNOWN_REGION_FLAGS: u32 = NNM_REGION_NO_REUSE | NNM_REGION_PER_TENSOR | NNM_REGION_FIXED_BASE;
+const KNOWN_REGION_FLAGS: u32 =
+    NNM_REGION_NO_REUSE | NNM_REGION_PER_TENSOR | NNM_REGION_FIXED_BASE | NNM_REGION_MIX_CONSTANTS;
 
 /// The properties of one region description, for
 /// `nnm_region_config_append` and `nnm_region_config_prepend`, which copy
@@ -46,7 +53,7 @@ pub struct nnm_region_desc {
     /// configuration.
     pub name: *const c_char,
     /// NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR, NNM_REGION_FIXED_BASE,
-    /// or'ed; 0: none.
+    /// NNM_REGION_MIX_CONSTANTS, or'ed; 0: none.
     pub flags: u32,
     /// Alignment of every offset and size in the region and of its base
     /// address: a power of two; 0: 64.
@@ -55,11 +62,18 @@ pub struct nnm_region_desc {
     /// multiple of the alignment); must be 0 without it.
     pub base_address: u64,
     /// The most bytes it may take, reserved bytes included; 0: unlimited.
+    /// Checked against its size (see `nnm_region_info::size_bytes`): the
+    /// reserved front bytes rounded up to the alignment, plus the reserved
+    /// back bytes, that sum rounded up to the alignment, must fit even with
+    /// no tensor (59 B reserved in 64 B at alignment 256 take 256 B:
+    /// refused, as no tensor could ever go in).
     pub capacity: u64,
     /// Its memory level (added with `nnm_region_config_add_level`, or
     /// "memory"); NULL: "memory".
     pub level: *const c_char,
-    /// Bytes kept free at the front, before its first tensor.
+    /// Bytes kept free at the front, before its first tensor (rounded up to
+    /// the alignment of the region's base address, so its tensors stay
+    /// aligned).
     pub reserved_front: u64,
     /// Bytes kept free at the back, after its last tensor.
     pub reserved_back: u64,
@@ -249,7 +263,8 @@ unsafe fn description_of(desc: &nnm_region_desc, rule: &Rule) -> Result<RegionDe
     if unknown != 0 {
         return Err(Error::invalid(format!(
             "{}: unknown flags {unknown:#x} (known: NNM_REGION_NO_REUSE {NNM_REGION_NO_REUSE:#x}, \
-             NNM_REGION_PER_TENSOR {NNM_REGION_PER_TENSOR:#x}, NNM_REGION_FIXED_BASE {NNM_REGION_FIXED_BASE:#x})",
+             NNM_REGION_PER_TENSOR {NNM_REGION_PER_TENSOR:#x}, NNM_REGION_FIXED_BASE {NNM_REGION_FIXED_BASE:#x}, \
+             NNM_REGION_MIX_CONSTANTS {NNM_REGION_MIX_CONSTANTS:#x})",
             what()
         )));
     }
@@ -277,6 +292,7 @@ unsafe fn description_of(desc: &nnm_region_desc, rule: &Rule) -> Result<RegionDe
         reserved_front: desc.reserved_front,
         reserved_back: desc.reserved_back,
         spill_to: spill_to.map(str::to_string),
+        mix_constants: desc.flags & NNM_REGION_MIX_CONSTANTS != 0,
     };
     Ok(RegionDescription::new(desc.id, name, rule.clone()).with_properties(properties))
 }
@@ -317,13 +333,18 @@ unsafe fn add(
 ///   (id 3): unknown flags 0x8 (known: ...)"); an unknown algorithm; an
 ///   alignment that is not a power of two; `base_address` without
 ///   NNM_REGION_FIXED_BASE, or not a multiple of the alignment; reserved
-///   bytes above the capacity; `spill_to` empty or naming the description
-///   itself; a rule that is not live; a string that is not UTF-8.
+///   bytes that, rounded as the region's size is (the front ones up to the
+///   alignment, then front plus back up to it), exceed the capacity
+///   ("region 'a' (id 1): reserved bytes (59 B front, 0 B back; 256 B
+///   rounded to its alignment 256, ...) exceed its capacity 64 B");
+///   `spill_to` empty or naming the description itself; a rule that is
+///   not live; a string that is not UTF-8.
 /// - ALREADY_EXISTS: the id or the name is already used ("region 'x' (id
 ///   0): id 0 is already used by region 'constant-weights'").
 /// - NOT_FOUND: an unknown level ("region 'fast' (id 9): unknown memory
 ///   level 'sram' (known: memory)").
-/// - OVERFLOW: `reserved_front` + `reserved_back` overflows.
+/// - OVERFLOW: `reserved_front` + `reserved_back` overflows, or, with a
+///   capacity, passes 64 bits once rounded up to the alignment.
 ///
 /// # Safety
 /// `config` must be NULL or a configuration from `nnm_region_config_new*`

@@ -31,16 +31,23 @@ pub struct nnm_region_info {
     pub level_rank: u32,
     /// Where it starts in its level.
     pub base_address: u64,
-    /// Bytes it takes: reserved front, the plan's peak and reserved back,
-    /// rounded up to its alignment.
+    /// Bytes it takes: reserved front (rounded up to the base address's
+    /// alignment), the plan's peak and reserved back, rounded up to its
+    /// description's alignment. A tensor's own alignment places the tensor
+    /// and aligns the base address; it does not round sizes.
     pub size_bytes: u64,
-    /// The plan's peak (its tensors only).
+    /// The plan's peak: the highest end of its tensors, each size rounded
+    /// up to the description's alignment.
     pub peak_bytes: u64,
-    /// The planner's lower bound for its tensors: no plan can be smaller.
+    /// A lower bound on the peak of any plan of its tensors, their own
+    /// alignments counted: no plan can be smaller.
     pub lower_bound_bytes: u64,
-    /// The `nnm_algorithm` that produced its plan (for AUTO, the winner).
+    /// The `nnm_algorithm` that produced its plan (for AUTO, the winner; with
+    /// tensors aligned above the region, which are planned first, the one
+    /// that placed the most tensors).
     pub algorithm: u32,
-    /// 1 when no plan of its tensors can be smaller, else 0.
+    /// 1 when no plan of its tensors can be smaller (the peak meets the
+    /// lower bound, or the planner proved it), else 0.
     pub proven_optimal: u8,
     /// 1 when its description fixes its base address, else 0 (laid out
     /// after its level's other regions).
@@ -48,6 +55,10 @@ pub struct nnm_region_info {
     /// Its tensors, views included (ids from
     /// `nnm_region_table_region_tensors`).
     pub tensor_count: usize,
+    /// Its description's attributes (from
+    /// `nnm_region_table_region_attribute` and
+    /// `nnm_region_table_find_attribute`), kept by the table.
+    pub attribute_count: usize,
 }
 
 /// Where one tensor went, from `nnm_region_table_placement`.
@@ -67,7 +78,9 @@ pub struct nnm_tensor_placement {
     pub spilled: u8,
 }
 
-/// One tensor moved to a spill region, from `nnm_region_table_spill`.
+/// One tensor moved out of the region its rule chose, from
+/// `nnm_region_table_spill`: one record per tensor, however many spill
+/// regions it passed through.
 #[repr(C)]
 #[derive(Copy, Clone, Debug)]
 pub struct nnm_region_spill {
@@ -75,10 +88,14 @@ pub struct nnm_region_spill {
     pub tensor: usize,
     /// The region its rule chose (an index for `nnm_region_table_region`).
     pub from: usize,
-    /// The region it moved to (an index).
+    /// The region it ended in (an index).
     pub to: usize,
+    /// The spill regions it passed through between `from` and `to` (0 when
+    /// it moved once; their indices from `nnm_region_table_spill_via`).
+    pub via_count: usize,
     /// Why, with figures (the region's need and capacity, the tensor's
-    /// lifetime pressure). Owned by the table: valid until
+    /// lifetime pressure), one reason per move joined by "; then " (each
+    /// naming the region it left). Owned by the table: valid until
     /// `nnm_region_table_free`.
     pub reason: *const c_char,
 }
@@ -99,6 +116,7 @@ impl Default for nnm_region_info {
             proven_optimal: 0,
             fixed_base: 0,
             tensor_count: 0,
+            attribute_count: 0,
         }
     }
 }
@@ -106,7 +124,7 @@ impl Default for nnm_region_info {
 impl Default for nnm_region_spill {
     /// Every field NULL or 0.
     fn default() -> Self {
-        nnm_region_spill { tensor: 0, from: 0, to: 0, reason: std::ptr::null() }
+        nnm_region_spill { tensor: 0, from: 0, to: 0, via_count: 0, reason: std::ptr::null() }
     }
 }
 
@@ -124,6 +142,8 @@ pub struct nnm_region_table {
     levels: Vec<CString>,
     /// The spills' reasons, in spill order.
     reasons: Vec<CString>,
+    /// Each region's attributes (key, value), in region order.
+    attributes: Vec<Vec<(CString, CString)>>,
 }
 
 // SAFETY: no other handle type is named "nnm_region_table".
@@ -142,7 +162,12 @@ impl nnm_region_table {
         let names = table.regions.iter().map(|r| c(&r.name, "region name")).collect::<Result<_>>()?;
         let levels = table.regions.iter().map(|r| c(&r.level, "level name")).collect::<Result<_>>()?;
         let reasons = table.spills.iter().map(|s| c(&s.reason, "spill reason")).collect::<Result<_>>()?;
-        Ok(nnm_region_table { table, names, levels, reasons })
+        let attributes = table
+            .regions
+            .iter()
+            .map(|r| r.attributes.iter().map(|(k, v)| Ok((c(k, "attribute key")?, c(v, "attribute value")?))).collect())
+            .collect::<Result<_>>()?;
+        Ok(nnm_region_table { table, names, levels, reasons, attributes })
     }
 
     /// Region `index`, or INVALID_ARGUMENT naming the count.
@@ -190,7 +215,11 @@ unsafe fn table_ref<'a>(table: *const nnm_region_table) -> Result<&'a nnm_region
 /// - INVALID_ARGUMENT also: a fixed base address that is not a multiple of
 ///   the largest alignment of its region and tensors; two regions that
 ///   would share a name (a per-tensor `<description>/<function>/<tensor>`
-///   equal to another region's name).
+///   equal to another region's name); a region that would hold a constant
+///   and a per-run tensor (any other kind), by its rule or by a spill,
+///   without NNM_REGION_MIX_CONSTANTS ("region 'ddr' would hold both
+///   constant 'w0' (constant, spilled from 'k') and per-run 'in' (input):
+///   ...").
 ///
 /// # Safety
 /// `config` and `model` must be NULL or live handles from
@@ -279,7 +308,88 @@ pub unsafe extern "C" fn nnm_region_table_region(
                 proven_optimal: u8::from(r.proven_optimal),
                 fixed_base: u8::from(r.fixed_base),
                 tensor_count: r.tensors.len(),
+                attribute_count: r.attributes.len(),
             })
+        })
+    }
+}
+
+/// Writes attribute `attribute` (0 to the region's `attribute_count` - 1,
+/// in the order the description gave them) of region `index`: its key to
+/// `out_key` and its value to `out_value`, NUL-terminated strings owned by
+/// the table (valid until `nnm_region_table_free`; the configuration may be
+/// gone).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table; "region index
+/// 7 is out of range (the table has 5 regions)"; "attribute index 2 is out
+/// of range (region 'fc-weights' has 2 attributes)").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `out_key` and `out_value` must be NULL or valid
+/// for writing one pointer each.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_region_attribute(
+    table: *const nnm_region_table,
+    index: usize,
+    attribute: usize,
+    out_key: *mut *const c_char,
+    out_value: *mut *const c_char,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `table` is NULL, freed (refused
+        // unread) or live, and both out-pointers NULL or writable.
+        let (t, key, value) =
+            unsafe { (table_ref(table)?, out_param(out_key, "out_key")?, out_param(out_value, "out_value")?) };
+        let region = t.region(index)?;
+        let (k, v) = t.attributes[index].get(attribute).ok_or_else(|| {
+            Error::invalid(format!(
+                "attribute index {attribute} is out of range (region '{}' has {} attributes)",
+                region.name,
+                region.attributes.len()
+            ))
+        })?;
+        key.write(k.as_ptr());
+        value.write(v.as_ptr());
+        Ok(())
+    })
+}
+
+/// Writes the value of attribute `key` of region `index` to `out_value`, a
+/// NUL-terminated string owned by the table (valid until
+/// `nnm_region_table_free`; the configuration may be gone).
+///
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table, index out of
+/// range, `key` not UTF-8); NOT_FOUND ("region 'fc-weights' has no
+/// attribute 'k' (attributes: bank, dma)").
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `key` must be NULL or a NUL-terminated string;
+/// `out_value` must be NULL or valid for writing one pointer.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_find_attribute(
+    table: *const nnm_region_table,
+    index: usize,
+    key: *const c_char,
+    out_value: *mut *const c_char,
+) -> Status {
+    // SAFETY: the caller's promises are `handle_query`'s, and `key` is NULL
+    // or NUL-terminated.
+    unsafe {
+        handle_query(table, "table", out_value, "out_value", |t| {
+            let region = t.region(index)?;
+            let key = read_str(key, "key")?;
+            match region.attributes.iter().position(|(k, _)| k == key) {
+                Some(at) => Ok(t.attributes[index][at].1.as_ptr()),
+                None => {
+                    let keys: Vec<&str> = region.attributes.iter().map(|(k, _)| k.as_str()).collect();
+                    Err(Error::new(
+                        Status::NotFound,
+                        format!("region '{}' has no attribute '{key}' (attributes: {})", region.name, keys.join(", ")),
+                    ))
+                }
+            }
         })
     }
 }
@@ -417,7 +527,9 @@ pub unsafe extern "C" fn nnm_region_table_placement(
     }
 }
 
-/// Writes the number of tensors moved to a spill region.
+/// Writes the number of tensors moved out of the region their rule chose
+/// (one spill record each, however many spill regions a tensor passed
+/// through).
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live table).
 ///
@@ -431,7 +543,7 @@ pub unsafe extern "C" fn nnm_region_table_spill_count(table: *const nnm_region_t
     unsafe { handle_query(table, "table", out_count, "out_count", |t| Ok(t.table.spills.len())) }
 }
 
-/// Writes spill `index` (in the order the tensors were moved) into
+/// Writes spill `index` (in the order the tensors first moved) into
 /// `out_spill` (its reason is the table's, valid until
 /// `nnm_region_table_free`).
 ///
@@ -452,9 +564,63 @@ pub unsafe extern "C" fn nnm_region_table_spill(
     unsafe {
         handle_query(table, "table", out_spill, "out_spill", |t| {
             let s = item(&t.table.spills, index, "spill index", "spills")?;
-            Ok(nnm_region_spill { tensor: s.tensor, from: s.from, to: s.to, reason: t.reasons[index].as_ptr() })
+            Ok(nnm_region_spill {
+                tensor: s.tensor,
+                from: s.from,
+                to: s.to,
+                via_count: s.via.len(),
+                reason: t.reasons[index].as_ptr(),
+            })
         })
     }
+}
+
+/// Writes the indices of the spill regions spill `index` passed through
+/// between its `from` and its `to`, in order, into `regions` (`capacity`
+/// entries) and their number to `out_count`. With `regions` NULL and
+/// `capacity` 0 it writes only the number.
+///
+/// Errors: NULL_ARGUMENT (`regions` NULL with `capacity` > 0 too);
+/// INVALID_ARGUMENT (not a live table, index out of range);
+/// BUFFER_TOO_SMALL (nothing is written; "spill 0 passed through 2
+/// regions, regions has room for 1"); OVERFLOW (a `capacity` whose array
+/// exceeds the address space).
+///
+/// # Safety
+/// `table` must be NULL or a table from `nnm_region_table_build` (a freed
+/// one is refused unread). `regions` must be NULL or valid for writing
+/// `capacity` values; `out_count` must be NULL or valid for writing one
+/// value.
+#[no_mangle]
+pub unsafe extern "C" fn nnm_region_table_spill_via(
+    table: *const nnm_region_table,
+    index: usize,
+    regions: *mut usize,
+    capacity: usize,
+    out_count: *mut usize,
+) -> Status {
+    guard(|| {
+        // SAFETY: the caller promises `table` is NULL, freed (refused
+        // unread) or live, and `out_count` NULL or writable.
+        let (t, out) = unsafe { (table_ref(table)?, out_param(out_count, "out_count")?) };
+        let via = &item(&t.table.spills, index, "spill index", "spills")?.via;
+        if regions.is_null() && capacity == 0 {
+            out.write(via.len());
+            return Ok(());
+        }
+        // SAFETY: the caller promises `regions` is NULL (refused) or
+        // writable for `capacity` values.
+        let regions = unsafe { slice_out(regions, capacity, "regions") }?;
+        if capacity < via.len() {
+            return Err(Error::new(
+                Status::BufferTooSmall,
+                format!("spill {index} passed through {} regions, regions has room for {capacity}", via.len()),
+            ));
+        }
+        regions[..via.len()].copy_from_slice(via);
+        out.write(via.len());
+        Ok(())
+    })
 }
 
 /// Writes the report (`format`: an `nnm_report_format`; the JSON keys are

@@ -529,7 +529,7 @@ fn bad_descriptions_are_refused_and_change_nothing() {
             Status::NotFound,
             "region 'fast' (id 9): unknown memory level 'sram' (known: memory)",
         ),
-        (nnm_region_desc { flags: 8, ..ok }, Status::InvalidArgument, "region 'fast' (id 9): unknown flags 0x8"),
+        (nnm_region_desc { flags: 16, ..ok }, Status::InvalidArgument, "region 'fast' (id 9): unknown flags 0x10"),
         (nnm_region_desc { flags: 0x8000_0001, ..ok }, Status::InvalidArgument, "unknown flags 0x80000000"),
         (
             nnm_region_desc { base_address: 0x1000, ..ok },
@@ -555,7 +555,16 @@ fn bad_descriptions_are_refused_and_change_nothing() {
         (
             nnm_region_desc { reserved_front: 64, capacity: 32, ..ok },
             Status::InvalidArgument,
-            "reserved bytes (64 B, front and back; 64 B aligned to 64) exceed its capacity 32 B",
+            "reserved bytes (64 B front, 0 B back; 64 B rounded to its alignment 64, the front up to a multiple of \
+             it, then the whole) exceed its capacity 32 B",
+        ),
+        // 1 B front and 1 B back fit 256 B together, but the front rounds
+        // up to 256 before the back is added: the empty region takes 512.
+        (
+            nnm_region_desc { reserved_front: 1, reserved_back: 1, alignment: 256, capacity: 256, ..ok },
+            Status::InvalidArgument,
+            "reserved bytes (1 B front, 1 B back; 512 B rounded to its alignment 256, the front up to a multiple \
+             of it, then the whole) exceed its capacity 256 B",
         ),
         (nnm_region_desc { spill_to: c"fast".as_ptr(), ..ok }, Status::InvalidArgument, "spills to itself"),
         (nnm_region_desc { spill_to: c"".as_ptr(), ..ok }, Status::InvalidArgument, "spill_to is empty"),
@@ -772,6 +781,17 @@ fn assert_mirrors(table: *const nnm_region_table, expected: &RegionTable) {
         assert_eq!(region_tensors(table, i), r.tensors);
         let name = std::ffi::CString::new(r.name.clone()).unwrap();
         assert_eq!(find_region(table, &name), Ok(i));
+        assert_eq!(info.attribute_count, r.attributes.len());
+        for (at, (k, v)) in r.attributes.iter().enumerate() {
+            let (mut key, mut value) = (null(), null());
+            // SAFETY: `table` is live; both out-pointers are writable.
+            assert_eq!(unsafe { nnm_region_table_region_attribute(table, i, at, &mut key, &mut value) }, Status::Ok);
+            assert_eq!((text_of(key), text_of(value)), (k.clone(), v.clone()));
+            let (key, mut found) = (std::ffi::CString::new(k.clone()).unwrap(), null());
+            // SAFETY: as above; `key` is NUL-terminated.
+            assert_eq!(unsafe { nnm_region_table_find_attribute(table, i, key.as_ptr(), &mut found) }, Status::Ok);
+            assert_eq!(text_of(found), *v);
+        }
     }
     assert_eq!(count_of(table, nnm_region_table_tensor_count), expected.placements.len());
     for (id, p) in expected.placements.iter().enumerate() {
@@ -787,6 +807,11 @@ fn assert_mirrors(table: *const nnm_region_table, expected: &RegionTable) {
         // SAFETY: `table` is live; `c` is writable.
         assert_eq!(unsafe { nnm_region_table_spill(table, i, &mut c) }, Status::Ok);
         assert_eq!((c.tensor, c.from, c.to, text_of(c.reason)), (s.tensor, s.from, s.to, s.reason.clone()));
+        let mut via = vec![usize::MAX; c.via_count];
+        let mut n = 0;
+        // SAFETY: `table` is live; `via` has room for `via_count` values.
+        assert_eq!(unsafe { nnm_region_table_spill_via(table, i, via.as_mut_ptr(), via.len(), &mut n) }, Status::Ok);
+        assert_eq!((n, via), (s.via.len(), s.via.clone()));
     }
 }
 
@@ -832,6 +857,64 @@ fn a_table_says_what_the_core_built_and_outlives_its_model_and_config() {
     assert_eq!((view.region, view.offset, view.address), (a.region, a.offset + 64, a.address + 64));
     assert_eq!(text_of(region_info(t, a.region).name), "activations");
     assert_eq!(count_of(t, nnm_region_table_spill_count), 0);
+    free_table(t);
+}
+
+#[test]
+fn a_spill_chain_and_attributes_read_back_from_c_after_the_config_is_gone() {
+    // sram (1 KiB, constants) spills to l2 (4 KiB, nothing of its own),
+    // which spills to ddr: w1 (8192 B) and w3 (3000 B) end in ddr through
+    // l2, one record each; w4 (2000 B) ends in l2.
+    let c = new_config(false);
+    for (level, rank) in [(c"sram", 0), (c"l2", 1), (c"ddr", 2)] {
+        // SAFETY: `c` is live; the name is NUL-terminated.
+        assert_eq!(unsafe { nnm_region_config_add_level(c, level.as_ptr(), rank) }, Status::Ok);
+    }
+    let any = any_rule();
+    // SAFETY: `any` is live; `o` is writable.
+    let none = made(|o| unsafe { nnm_region_rule_not(any, o) }).unwrap();
+    // SAFETY: `o` is writable.
+    let constants = made(|o| unsafe { nnm_region_rule_kind(TensorKind::Constant as u32, o) }).unwrap();
+    let tier = |name: &'static CStr, id, capacity, spill: Option<&'static CStr>| nnm_region_desc {
+        level: name.as_ptr(),
+        capacity,
+        spill_to: spill.map_or(null(), CStr::as_ptr),
+        ..region(name, id)
+    };
+    assert_eq!(append(c, &tier(c"sram", 1, 1024, Some(c"l2")), constants), Status::Ok);
+    assert_eq!(append(c, &tier(c"l2", 2, 4096, Some(c"ddr")), none), Status::Ok);
+    assert_eq!(append(c, &tier(c"ddr", 3, 0, None), any), Status::Ok);
+    // SAFETY: `c` is live; the strings are NUL-terminated.
+    let set = unsafe { nnm_region_config_set_attribute(c, c"l2".as_ptr(), c"bank".as_ptr(), c"2".as_ptr()) };
+    assert_eq!(set, Status::Ok);
+    let m = new_model();
+    for (name, size) in [(c"w0", 512), (c"w1", 8192), (c"w2", 256), (c"w3", 3000), (c"w4", 2000)] {
+        add(m, &tensor(name, TensorKind::Constant, size)).unwrap();
+    }
+    // SAFETY: both handles are live and not changed while read.
+    let expected = RegionTable::build(unsafe { &(*m).model }, unsafe { &(*c).config }).unwrap();
+    let t = build(c, m).unwrap();
+    free_config(c);
+    free_model(m);
+    assert_mirrors(t, &expected);
+    assert_eq!(count_of(t, nnm_region_table_spill_count), 3);
+    let l2 = find_region(t, c"l2").unwrap();
+    let mut value = null();
+    // SAFETY: `t` is live; the key is NUL-terminated; `value` is writable.
+    assert_eq!(unsafe { nnm_region_table_find_attribute(t, l2, c"bank".as_ptr(), &mut value) }, Status::Ok);
+    assert_eq!(text_of(value), "2");
+    // SAFETY: as above.
+    let missing = unsafe { nnm_region_table_find_attribute(t, l2, c"dma".as_ptr(), &mut value) };
+    fails(missing, Status::NotFound, "region 'l2' has no attribute 'dma' (attributes: bank)");
+    let mut small = [0usize; 0];
+    let mut n = 7;
+    // SAFETY: `t` is live; `small` has room for 0 values.
+    let status = unsafe { nnm_region_table_spill_via(t, 0, small.as_mut_ptr(), 0, &mut n) };
+    fails(status, Status::BufferTooSmall, "spill 0 passed through 1 regions, regions has room for 0");
+    assert_eq!(n, 7, "nothing written");
+    for r in [any, none, constants] {
+        free_rule(r);
+    }
     free_table(t);
 }
 
@@ -1005,7 +1088,9 @@ fn bad_tables_are_refused_naming_the_problem() {
     let c = new_config(false);
     // SAFETY: as above.
     let weights = made(|o| unsafe { nnm_region_rule_not(x, o) }).unwrap();
-    assert_eq!(append(c, &region(c"all-but-inputs", 1), weights), Status::Ok);
+    // It takes constants and activations alike, which it must allow.
+    let mixed = nnm_region_desc { flags: NNM_REGION_MIX_CONSTANTS, ..region(c"all-but-inputs", 1) };
+    assert_eq!(append(c, &mixed, weights), Status::Ok);
     assert_eq!(append(c, &region(c"inputs", 2), x), Status::Ok);
     let v = nnm_region_tensor_desc { view_of: c"x".as_ptr(), ..tensor(c"x.view", TensorKind::View, 8) };
     add(m, &v).unwrap();

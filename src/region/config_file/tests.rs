@@ -53,6 +53,7 @@ capacity = "1 MiB"
 reserved_front = 16
 reserved_back = "1 KB"
 spill = "slow"
+mix_constants = true
 rule = { kind = "input" }
 [region.attributes]
 zeta = "1"
@@ -80,6 +81,7 @@ rule = { all_tensors = true }
             reserved_front: 16,
             reserved_back: 1000,
             spill_to: Some("slow".into()),
+            mix_constants: true,
         },
         // In file order, not sorted.
         attributes: vec![("zeta".into(), "1".into()), ("alpha".into(), "two".into())],
@@ -432,6 +434,7 @@ fn the_example_file_reads_as_written() {
             reserved_front: 0,
             reserved_back: 256,
             spill_to: Some("ddr-weights".into()),
+            mix_constants: false,
         }
     );
     assert_eq!(fc.attributes, [("bank".to_string(), "0".to_string()), ("dma".to_string(), "burst-64".to_string())]);
