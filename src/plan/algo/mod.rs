@@ -174,12 +174,14 @@ impl Algorithm {
 ///
 /// A *work unit* is one step of real work, counted where it happens: in
 /// the search, a node, each conflict-list entry its move visits, each
-/// buffer ranked or listed as a child and each section resident scanned
-/// for the section bound, plus a fixed charge per node for what it does
-/// in O(log n); a heuristic in `auto`'s first stage is charged an
-/// estimate from its buffer count (see `portfolio`). One unit is about 10 ns
-/// on a 2-core Xeon, so [`crate::plan::DEFAULT_WORK_LIMIT`] is about 1 s
-/// of planning there.
+/// section its buffer spans, each frontier tree node an update or query
+/// visits, each buffer ranked or listed as a child, each section resident
+/// scanned for the section bound and each fresh undo-log entry, plus a
+/// fixed charge per node; a heuristic in `auto`'s first stage is charged
+/// an estimate from its buffer count (see `portfolio`). One unit costs
+/// about the same time on small instances and large traces (3 to 4 ns on
+/// a 2-core Xeon, `BENCHMARKS.md`), so [`crate::plan::DEFAULT_WORK_LIMIT`]
+/// buys about 1 s of planning there on either.
 #[derive(Clone, Debug)]
 pub struct SearchLimits {
     /// The lower bound of the problem, so `auto` can stop early.
