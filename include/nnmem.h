@@ -309,11 +309,13 @@ typedef enum nnm_algorithm {
    * plan reaches the lower bound; otherwise searches (EXACT) from the
    * best for the rest of the work budget. The default.
    * At any work limit (1 included) its plan is never larger than
-   * SIZE_FIRST_FIT's (OpenVINO's `MemorySolver` order) or TFLM's: the
-   * work limit skips the other heuristics, never those two.
-   * SIZE_FIRST_FIT (O(n log n)) always runs; TFLM (O(n^2), seconds at
-   * 60,000 buffers) runs only where its plan can differ from
-   * SIZE_FIRST_FIT's, when a zero-size buffer has a fixed offset. One
+   * SIZE_FIRST_FIT's, OpenVINO's `MemorySolver`'s or TFLM's: the work
+   * limit skips the other heuristics, never those. SIZE_FIRST_FIT
+   * (O(n log n)) always runs, in its own tie order (TFLM's, later-added
+   * first) and in OpenVINO's (earlier first use first, then earlier
+   * last use); TFLM (O(n^2), seconds at 60,000 buffers) runs only where
+   * its plan can differ from SIZE_FIRST_FIT's, when a zero-size buffer
+   * has a fixed offset. One
    * tolerance: a plan within 10 parts per billion of the lower bound
    * ends the heuristics, so above a 100 MB bound the plan may be that
    * close to the bound yet a few bytes over one that meets it. A time
@@ -3375,9 +3377,9 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * entry, one per conflict entry and per buffer when the search's conflict
  * lists are built, and an estimate per buffer for each heuristic AUTO (or
  * EXACT, for its first plan) runs first. The limit skips AUTO's other
- * heuristics but never SIZE_FIRST_FIT or, where it can differ from it,
- * TFLM, so AUTO's plan is never larger than theirs at any limit (see
- * `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
+ * heuristics but never SIZE_FIRST_FIT (in TFLM's and OpenVINO's tie
+ * orders) or, where it can differ from it, TFLM, so AUTO's plan is never
+ * larger than theirs at any limit (see `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
  * settings give the same plan on any machine. A unit costs about the same
  * time on small hard instances and on traces of tens of thousands of
  * buffers, so the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of
@@ -3389,7 +3391,8 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
  * refused without being read), and no other call may use it meanwhile.
  */
-enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner, uint64_t max_units);
+enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner,
+                                           uint64_t max_units);
 
 /**
  * Lets `token` stop this planner's searches (NULL: none);

@@ -404,9 +404,9 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
 /// entry, one per conflict entry and per buffer when the search's conflict
 /// lists are built, and an estimate per buffer for each heuristic AUTO (or
 /// EXACT, for its first plan) runs first. The limit skips AUTO's other
-/// heuristics but never SIZE_FIRST_FIT or, where it can differ from it,
-/// TFLM, so AUTO's plan is never larger than theirs at any limit (see
-/// `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
+/// heuristics but never SIZE_FIRST_FIT (in TFLM's and OpenVINO's tie
+/// orders) or, where it can differ from it, TFLM, so AUTO's plan is never
+/// larger than theirs at any limit (see `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
 /// settings give the same plan on any machine. A unit costs about the same
 /// time on small hard instances and on traces of tens of thousands of
 /// buffers, so the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of

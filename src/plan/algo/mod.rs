@@ -55,11 +55,13 @@ pub enum Algorithm {
     /// plan reaches the lower bound; otherwise searches (EXACT) from the
     /// best for the rest of the work budget. The default.
     /// At any work limit (1 included) its plan is never larger than
-    /// SIZE_FIRST_FIT's (OpenVINO's `MemorySolver` order) or TFLM's: the
-    /// work limit skips the other heuristics, never those two.
-    /// SIZE_FIRST_FIT (O(n log n)) always runs; TFLM (O(n^2), seconds at
-    /// 60,000 buffers) runs only where its plan can differ from
-    /// SIZE_FIRST_FIT's, when a zero-size buffer has a fixed offset. One
+    /// SIZE_FIRST_FIT's, OpenVINO's `MemorySolver`'s or TFLM's: the work
+    /// limit skips the other heuristics, never those. SIZE_FIRST_FIT
+    /// (O(n log n)) always runs, in its own tie order (TFLM's, later-added
+    /// first) and in OpenVINO's (earlier first use first, then earlier
+    /// last use); TFLM (O(n^2), seconds at 60,000 buffers) runs only where
+    /// its plan can differ from SIZE_FIRST_FIT's, when a zero-size buffer
+    /// has a fixed offset. One
     /// tolerance: a plan within 10 parts per billion of the lower bound
     /// ends the heuristics, so above a 100 MB bound the plan may be that
     /// close to the bound yet a few bytes over one that meets it. A time
