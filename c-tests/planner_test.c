@@ -1448,11 +1448,41 @@ static void test_time_and_work_limits(void) {
     CHECK(r.time_limit_cut == 1);
     r = plan_limited(1e300, NNM_DEFAULT_WORK_LIMIT, offsets);
     CHECK(r.peak_bytes == 15 && r.time_limit_cut == 0);
-    /* A work limit of one unit leaves only the first heuristic, the same on
-     * any machine; not a time cut. */
+    /* A work limit of one unit leaves only the heuristics AUTO always runs
+     * (floor-first first, then size-first-fit, which does not beat it
+     * here), the same on any machine; not a time cut. */
     r = plan_limited(0, 1, offsets);
     CHECK(r.peak_bytes == 16 && r.algorithm == NNM_ALGORITHM_FLOOR_FIRST);
     CHECK(r.time_limit_cut == 0);
+}
+
+/* Issue 25: floor-first stacks these to 18 B; size descending, lowest
+ * offset that fits (OpenVINO's solver, size-first-fit) reaches the 14 B
+ * bound. AUTO runs size-first-fit whatever its work limit. */
+static const test_buffer SIZE_FIRST_FIT_WINS[] = {
+    {9, 2, 3, 0, 0}, {5, 3, 4, 0, 0}, {8, 4, 7, 0, 0}, {5, 5, 9, 0, 0},
+};
+
+static nnm_plan_result plan_four(uint32_t algorithm, uint64_t work_units) {
+    const size_t n = COUNT_OF(SIZE_FIRST_FIT_WINS);
+    uint64_t offsets[MAX_BUFFERS];
+    nnm_planner *p = new_planner();
+    CHECK_OK(nnm_planner_set_work_limit(p, work_units));
+    add_all(p, SIZE_FIRST_FIT_WINS, n);
+    nnm_plan_result r = plan_with(p, algorithm, SIZE_FIRST_FIT_WINS, n, offsets);
+    nnm_planner_free(p);
+    return r;
+}
+
+static void test_auto_never_worse_than_size_first_fit(void) {
+    nnm_plan_result r = plan_four(NNM_ALGORITHM_FLOOR_FIRST, 1);
+    CHECK(r.peak_bytes == 18 && r.lower_bound_bytes == 14);
+    CHECK(plan_four(NNM_ALGORITHM_SIZE_FIRST_FIT, 1).peak_bytes == 14);
+    const uint64_t limits[] = {1, 2, 1000, NNM_DEFAULT_WORK_LIMIT};
+    for (size_t k = 0; k < COUNT_OF(limits); ++k) {
+        r = plan_four(NNM_ALGORITHM_AUTO, limits[k]);
+        CHECK(r.peak_bytes == 14 && r.proven_optimal == 1);
+    }
 }
 
 int main(void) {
@@ -1485,5 +1515,6 @@ int main(void) {
     test_calls_on_freed_handles();
     test_a_freed_token_is_detached();
     test_time_and_work_limits();
+    test_auto_never_worse_than_size_first_fit();
     return nnm_check_report();
 }

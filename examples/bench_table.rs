@@ -4,7 +4,8 @@
 //! `cargo bench --bench plan`, `--bench ffi`, `--bench arena` and
 //! `--bench pool`, and the real traces replayed through every memory pool
 //! strategy (`nnmem pool-replay`, the CLI built beside this example), and
-//! the memory region tables (`bench_table/regions.rs`).
+//! the memory region tables (`bench_table/regions.rs`) and what a work unit
+//! of `auto` costs per family of instances (`bench_table/work_unit.rs`).
 //!
 //! ```text
 //! cargo run --release --example bench_table -- [--data DIR] [--criterion DIR] [--since UNIX_SECONDS]
@@ -49,6 +50,8 @@ mod c_pool;
 #[allow(dead_code)]
 #[path = "bench_table/ov_solver.rs"]
 mod ov_solver;
+#[path = "bench_table/work_unit.rs"]
+mod work_unit;
 #[allow(dead_code)]
 #[path = "bench_table/workbuffer_model.rs"]
 mod workbuffer_model;
@@ -168,6 +171,7 @@ fn main() {
     let regions = regions::measure(&args.data, &glow);
     let traces: Vec<&Instance> = measured.iter().map(|m| &m.instance).collect();
     let workbuffers = workbuffers::measure(&traces);
+    let unit_costs = work_unit::measure(&traces);
     let criterion = args.criterion.as_deref().map(|d| read_criterion(d, args.since)).unwrap_or_default();
     let generated_in = started.elapsed();
     let gpu_run = gpu::read(Path::new(env!("CARGO_MANIFEST_DIR")));
@@ -177,6 +181,7 @@ fn main() {
     more_targets.extend(workbuffers::targets(&workbuffers, &criterion));
     print!("{}", render(&measured, &criterion, args.criterion.is_some(), generated_in, more_targets));
     print!("{}", render_exact(&exact));
+    print!("{}", work_unit::render(&unit_costs));
     print!("{}", pools::render(&replays, &criterion));
     print!("{}", gpu::render(gpu_run.as_ref()));
     print!("{}", regions::render(&regions, &criterion));

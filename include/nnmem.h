@@ -191,7 +191,7 @@ struct list_head {
  * The default work limit of a new planner (see
  * `nnm_planner_set_work_limit`).
  */
-#define NNM_DEFAULT_WORK_LIMIT 130000000
+#define NNM_DEFAULT_WORK_LIMIT 300000000
 
 /**
  * `nnm_plan_validate_ex` flag: overlaps among fixed buffers are counted but
@@ -326,6 +326,19 @@ typedef enum nnm_algorithm {
    * Runs the heuristics, keeps the smallest peak, and stops as soon as a
    * plan reaches the lower bound; otherwise searches (EXACT) from the
    * best for the rest of the work budget. The default.
+   * At any work limit (1 included) its plan is never larger than
+   * SIZE_FIRST_FIT's, OpenVINO's `MemorySolver`'s or TFLM's: the work
+   * limit skips the other heuristics, never those. SIZE_FIRST_FIT
+   * (O(n log n)) always runs, in its own tie order (TFLM's, later-added
+   * first) and in OpenVINO's (earlier first use first, then earlier
+   * last use); TFLM (O(n^2), seconds at 60,000 buffers) runs only where
+   * its plan can differ from SIZE_FIRST_FIT's, when a zero-size buffer
+   * has a fixed offset. One
+   * tolerance: a plan within 10 parts per billion of the lower bound
+   * ends the heuristics, so above a 100 MB bound the plan may be that
+   * close to the bound yet a few bytes over one that meets it. A time
+   * limit or cancellation that stops AUTO after its first heuristic
+   * returns that plan.
    */
   NNM_ALGORITHM_AUTO = 0,
   /**
@@ -1490,7 +1503,7 @@ typedef struct nnm_pool_options {
   uint64_t min_block;
   /**
    * `replay`: the planner's work limit (default the planner's,
-   * 130000000); the plan is the best found within it.
+   * 300000000); the plan is the best found within it.
    */
   uint64_t replay_work_limit;
   /**
@@ -3623,14 +3636,18 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
 /**
  * Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
  * search node plus one per conflict entry, floor, buffer or section it
- * visits (a quarter per buffer scanned in parts under 2048 buffers), one
- * per conflict entry and per buffer when the search's conflict lists are
- * built, and an estimate per buffer for each heuristic AUTO (or EXACT, for
- * its first plan) runs first. Counted, not timed, so
- * the same input and settings give the same plan on any machine. The
- * default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 to 1.5 s on a 2-core Xeon
- * for the largest shipped traces (tens of thousands of buffers); small
- * models finish far below it.
+ * visits or spans and per frontier tree node it visits (a quarter per
+ * buffer scanned in parts under 2048 buffers), two per fresh undo-log
+ * entry, one per conflict entry and per buffer when the search's conflict
+ * lists are built, and an estimate per buffer for each heuristic AUTO (or
+ * EXACT, for its first plan) runs first. The limit skips AUTO's other
+ * heuristics but never SIZE_FIRST_FIT (in TFLM's and OpenVINO's tie
+ * orders) or, where it can differ from it, TFLM, so AUTO's plan is never
+ * larger than theirs at any limit (see `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
+ * settings give the same plan on any machine. A unit costs about the same
+ * time on small hard instances and on traces of tens of thousands of
+ * buffers, so the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of
+ * planning on a 2-core Xeon for either; most models finish far below it.
  *
  * Errors: NULL_ARGUMENT.
  *
@@ -3638,7 +3655,8 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
  * refused without being read), and no other call may use it meanwhile.
  */
-enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner, uint64_t max_units);
+enum nnm_status nnm_planner_set_work_limit(struct nnm_planner *planner,
+                                           uint64_t max_units);
 
 /**
  * Lets `token` stop this planner's searches (NULL: none);

@@ -228,3 +228,32 @@ fn the_solver_places_every_box_where_openvinos_lifting_ends() {
         assert_eq!(need, list.iter().zip(&expected).map(|(b, o)| o + b.2).max().unwrap_or(0));
     }
 }
+
+/// Issue 25: `auto` with a tiny work budget skipped size-first-fit and
+/// ended above OpenVINO's solver: 18 B against 14 on four boxes, and above
+/// it on a 325-operator network (where the solver's tie order, earlier
+/// start first, reaches the bound and TFLM's does not) for every budget
+/// tried. It runs size-first-fit in both tie orders at any budget now.
+#[test]
+fn the_mutable_block_is_never_larger_than_the_solver_at_any_work_limit() {
+    let four = [(2, 3, 9), (3, 4, 5), (4, 7, 8), (5, 9, 5)];
+    let spans: Vec<Span> = four.iter().map(|&(start, last, size)| Span { start, last, size: size as u64 }).collect();
+    let model = model_from_spans(&spans);
+    assert_eq!(solved(&four).0, 14);
+    for work_limit in [1, 2, 1_000] {
+        let options = LayoutOptions { alignment: 1, work_limit, ..LayoutOptions::default() };
+        let layout = lay_out(&model, &options).unwrap();
+        assert_eq!((layout.mutable_size, layout.mutable_lower_bound), (14, 14), "work limit {work_limit}");
+    }
+
+    let s = resnet_like(325);
+    let boxes: Vec<OvBox> =
+        s.spans.iter().map(|sp| OvBox { start: sp.start, finish: sp.last, size: sp.size as i64 }).collect();
+    let ov = OvSolver::new(&boxes).solve() as u64;
+    for work_limit in [1, 10, 1_000, 30_000, 300_000] {
+        let options = LayoutOptions { work_limit, ..LayoutOptions::default() };
+        assert!(s.spans.iter().all(|sp| sp.size % options.alignment == 0));
+        let layout = lay_out(&s.model, &options).unwrap();
+        assert!(layout.mutable_size <= ov, "work limit {work_limit}: nnmem {} > OpenVINO {ov}", layout.mutable_size);
+    }
+}

@@ -24,7 +24,7 @@ pub const NNM_UNUSED_STEP: i64 = -1;
 
 /// The default work limit of a new planner (see
 /// `nnm_planner_set_work_limit`).
-pub const NNM_DEFAULT_WORK_LIMIT: u64 = 130_000_000;
+pub const NNM_DEFAULT_WORK_LIMIT: u64 = 300_000_000;
 const _: () = assert!(NNM_DEFAULT_WORK_LIMIT == crate::plan::DEFAULT_WORK_LIMIT);
 
 /// A static memory planner: collects buffers, plans them, answers queries;
@@ -399,14 +399,18 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
 
 /// Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
 /// search node plus one per conflict entry, floor, buffer or section it
-/// visits (a quarter per buffer scanned in parts under 2048 buffers), one
-/// per conflict entry and per buffer when the search's conflict lists are
-/// built, and an estimate per buffer for each heuristic AUTO (or EXACT, for
-/// its first plan) runs first. Counted, not timed, so
-/// the same input and settings give the same plan on any machine. The
-/// default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 to 1.5 s on a 2-core Xeon
-/// for the largest shipped traces (tens of thousands of buffers); small
-/// models finish far below it.
+/// visits or spans and per frontier tree node it visits (a quarter per
+/// buffer scanned in parts under 2048 buffers), two per fresh undo-log
+/// entry, one per conflict entry and per buffer when the search's conflict
+/// lists are built, and an estimate per buffer for each heuristic AUTO (or
+/// EXACT, for its first plan) runs first. The limit skips AUTO's other
+/// heuristics but never SIZE_FIRST_FIT (in TFLM's and OpenVINO's tie
+/// orders) or, where it can differ from it, TFLM, so AUTO's plan is never
+/// larger than theirs at any limit (see `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
+/// settings give the same plan on any machine. A unit costs about the same
+/// time on small hard instances and on traces of tens of thousands of
+/// buffers, so the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of
+/// planning on a 2-core Xeon for either; most models finish far below it.
 ///
 /// Errors: NULL_ARGUMENT.
 ///

@@ -39,7 +39,7 @@ pub struct nnm_pool_options {
     /// of two, 1 included; default 512).
     pub min_block: u64,
     /// `replay`: the planner's work limit (default the planner's,
-    /// 130000000); the plan is the best found within it.
+    /// 300000000); the plan is the best found within it.
     pub replay_work_limit: u64,
     /// `replay`: the planner's algorithm, an `nnm_algorithm` (default AUTO).
     pub replay_algorithm: u32,

@@ -40,3 +40,64 @@ impl PlacementAlgorithm for Auto {
         exact::improve(problem, best, limits)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Auto;
+    use crate::plan::algo::size_first_fit::place_openvino_ties;
+    use crate::plan::algo::tests::{random_problem, Rng};
+    use crate::plan::algo::{peak_of, Algorithm, PlacementAlgorithm, SearchLimits};
+    use crate::plan::problem::{Lifetime, Problem};
+    use crate::plan::{lower_bound, validate};
+
+    /// Issue 25's four tensors: floor-first stacks them to 18 B, size
+    /// descending first fit (OpenVINO's order) reaches the 14 B bound. With
+    /// one unit of work `auto` could only afford floor-first.
+    #[test]
+    fn a_budget_of_one_unit_still_matches_size_first_fit() {
+        let mut p = Problem::new(1).unwrap();
+        for (size, first, last) in [(9, 2, 3), (5, 3, 4), (8, 4, 7), (5, 5, 9)] {
+            p.push(size, Lifetime::inclusive(first, last).unwrap(), None).unwrap();
+        }
+        let lb = lower_bound(p.buffers()).bytes;
+        assert_eq!(lb, 14);
+        let floor_first = Algorithm::FloorFirst.implementation().place(&p, &SearchLimits::unlimited(lb));
+        assert_eq!(peak_of(&p, &floor_first.offsets), 18, "the case needs floor-first to miss");
+        for limit in [1, 2, 100, 1_000] {
+            let limits = SearchLimits { work_limit: Some(limit), ..SearchLimits::unlimited(lb) };
+            let plan = Auto.place(&p, &limits);
+            assert_eq!(peak_of(&p, &plan.offsets), 14, "work limit {limit}");
+        }
+    }
+
+    /// `auto` is never above `size-first-fit` (in TFLM's tie order or
+    /// OpenVINO's) or `tflm`, whatever the work limit, with and without
+    /// fixed buffers (zero-size ones included).
+    #[test]
+    fn auto_is_never_worse_than_size_first_fit_or_tflm_at_any_work_limit() {
+        let mut rng = Rng::new(0x2514);
+        for round in 0..150 {
+            let n = 2 + round % 70;
+            let mut p = random_problem(&mut rng, n, [1, 8, 64][round % 3], round % 3 == 0);
+            if round % 6 == 3 {
+                // A zero-size buffer at a fixed offset: there TFLM's plan can
+                // differ from size-first-fit's.
+                p.push(0, Lifetime::half_open(0, 1 + rng.below(10) as i64).unwrap(), Some(p.alignment())).unwrap();
+            }
+            let lb = lower_bound(p.buffers()).bytes;
+            let unlimited = SearchLimits::unlimited(lb);
+            let floor = [Algorithm::SizeFirstFit, Algorithm::Tflm]
+                .map(|a| peak_of(&p, &a.implementation().place(&p, &unlimited).offsets))
+                .into_iter()
+                .chain([peak_of(&p, &place_openvino_ties(&p))])
+                .min()
+                .unwrap();
+            for limit in [1, 7, 50, 400, 3_000, 20_000, 150_000] {
+                let limits = SearchLimits { work_limit: Some(limit), ..SearchLimits::unlimited(lb) };
+                let plan = Auto.place(&p, &limits);
+                let peak = validate(p.buffers(), &plan.offsets).expect("a valid plan");
+                assert!(peak <= floor, "round {round}, limit {limit}: auto {peak} > {floor}");
+            }
+        }
+    }
+}

@@ -54,6 +54,19 @@ pub enum Algorithm {
     /// Runs the heuristics, keeps the smallest peak, and stops as soon as a
     /// plan reaches the lower bound; otherwise searches (EXACT) from the
     /// best for the rest of the work budget. The default.
+    /// At any work limit (1 included) its plan is never larger than
+    /// SIZE_FIRST_FIT's, OpenVINO's `MemorySolver`'s or TFLM's: the work
+    /// limit skips the other heuristics, never those. SIZE_FIRST_FIT
+    /// (O(n log n)) always runs, in its own tie order (TFLM's, later-added
+    /// first) and in OpenVINO's (earlier first use first, then earlier
+    /// last use); TFLM (O(n^2), seconds at 60,000 buffers) runs only where
+    /// its plan can differ from SIZE_FIRST_FIT's, when a zero-size buffer
+    /// has a fixed offset. One
+    /// tolerance: a plan within 10 parts per billion of the lower bound
+    /// ends the heuristics, so above a 100 MB bound the plan may be that
+    /// close to the bound yet a few bytes over one that meets it. A time
+    /// limit or cancellation that stops AUTO after its first heuristic
+    /// returns that plan.
     Auto = 0,
     /// Byte-identical to TensorFlow Lite Micro's `GreedyMemoryPlanner`:
     /// fixed buffers first, then by size descending (later-added first on
@@ -163,12 +176,14 @@ impl Algorithm {
 ///
 /// A *work unit* is one step of real work, counted where it happens: in
 /// the search, a node, each conflict-list entry its move visits, each
-/// buffer ranked or listed as a child and each section resident scanned
-/// for the section bound, plus a fixed charge per node for what it does
-/// in O(log n); a heuristic in `auto`'s first stage is charged an
-/// estimate from its buffer count (see `portfolio`). One unit is about 10 ns
-/// on a 2-core Xeon, so [`crate::plan::DEFAULT_WORK_LIMIT`] is about 1 s
-/// of planning there.
+/// section its buffer spans, each frontier tree node an update or query
+/// visits, each buffer ranked or listed as a child, each section resident
+/// scanned for the section bound and each fresh undo-log entry, plus a
+/// fixed charge per node; a heuristic in `auto`'s first stage is charged
+/// an estimate from its buffer count (see `portfolio`). One unit costs
+/// about the same time on small instances and large traces (3 to 4 ns on
+/// a 2-core Xeon, `BENCHMARKS.md`), so [`crate::plan::DEFAULT_WORK_LIMIT`]
+/// buys about 1 s of planning there on either.
 #[derive(Clone, Debug)]
 pub struct SearchLimits {
     /// The lower bound of the problem, so `auto` can stop early.

@@ -18,6 +18,27 @@ pub(super) fn size_descending(problem: &Problem) -> Vec<usize> {
     order
 }
 
+/// Buffers by size descending, earlier start first on ties, then earlier
+/// end: the order OpenVINO's `MemorySolver` leaves equal sizes in on its
+/// own tests (its sort is not stable, so beyond them this is our reading).
+/// On networks with many equal sizes it can beat the TFLM tie order by
+/// tens of percent, and the other way round.
+pub(super) fn size_descending_by_lifetime(problem: &Problem) -> Vec<usize> {
+    let mut order = unfixed(problem);
+    let buffers = problem.buffers();
+    order.sort_unstable_by_key(|&i| {
+        let b = &buffers[i];
+        (std::cmp::Reverse(b.size), b.lifetime.start, b.lifetime.end, i)
+    });
+    order
+}
+
+/// Size descending first fit with OpenVINO's tie order (see
+/// [`size_descending_by_lifetime`]); `auto` runs it beside the TFLM order.
+pub(super) fn place_openvino_ties(problem: &Problem) -> Vec<u64> {
+    place_in_order(problem, &size_descending_by_lifetime(problem), Fit::First)
+}
+
 impl PlacementAlgorithm for SizeFirstFit {
     fn algorithm(&self) -> Algorithm {
         Algorithm::SizeFirstFit

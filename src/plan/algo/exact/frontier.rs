@@ -15,6 +15,8 @@
 //! was its subtree's minimum, so most walks stop after a level or two,
 //! which matters since a node lifts hundreds of floors on long traces.
 
+use std::cell::Cell;
+
 /// A key packed for comparison: offset, then rank, then buffer index.
 pub type Packed = u128;
 
@@ -50,13 +52,26 @@ pub struct Frontier {
     nodes: Vec<Node>,
     /// Fenwick tree (1-based) of the XOR of the hashes of unplaced buffers.
     xor: Vec<u128>,
+    /// Tree nodes visited by updates and queries since the last
+    /// [`Frontier::take_visited`]: the search's work units for them (a
+    /// query is O(log n) but its constant grows with the trace).
+    visited: Cell<u64>,
 }
 
 impl Frontier {
     /// An empty frontier (every buffer placed) over `n` buffers.
     pub fn new(n: usize) -> Self {
         let leaves = n.max(1).next_power_of_two();
-        Frontier { leaves, nodes: vec![ABSENT; 2 * leaves], xor: vec![0; n + 1] }
+        Frontier { leaves, nodes: vec![ABSENT; 2 * leaves], xor: vec![0; n + 1], visited: Cell::new(0) }
+    }
+
+    /// The tree nodes visited since the last call.
+    pub fn take_visited(&self) -> u64 {
+        self.visited.replace(0)
+    }
+
+    fn visit(&self, count: u64) {
+        self.visited.set(self.visited.get() + count);
     }
 
     /// Every buffer unplaced, with `entry(i) = (key, floor + size, hash)`.
@@ -94,6 +109,7 @@ impl Frontier {
         self.nodes[v] = leaf;
         v /= 2;
         while v >= 1 {
+            self.visit(1);
             let merged = merge(self.nodes[2 * v], self.nodes[2 * v + 1]);
             if self.nodes[v] == merged {
                 break;
@@ -108,6 +124,7 @@ impl Frontier {
     pub fn toggle(&mut self, i: usize, hash: u128) {
         let mut k = i + 1;
         while k < self.xor.len() {
+            self.visit(1);
             self.xor[k] ^= hash;
             k += k & k.wrapping_neg();
         }
@@ -116,6 +133,7 @@ impl Frontier {
     fn prefix_xor(&self, mut k: usize) -> u128 {
         let mut x = 0;
         while k > 0 {
+            self.visit(1);
             x ^= self.xor[k];
             k &= k - 1;
         }
@@ -133,6 +151,7 @@ impl Frontier {
         let (mut l, mut r) = (a + self.leaves, b + self.leaves);
         let mut least = u64::MAX;
         while l < r {
+            self.visit(1);
             if l & 1 == 1 {
                 least = least.min(self.nodes[l].top);
                 l += 1;
@@ -170,6 +189,7 @@ impl Frontier {
 
     #[allow(clippy::too_many_arguments)]
     fn least_above_in(&self, v: usize, nl: usize, nr: usize, a: usize, b: usize, after: Packed, best: &mut Packed) {
+        self.visit(1);
         let key = self.nodes[v].key;
         if nr <= a || b <= nl || key >= *best {
             return;
@@ -204,6 +224,7 @@ impl Frontier {
     /// Visits the nodes over `a..b`, top down, descending where `visit`
     /// says so (it is told whether the node is a leaf).
     fn walk(&self, v: usize, nl: usize, nr: usize, a: usize, b: usize, visit: &mut dyn FnMut(Node, bool) -> bool) {
+        self.visit(1);
         if nr <= a || b <= nl {
             return;
         }

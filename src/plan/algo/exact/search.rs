@@ -56,13 +56,20 @@ use super::pending::Pending;
 /// Offset of an unplaced buffer.
 const UNPLACED: u64 = u64::MAX;
 
-/// Work units a node costs besides what it scans and lifts (memo lookup,
-/// frontier queries, the frame). With one unit per conflict entry, lifted
-/// floor, scanned section resident or witnessed section and ranked or
-/// listed buffer, this tracks the search's time within about 20% on
-/// PanGu and MiniMalloc's challenging B, D, I and J (fitted to measured
-/// CPU time: about 10 ns a unit on a 2-core Xeon).
+/// Work units a node costs besides what it counts as it goes (memo lookup,
+/// the frame). With one unit per conflict entry, lifted floor, section
+/// spanned, frontier tree node visited, scanned section resident or
+/// witnessed section and ranked or listed buffer, and [`LOG_GROWTH_WORK`]
+/// per fresh undo-log entry, a unit takes about the same CPU time on
+/// MiniMalloc's challenging instances (a few hundred buffers, everything
+/// in cache) as on the long traces (tens of thousands, frontier trees and
+/// a growing log); `BENCHMARKS.md` has the figures per family.
 const NODE_WORK: u64 = 10;
+
+/// Work units per undo-log entry past the log's longest so far in this
+/// search: fresh memory, so a page fault and a copy when the log grows
+/// (an eighth of PanGu's search time, whose log reaches hundreds of MiB).
+const LOG_GROWTH_WORK: u64 = 2;
 
 /// Parts of at least this many buffers keep a [`Frontier`]; smaller ones
 /// scan their unplaced buffers at each node, which costs less than
@@ -266,6 +273,9 @@ pub struct Search<'p> {
     /// Undo log of floors, `(buffer, old floor)`, and of witnesses,
     /// `(WITNESS | section, old witness_at << 32 | old witness)`.
     floor_log: Vec<(u32, u64)>,
+    /// The longest [`Search::floor_log`] of the running search: entries
+    /// past it are fresh memory (see [`LOG_GROWTH_WORK`]).
+    log_high: usize,
     hash: u128,
     /// Components waiting to be searched, the next on top.
     waiting: Vec<Component>,
@@ -395,6 +405,7 @@ impl<'p> Search<'p> {
             section_start,
             scope_hashes: (0..n as u32).map(scope_hash).collect(),
             floor_log: Vec::new(),
+            log_high: 0,
             hash: 0,
             waiting: Vec::new(),
             witness: vec![NO_WITNESS; part.sections],
@@ -441,9 +452,28 @@ impl<'p> Search<'p> {
             frontier.fill(part.len(), |i| (pack(floor[i], rank[i], i as u32), floor[i] + part.size[i], hashes[i]));
         }
         self.floor_log.clear();
+        self.log_high = 0;
         self.rank_log.clear();
         self.candidates.clear();
         self.waiting.clear();
+    }
+
+    /// Adds to the work what the node counts do not see: the frontier's
+    /// visited tree nodes (parts that scan instead count their scans; tests
+    /// keep a frontier at every size, so there the visits are not counted,
+    /// for the same work as a release build) and the undo log's growth.
+    fn count_untracked(&mut self) {
+        if let Some(frontier) = &self.frontier {
+            let visited = frontier.take_visited();
+            if !self.scanned {
+                self.work += visited;
+            }
+        }
+        let len = self.floor_log.len();
+        if len > self.log_high {
+            self.work += (len - self.log_high) as u64 * LOG_GROWTH_WORK;
+            self.log_high = len;
+        }
     }
 
     /// Tells the frontier buffer `i`'s key and floor + size changed.
@@ -528,6 +558,7 @@ impl<'p> Search<'p> {
     /// (checked per node) and polling `stop` every 1024 nodes.
     pub fn run(&mut self, target: u64, budget: u64, work_budget: u64, stop: &mut dyn FnMut() -> bool) -> Verdict {
         let verdict = self.search(target, budget, self.work.saturating_add(work_budget), stop);
+        self.count_untracked();
         #[cfg(test)]
         let verdict = if self.audit {
             // Subtrees that held plans are in the memo as failures.
@@ -619,6 +650,7 @@ impl<'p> Search<'p> {
             let scope = frame.scope;
             spent += 1;
             self.nodes += 1;
+            self.count_untracked();
             if spent > budget || self.work >= work_end || (spent & 0x3FF == 0 && stop()) {
                 return Verdict::Stopped;
             }
@@ -1017,7 +1049,10 @@ impl<'p> Search<'p> {
         let iu = i as usize;
         let size = part.size[iu];
         let top = offset + size;
-        self.work += NODE_WORK + part.conflicts(iu).len() as u64;
+        // The sections it spans are walked twice each way (crossing counts
+        // and the pending bytes, placed and undone).
+        let span = (part.last[iu] - part.first[iu]) as u64;
+        self.work += NODE_WORK + part.conflicts(iu).len() as u64 + span;
         self.offset[iu] = offset;
         if let Some(frontier) = &mut self.frontier {
             frontier.remove(iu);
