@@ -86,7 +86,9 @@ pub fn plan_aligned(algorithm: Algorithm, alignment: u64, buffers: &[AlignedBuff
     let mut fixed: Vec<Option<u64>> = vec![None; buffers.len()];
     let mut winner = (0usize, algorithm);
     for &a in &rounds {
-        let this_round = |b: &AlignedBuffer| if a == alignment { need(b) == alignment } else { need(b) == a };
+        // The last round (`a` the block's alignment) takes every buffer
+        // needing no more than the block's.
+        let this_round = |b: &AlignedBuffer| need(b) == a;
         let (offsets, round) = run(algorithm, a, buffers, &fixed, this_round)?;
         let placed = buffers.iter().filter(|b| this_round(b)).count();
         if placed > winner.0 {
@@ -259,20 +261,20 @@ mod tests {
         assert_eq!(aligned_lower_bound(64, &[b(100, 0, 1, 1), b(1, 0, 1, 64)]).unwrap(), 192);
     }
 
+    /// `bs` as plain buffers, sizes rounded up to the block's `alignment`:
+    /// what `validate` checks a plan of them against.
+    fn rounded(alignment: u64, bs: &[AlignedBuffer]) -> Vec<Buffer> {
+        bs.iter()
+            .map(|b| Buffer { size: align_up(b.size, alignment).unwrap(), lifetime: b.lifetime, fixed_offset: None })
+            .collect()
+    }
+
     /// The smallest peak of `bs` by brute force over every offset up to
     /// `top` that is a multiple of its buffer's alignment.
     fn brute_force(alignment: u64, bs: &[AlignedBuffer], top: u64) -> u64 {
         fn go(alignment: u64, bs: &[AlignedBuffer], at: usize, offsets: &mut Vec<u64>, top: u64, best: &mut u64) {
             if at == bs.len() {
-                let rounded: Vec<Buffer> = bs
-                    .iter()
-                    .map(|b| Buffer {
-                        size: align_up(b.size, alignment).unwrap(),
-                        lifetime: b.lifetime,
-                        fixed_offset: None,
-                    })
-                    .collect();
-                if let Ok(peak) = validate(&rounded, offsets) {
+                if let Ok(peak) = validate(&rounded(alignment, bs), offsets) {
                     *best = (*best).min(peak);
                 }
                 return;
@@ -309,15 +311,7 @@ mod tests {
                 .collect();
             for algorithm in [Algorithm::Auto, Algorithm::Sequential, Algorithm::Linear, Algorithm::Tflm] {
                 let p = plan_aligned(algorithm, alignment, &bs).unwrap();
-                let rounded: Vec<Buffer> = bs
-                    .iter()
-                    .map(|b| Buffer {
-                        size: align_up(b.size, alignment).unwrap(),
-                        lifetime: b.lifetime,
-                        fixed_offset: None,
-                    })
-                    .collect();
-                assert_eq!(validate(&rounded, &p.offsets).unwrap(), p.peak, "{bs:?}");
+                assert_eq!(validate(&rounded(alignment, &bs), &p.offsets).unwrap(), p.peak, "{bs:?}");
                 for (b, &o) in bs.iter().zip(&p.offsets) {
                     assert_eq!(o % b.alignment.max(alignment), 0, "{bs:?}");
                 }
