@@ -1,4 +1,4 @@
-//! Gives the shared library its SONAME. Nothing else: the header is
+//! Gives the shared library its SONAME. Nothing else: the headers are
 //! generated and checked by `tests/header.rs`, so that a build of the
 //! library compiles no code generator.
 

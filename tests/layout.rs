@@ -1,4 +1,4 @@
-//! C and Rust agree on the ABI of `include/nnmem.h`.
+//! C and Rust agree on the ABI of `include/nnmem.h` (bindgen follows it into the topic headers it includes).
 //!
 //! Three views are compared:
 //! - **bindgen** (libclang) reads the header: struct fields in order, their
