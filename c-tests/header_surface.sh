@@ -3,7 +3,8 @@
 # (docs/c-abi.md, "Names": everything public is nnm_/NNM_):
 #   - the functions declared in nnmem.h are exactly the symbols libnnmem.so
 #     exports, both ways;
-#   - every macro the header defines is NNM_* (or the guard NNMEM_H);
+#   - every macro the header defines is NNM_* (or a guard: NNMEM_H, and
+#     NNMEM_<TOPIC>_H of the topic headers it includes);
 #   - every struct/enum tag, typedef and enum constant is nnm_* / NNM_*,
 #     except `struct list_head` (the kernel's list node; see below).
 # And the header keeps the language levels its preamble states:
@@ -11,7 +12,7 @@
 #     (where CC knows them) with -Wall -Wextra -Werror -pedantic
 #     -Wc++-compat, and as C++11, C++17 and C++20 with CXX;
 #   - as C89 it stops at its own #error, naming the level it needs;
-#   - its comments carry no Rust paths or rustdoc links (`crate::`,
+#   - its comments (and those of the topic headers) carry no Rust paths or rustdoc links (`crate::`,
 #     [`Item`], Self), and negative macros are parenthesised.
 # Usage: header_surface.sh HEADER SHARED_LIBRARY CC CXX
 set -euo pipefail
@@ -34,7 +35,7 @@ grep -vE '^nnm_' "$tmp/exported" | sed 's/^/unprefixed exported symbol: /' | gre
 printf '#include <stddef.h>\n#include <stdint.h>\n' | "$cc" -dM -E -x c - | awk '{print $2}' \
     | sed 's/(.*//' | sort -u >"$tmp/base"
 "$cc" -dM -E -x c "$header" | awk '{print $2}' | sed 's/(.*//' | sort -u >"$tmp/all"
-comm -13 "$tmp/base" "$tmp/all" | grep -vE '^(NNM_[A-Z0-9_]+|NNMEM_H)$' \
+comm -13 "$tmp/base" "$tmp/all" | grep -vE '^(NNM_[A-Z0-9_]+|NNMEM_H|NNMEM_[A-Z]+_H)$' \
     | sed 's/^/unprefixed macro: /' | grep . >&2 && status=1
 
 # Types and enum constants, from the header with comments stripped.
@@ -91,18 +92,22 @@ for std in c++11 c++17 c++20; do
 done
 if compiles "$cc" c89 "$tmp/levels.c" -pedantic-errors; then
     fail "nnmem.h compiles as C89, but its preamble says it needs C99"
-elif ! grep -q 'error.*nnmem.h needs C99 or later' "$tmp/out"; then
+elif ! grep -q "error.*nnmem's headers need C99 or later" "$tmp/out"; then
     cat "$tmp/out" >&2
     fail "nnmem.h as C89 fails without its #error naming C99 (compiler output above)"
 fi
 
 # Comments are C documentation: no Rust paths or rustdoc link syntax.
 # (A C++ name of another project, like TFLite Micro's, may use `::`.)
-grep -nE 'crate::|super::|self::|\bSelf\b|\[`|`\]|\]\(' "$header" \
-    | sed 's/^/Rust path or rustdoc link in nnmem.h: /' | grep . >&2 && status=1
+# nnmem.h and the topic headers it includes.
+headers=("$header")
+while read -r topic; do headers+=("$include_dir/$topic"); done \
+    < <(sed -n 's/^#include "\(nnmem\/[a-z_]*\.h\)"$/\1/p' "$header")
+grep -nE 'crate::|super::|self::|\bSelf\b|\[`|`\]|\]\(' "${headers[@]}" \
+    | sed 's/^/Rust path or rustdoc link: /' | grep . >&2 && status=1
 # Negative macros parenthesised: `#define NAME -1` expands wrongly next to
 # another operator (`x NAME` or `sizeof NAME`).
-grep -nE '^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]+[-~]' "$header" \
+grep -nE '^[[:space:]]*#[[:space:]]*define[[:space:]]+[A-Za-z_][A-Za-z0-9_]*[[:space:]]+[-~]' "${headers[@]}" \
     | sed 's/^/negative macro without parentheses: /' | grep . >&2 && status=1
 
 if [ $status -eq 0 ]; then

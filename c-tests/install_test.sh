@@ -55,7 +55,7 @@ build_consumer() {
     rm -rf "$b"
     cmake -S "$src" -B "$b" -DBUILD_SHARED_LIBS="$shared" -DNNMEM_CONSUMER_SELF_TEST=ON "$@"
     cmake --build "$b"
-    for kind in static shared nnmem compat compat_cxx; do
+    for kind in static shared nnmem topic compat compat_cxx; do
         echo "--- consumer_$kind (BUILD_SHARED_LIBS=$shared)"
         "$b/consumer_$kind"
     done
@@ -127,7 +127,7 @@ EOF
              "$libdir/cmake/nnmem/nnmemConfigVersion.cmake" "$libdir/pkgconfig/nnmem.pc"; do
         [ -f "$p/$f" ] || fail "not installed: $f"
     done
-    # include/nnmem/: the hand-written headers, every one of them.
+    # include/nnmem/: the topic headers and the hand-written ones, every one of them.
     src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
     for h in "$src_dir"/include/nnmem/*.h; do
         [ -f "$p/include/nnmem/$(basename "$h")" ] || fail "not installed: include/nnmem/$(basename "$h")"
