@@ -307,9 +307,9 @@ fn arrange(items: &[Item], topic: usize) -> Vec<(usize, Option<String>)> {
             .iter()
             .find(|f| in_own(f) && by_code(f))
             .or_else(|| functions.iter().find(|f| in_own(f) && by_doc(f)))
-            .or_else(|| functions.iter().find(|f| in_own(f)))
             .or_else(|| functions.iter().find(by_code))
             .or_else(|| functions.iter().find(by_doc))
+            .or_else(|| functions.iter().find(|f| in_own(f)))
             .or_else(|| {
                 // A family's own types (nnm_device_type: "nnm_device").
                 let lower = items[i].name.to_ascii_lowercase();

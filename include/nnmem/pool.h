@@ -273,6 +273,117 @@ enum nnm_status nnm_device_allocator_dealloc(const struct nnm_device_allocator *
                                              void *ptr);
 
 /* -------------------------------------------------------------------------
+ * nnm_strategy
+ * ------------------------------------------------------------------------- */
+
+/**
+ * The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name
+ * (RAF's `no_pool` and `page_unit_pool` too; reports use nnmem's names).
+ */
+typedef enum nnm_strategy {
+  /**
+   * Every request goes to the device; nothing is cached.
+   */
+  NNM_STRATEGY_NO_POOL = 0,
+  /**
+   * RAF's page-unit pool: sizes rounded up to the page, idle blocks of
+   * exactly that size reused, nothing split or merged.
+   */
+  NNM_STRATEGY_PAGE_UNIT = 1,
+  /**
+   * Best fit over size-segregated free blocks, with splitting and
+   * coalescing, small and large segments (PyTorch / BFC style).
+   */
+  NNM_STRATEGY_CACHING = 2,
+  /**
+   * Records one iteration, plans it with the planner, and serves the
+   * next iterations from one planned block; falls back to `caching`.
+   */
+  NNM_STRATEGY_REPLAY = 3,
+} nnm_strategy;
+
+/**
+ * Looks a built-in strategy up by name ("no-pool", "page-unit", "caching",
+ * "replay"; RAF's "no_pool" and "page_unit_pool" are taken too) and
+ * writes its `nnm_strategy` value. User strategies have no
+ * value: use them by name (`nnm_pool_new_by_name`, `nnm_device_init_pool`).
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
+ * lists the built-in ones).
+ *
+ * # Safety
+ * `name` must be NULL or a NUL-terminated string. `out_strategy` must be
+ * NULL or valid for writing one value.
+ */
+enum nnm_status nnm_strategy_from_name(const char *name, uint32_t *out_strategy);
+
+/**
+ * The name of an `nnm_strategy` value, or NULL for an unknown value.
+ * Static; never freed. Safe from any thread.
+ */
+const char *nnm_strategy_name(uint32_t strategy);
+
+/* -------------------------------------------------------------------------
+ * nnm_device_ctx
+ * ------------------------------------------------------------------------- */
+
+/**
+ * The device of a pool, as a C strategy's callbacks reach it: one per
+ * pool, at an address fixed for the pool's life, valid only during a
+ * callback, on that callback's thread. nnmem compares a `dev` with the
+ * contexts of the callbacks running on the calling thread (the callback
+ * itself and any it runs inside, such as a pool's callback allocating from
+ * another pool) before reading it, so any other pointer (a context kept
+ * past its callback, one of a callback not running on this thread, or one
+ * used from another thread) is refused with NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
+ * freed since, whose memory a new pool's context now occupies, used during
+ * that new pool's callback: it is the new pool's context.
+ */
+typedef struct nnm_device_ctx nnm_device_ctx;
+
+/**
+ * Allocates `size` bytes aligned to `alignment` (a power of two) on
+ * `stream` from the pool's device, for a C strategy's callback: the pool's
+ * limit applies and the device call is counted. Writes the address.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment, `dev` not
+ * the context of a callback running on this thread, or a device allocator
+ * that returned memory this pool already holds from it: see
+ * `nnm_pool_alloc`; the strategy should return that status);
+ * OUT_OF_MEMORY (the limit or the device; the strategy should return
+ * NNM_OUT_OF_MEMORY, and the pool's message will be the device's).
+ *
+ * # Safety
+ * `dev` may be any pointer value: it is compared with the contexts of the
+ * callbacks running on this thread before it is read (a context kept past
+ * its callback is refused, even once its pool is freed). `out_ptr` must be
+ * NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
+                                     size_t size,
+                                     size_t alignment,
+                                     void *stream,
+                                     void **out_ptr);
+
+/**
+ * Returns a device block `nnm_device_ctx_alloc` gave this strategy, with
+ * its size, to the device.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`dev` not the context of a
+ * callback running on this thread, not a device block of this strategy, a
+ * different size), WRONG_STATE (memory handed out inside it is still out).
+ * Nothing changes on error.
+ *
+ * # Safety
+ * `dev` may be any pointer value, as for `nnm_device_ctx_alloc`. `ptr` is
+ * only compared.
+ */
+enum nnm_status nnm_device_ctx_free(struct nnm_device_ctx *dev,
+                                    void *ptr,
+                                    size_t size,
+                                    void *stream);
+
+/* -------------------------------------------------------------------------
  * nnm_pool
  * ------------------------------------------------------------------------- */
 
@@ -762,20 +873,6 @@ enum nnm_status nnm_pool_trace_report_write(const struct nnm_pool *pool,
 enum nnm_status nnm_pool_options_default(struct nnm_pool_options *out_options);
 
 /**
- * The device of a pool, as a C strategy's callbacks reach it: one per
- * pool, at an address fixed for the pool's life, valid only during a
- * callback, on that callback's thread. nnmem compares a `dev` with the
- * contexts of the callbacks running on the calling thread (the callback
- * itself and any it runs inside, such as a pool's callback allocating from
- * another pool) before reading it, so any other pointer (a context kept
- * past its callback, one of a callback not running on this thread, or one
- * used from another thread) is refused with NNM_INVALID_ARGUMENT, unread. Not detectable: a context kept from a pool
- * freed since, whose memory a new pool's context now occupies, used during
- * that new pool's callback: it is the new pool's context.
- */
-typedef struct nnm_device_ctx nnm_device_ctx;
-
-/**
  * A pool strategy written in C. nnmem copies the struct (and the name) at
  * registration; `ctx` and the callbacks must stay valid until the name is
  * unregistered and every pool made with it is gone.
@@ -891,103 +988,6 @@ enum nnm_status nnm_pool_register_strategy(const struct nnm_strategy_vtable *vta
  * `name` must be NULL or a NUL-terminated string.
  */
 enum nnm_status nnm_pool_unregister_strategy(const char *name);
-
-/* -------------------------------------------------------------------------
- * nnm_device_ctx
- * ------------------------------------------------------------------------- */
-
-/**
- * Allocates `size` bytes aligned to `alignment` (a power of two) on
- * `stream` from the pool's device, for a C strategy's callback: the pool's
- * limit applies and the device call is counted. Writes the address.
- *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment, `dev` not
- * the context of a callback running on this thread, or a device allocator
- * that returned memory this pool already holds from it: see
- * `nnm_pool_alloc`; the strategy should return that status);
- * OUT_OF_MEMORY (the limit or the device; the strategy should return
- * NNM_OUT_OF_MEMORY, and the pool's message will be the device's).
- *
- * # Safety
- * `dev` may be any pointer value: it is compared with the contexts of the
- * callbacks running on this thread before it is read (a context kept past
- * its callback is refused, even once its pool is freed). `out_ptr` must be
- * NULL or valid for writing one pointer.
- */
-enum nnm_status nnm_device_ctx_alloc(struct nnm_device_ctx *dev,
-                                     size_t size,
-                                     size_t alignment,
-                                     void *stream,
-                                     void **out_ptr);
-
-/**
- * Returns a device block `nnm_device_ctx_alloc` gave this strategy, with
- * its size, to the device.
- *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (`dev` not the context of a
- * callback running on this thread, not a device block of this strategy, a
- * different size), WRONG_STATE (memory handed out inside it is still out).
- * Nothing changes on error.
- *
- * # Safety
- * `dev` may be any pointer value, as for `nnm_device_ctx_alloc`. `ptr` is
- * only compared.
- */
-enum nnm_status nnm_device_ctx_free(struct nnm_device_ctx *dev,
-                                    void *ptr,
-                                    size_t size,
-                                    void *stream);
-
-/* -------------------------------------------------------------------------
- * nnm_strategy
- * ------------------------------------------------------------------------- */
-
-/**
- * The built-in strategies, chosen by enum (C: `nnm_strategy`) or by name
- * (RAF's `no_pool` and `page_unit_pool` too; reports use nnmem's names).
- */
-typedef enum nnm_strategy {
-  /**
-   * Every request goes to the device; nothing is cached.
-   */
-  NNM_STRATEGY_NO_POOL = 0,
-  /**
-   * RAF's page-unit pool: sizes rounded up to the page, idle blocks of
-   * exactly that size reused, nothing split or merged.
-   */
-  NNM_STRATEGY_PAGE_UNIT = 1,
-  /**
-   * Best fit over size-segregated free blocks, with splitting and
-   * coalescing, small and large segments (PyTorch / BFC style).
-   */
-  NNM_STRATEGY_CACHING = 2,
-  /**
-   * Records one iteration, plans it with the planner, and serves the
-   * next iterations from one planned block; falls back to `caching`.
-   */
-  NNM_STRATEGY_REPLAY = 3,
-} nnm_strategy;
-
-/**
- * Looks a built-in strategy up by name ("no-pool", "page-unit", "caching",
- * "replay"; RAF's "no_pool" and "page_unit_pool" are taken too) and
- * writes its `nnm_strategy` value. User strategies have no
- * value: use them by name (`nnm_pool_new_by_name`, `nnm_device_init_pool`).
- *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT for an unknown name (the message
- * lists the built-in ones).
- *
- * # Safety
- * `name` must be NULL or a NUL-terminated string. `out_strategy` must be
- * NULL or valid for writing one value.
- */
-enum nnm_status nnm_strategy_from_name(const char *name, uint32_t *out_strategy);
-
-/**
- * The name of an `nnm_strategy` value, or NULL for an unknown value.
- * Static; never freed. Safe from any thread.
- */
-const char *nnm_strategy_name(uint32_t strategy);
 
 /* -------------------------------------------------------------------------
  * nnm_device_register_allocator, nnm_device_init_pool,
