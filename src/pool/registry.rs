@@ -23,7 +23,8 @@ use crate::status::{Error, Result, Status};
 pub enum DeviceType {
     /// Host memory; its default allocator is the host allocator.
     Host = 0,
-    /// A CUDA GPU; its default allocator loads the CUDA runtime.
+    /// A CUDA GPU; its default allocator loads the CUDA runtime (or else
+    /// the driver).
     Cuda = 1,
     /// Any other device: register its allocator first.
     Custom = 2,

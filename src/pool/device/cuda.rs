@@ -3,8 +3,9 @@
 //! loaded at run time (`dlopen`), so nnmem needs no CUDA to build, and a
 //! machine without either only gets NOT_FOUND when it asks for `cuda`.
 //!
-//! The runtime is tried first (`runtime.rs`), then the driver (`driver.rs`);
-//! both give the same allocator: on a stream other than the default one,
+//! The runtime is tried first (`runtime.rs`), then the driver (`driver.rs`)
+//! (`NNMEM_CUDA_API=runtime` or `driver` keeps to one: how the GPU check
+//! runs the driver path on a machine that has both); both give the same allocator: on a stream other than the default one,
 //! memory comes from the stream-ordered allocator (`cudaMallocAsync` /
 //! `cuMemAllocAsync`, CUDA 11.2 and later; older ones use the synchronous
 //! call on every stream). Both align to 256 B; larger alignments are served
@@ -71,8 +72,21 @@ enum Api {
 /// outlive every allocator), or why neither could be.
 static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
 
+/// The environment variable that limits which API is loaded: unset, empty
+/// or "auto" (the runtime, else the driver), "runtime", "driver". Read once.
+const API_VARIABLE: &str = "NNMEM_CUDA_API";
+
 fn names(list: &[&CStr]) -> String {
     list.iter().map(|l| l.to_string_lossy()).collect::<Vec<_>>().join(", ")
+}
+
+/// Why none of `list` was loaded: each name's dlerror text, or that the
+/// list was left out by the variable.
+fn not_loaded(list: &[&CStr], errors: Vec<String>) -> String {
+    if list.is_empty() {
+        return format!("not tried ({API_VARIABLE} leaves it out)");
+    }
+    format!("not found (tried {}: {})", names(list), errors.join("; "))
 }
 
 /// The first runtime of `runtimes` that loads with every entry point nnmem
@@ -84,20 +98,38 @@ fn load_from(runtimes: &[&'static CStr], drivers: &[&'static CStr]) -> std::resu
             Ok(rt) => return Ok(Api::Runtime(rt)),
             Err(e) => e,
         },
-        Err(errors) => format!("not found (tried {}: {})", names(runtimes), errors.join("; ")),
+        Err(errors) => not_loaded(runtimes, errors),
     };
     let driver_failure = match dl::open_first(drivers) {
         Ok(lib) => match Driver::load(lib) {
             Ok(drv) => return Ok(Api::Driver(drv)),
             Err(e) => e,
         },
-        Err(errors) => format!("not found (tried {}: {})", names(drivers), errors.join("; ")),
+        Err(errors) => not_loaded(drivers, errors),
     };
     Err(format!("no CUDA: the runtime (libcudart) {runtime_failure}; the driver (libcuda) {driver_failure}"))
 }
 
+/// The runtime's and the driver's names as `NNMEM_CUDA_API`'s value
+/// `value` limits them.
+fn chosen(value: std::result::Result<String, std::env::VarError>) -> std::result::Result<ApiNames, String> {
+    match value.as_deref() {
+        Err(std::env::VarError::NotPresent) | Ok("" | "auto") => Ok((&runtime::NAMES, &driver::NAMES)),
+        Ok("runtime") => Ok((&runtime::NAMES, &[])),
+        Ok("driver") => Ok((&[], &driver::NAMES)),
+        Ok(other) => Err(format!("{API_VARIABLE}={other:?} names no CUDA API (auto, runtime or driver)")),
+        Err(e) => Err(format!("{API_VARIABLE}: {e}")),
+    }
+}
+
+type ApiNames = (&'static [&'static CStr], &'static [&'static CStr]);
+
 fn api() -> std::result::Result<&'static Api, &'static String> {
-    API.get_or_init(|| load_from(&runtime::NAMES, &driver::NAMES)).as_ref()
+    API.get_or_init(|| {
+        let (runtimes, drivers) = chosen(std::env::var(API_VARIABLE))?;
+        load_from(runtimes, drivers)
+    })
+    .as_ref()
 }
 
 /// CUDA, loaded on first use: the runtime, or else the driver. Fails with
@@ -301,6 +333,22 @@ mod tests {
             ),
             "{m}"
         );
+    }
+
+    #[test]
+    fn the_variable_limits_the_apis_tried() {
+        use std::env::VarError;
+        assert_eq!(chosen(Err(VarError::NotPresent)).unwrap(), (&runtime::NAMES[..], &driver::NAMES[..]));
+        assert_eq!(chosen(Ok("auto".into())).unwrap(), (&runtime::NAMES[..], &driver::NAMES[..]));
+        assert_eq!(chosen(Ok(String::new())).unwrap(), (&runtime::NAMES[..], &driver::NAMES[..]));
+        assert_eq!(chosen(Ok("runtime".into())).unwrap(), (&runtime::NAMES[..], &[][..]));
+        assert_eq!(chosen(Ok("driver".into())).unwrap(), (&[][..], &driver::NAMES[..]));
+        assert_eq!(
+            chosen(Ok("gpu".into())).unwrap_err(),
+            "NNMEM_CUDA_API=\"gpu\" names no CUDA API (auto, runtime or driver)"
+        );
+        let Err(m) = load_from(&[], &[c"libnnmem-no-cuda.so.1"]) else { panic!("a made-up name loaded") };
+        assert!(m.starts_with("no CUDA: the runtime (libcudart) not tried (NNMEM_CUDA_API leaves it out); the driver (libcuda) not found (tried libnnmem-no-cuda.so.1: "), "{m}");
     }
 
     /// A library that loads but lacks the entry points: named with the
