@@ -4580,9 +4580,11 @@ enum nnm_status nnm_torch_init(int device);
  * strategies ignore it. Makes the device's pool when it has none, as
  * `nnm_torch_init`.
  *
- * Errors: as `nnm_torch_init`, and as `nnm_pool_end_iteration`
- * (OUT_OF_MEMORY: the plan's block does not fit the device; the pool goes
- * on serving without a plan).
+ * Errors: those of `nnm_torch_init`, and those of
+ * `nnm_pool_end_iteration`: OUT_OF_MEMORY (the plan's block does not fit
+ * the device or the pool's limit) and INVALID_ARGUMENT (the device
+ * returned memory the pool holds), after which the pool goes on serving
+ * without a plan; a C strategy's own status.
  *
  * Thread-safe.
  */
