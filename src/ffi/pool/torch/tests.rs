@@ -73,8 +73,6 @@ fn the_pair_serves_a_registered_cuda_device_and_refuses_bad_input() {
         assert_eq!(last_error(), "PyTorch asked for -1 B: a size is 0 or more");
         assert!(nnm_torch_alloc(8, -2, null_mut()).is_null());
         assert_eq!(last_error(), "CUDA device -2: a device index is 0 or more");
-        assert!(nnm_torch_alloc(isize::MAX, DEVICE, null_mut()).is_null());
-        assert!(!last_error().is_empty());
         nnm_torch_free(null_mut(), 0, DEVICE, null_mut());
         nnm_torch_free(0x12345 as *mut c_void, 8, DEVICE, null_mut());
         assert!(last_error().contains("no pool of this device, current or retired, handed it out"), "{}", last_error());
