@@ -4512,10 +4512,13 @@ enum nnm_status nnm_pool_unregister_strategy(const char *name);
  * options) is used as it is. Memory comes from the CUDA runtime, or the
  * driver where the runtime is absent (`nnm_device_allocator_cuda`).
  *
- * `size` is `ptrdiff_t`, which is `ssize_t` on Linux (`long` on 64-bit
- * targets, `int` on 32-bit ones), so the function has exactly the type
- * PyTorch calls, `void *(ssize_t, int, cudaStream_t)`, without
- * `<sys/types.h>` (POSIX, not ISO C) in this header.
+ * `size` is `ptrdiff_t`, which is the same type as `ssize_t` on Linux
+ * (`long` on 64-bit targets, `int` on 32-bit ones), and `stream` is
+ * `void *` (a `cudaStream_t` is a pointer), so the function has exactly the
+ * type PyTorch calls, `void *(ssize_t, int, cudaStream_t)`, while this
+ * header needs only `<stddef.h>` and `<stdint.h>`: `<sys/types.h>` is POSIX,
+ * not ISO C, and the header stays one that every C (C99 on) and C++ (C++11
+ * on) compiler takes without a warning.
  *
  * Returns the block, or NULL: for size 0 (nothing allocated, no error, as
  * PyTorch's own allocator does), and on failure, with the reason in
