@@ -28,6 +28,13 @@
  *              cudaMemcpy), a pool of two mutable blocks, and two requests
  *              resolved and run side by side: every operator's outputs and
  *              workbuffers written, its inputs read back, before and after;
+ *   torch      PyTorch's pluggable pair (nnm_torch_alloc/nnm_torch_free,
+ *              called through pointers of the types PyTorch calls them
+ *              with) on device 0: every round size on the default stream
+ *              and on a stream with a pattern, the strategy
+ *              NNMEM_TORCH_STRATEGY names, NULL with the reason for a
+ *              negative size, the device's own out-of-memory and a foreign
+ *              pointer's free;
  *   timings    a cached alloc+free pair of each strategy beside
  *              cudaMalloc/cudaFree and cudaMallocAsync/cudaFreeAsync, as a
  *              Markdown table for BENCHMARKS.md (printed, never checked).
@@ -35,8 +42,10 @@
  * The CUDA runtime (libcudart.so, .so.12, .so.11.0, the names nnmem tries)
  * is loaded with dlopen, as nnmem loads it, so no CUDA header or toolkit
  * is needed to build this; without the runtime, the driver (libcuda.so.1)
- * runs the same checks, for an nnmem that can use it. Where neither sees a
- * GPU the program prints "gpu-check: no GPU: <why>" and exits 0.
+ * runs the same checks, as nnmem falls back to it; --driver takes the
+ * driver where the runtime is installed too (for nnmem as well, through
+ * NNMEM_CUDA_API=driver). Where neither sees a GPU the program prints
+ * "gpu-check: no GPU: <why>" and exits 0.
  *
  * --host runs every check on the host allocator (memcpy, and made-up
  * stream handles, which nnmem never dereferences), so that the checks
@@ -542,6 +551,7 @@ static int overlaps(const void *a, size_t a_len, const void *b, size_t b_len) {
 /* --- pools: every strategy ---------------------------------------------------- */
 
 static int quick; /* --quick */
+static int force_driver; /* --driver */
 
 static const uint32_t STRATEGIES[4] = {NNM_STRATEGY_NO_POOL, NNM_STRATEGY_PAGE_UNIT, NNM_STRATEGY_CACHING,
                                        NNM_STRATEGY_REPLAY};
@@ -1155,6 +1165,74 @@ done:
     nnm_exec_model_free(model);
 }
 
+/* --- PyTorch's pluggable pair ------------------------------------------------ */
+
+/* The types torch.cuda.memory.CUDAPluggableAllocator calls them with
+ * (ssize_t is ptrdiff_t on Linux; cudaStream_t a pointer). */
+typedef void *(*torch_alloc_fn)(ptrdiff_t size, int device, void *stream);
+typedef void (*torch_free_fn)(void *ptr, ptrdiff_t size, int device, void *stream);
+
+/* nnm_torch_alloc/nnm_torch_free on device 0 (with --host, the host
+ * allocator registered as CUDA device 0): every round size, on the default
+ * stream and on a stream, a pattern in each block, the strategy
+ * NNMEM_TORCH_STRATEGY names, and the failures (NULL with the reason). */
+static void test_torch(uint64_t device_total) {
+    torch_alloc_fn alloc = nnm_torch_alloc;
+    torch_free_fn release = nnm_torch_free;
+    const char *want = getenv("NNMEM_TORCH_STRATEGY");
+    void *stream = NULL, *blocks[ROUND_BLOCKS], *p;
+    nnm_pool *pool = NULL;
+    int s, i;
+    printf("== PyTorch pair: nnm_torch_alloc, nnm_torch_free\n");
+    if (want == NULL || want[0] == '\0') want = "caching";
+    if (dev.device_type != NNM_DEVICE_TYPE_CUDA) {
+        NNM_OK_(nnm_device_register_allocator(NNM_DEVICE_TYPE_CUDA, 0, dev.allocator));
+    }
+    /* The registry's pool of the device is then the one the pair makes. */
+    (void)nnm_device_remove_pool(NNM_DEVICE_TYPE_CUDA, 0);
+    if (!NNM_OK_(nnm_torch_init(0))) return;
+    if (NNM_OK_(nnm_device_get_pool(NNM_DEVICE_TYPE_CUDA, 0, &pool))) {
+        printf("   strategy %s (NNMEM_TORCH_STRATEGY)\n", nnm_pool_strategy_name(pool));
+        CHECK(strcmp(nnm_pool_strategy_name(pool), want) == 0);
+        nnm_pool_free(pool);
+    }
+    if (!DEV_OK(dev.stream_new(&stream))) return;
+    for (s = 0; s < 2; ++s) {
+        void *on = s ? stream : NULL;
+        for (i = 0; i < ROUND_BLOCKS; ++i) {
+            size_t n = ROUND_SIZES[i];
+            blocks[i] = NULL;
+            if (quick && n > (2u << 20)) continue;
+            blocks[i] = alloc((ptrdiff_t)n, 0, on);
+            if (blocks[i] == NULL) {
+                FAILF("nnm_torch_alloc(%zu, 0, %p) returned NULL: %s", n, on, nnm_last_error());
+                continue;
+            }
+            CHECK((uintptr_t)blocks[i] % 256 == 0);
+            put(blocks[i], n, 7000 + (uint64_t)(s * 100 + i), on, "torch block");
+        }
+        for (i = 0; i < ROUND_BLOCKS; ++i) {
+            if (blocks[i] == NULL) continue;
+            check(blocks[i], ROUND_SIZES[i], 7000 + (uint64_t)(s * 100 + i), on, "torch block");
+            release(blocks[i], (ptrdiff_t)ROUND_SIZES[i], 0, on);
+        }
+    }
+    CHECK(alloc(0, 0, NULL) == NULL);
+    p = alloc(-1, 0, NULL);
+    CHECK(p == NULL && strstr(nnm_last_error(), "a size is 0 or more") != NULL);
+    if (dev.device_memory && device_total > 0) {
+        p = alloc((ptrdiff_t)(device_total * 2), 0, NULL);
+        CHECK(p == NULL && strstr(nnm_last_error(), "out of memory") != NULL);
+        printf("   %llu B refused: %s\n", (unsigned long long)(device_total * 2), nnm_last_error());
+    }
+    release(&stream, 8, 0, NULL);
+    CHECK(strstr(nnm_last_error(), "handed it out") != NULL);
+    NNM_OK_(nnm_torch_end_iteration(0));
+    DEV_OK(dev.sync_all());
+    NNM_OK_(nnm_device_remove_pool(NNM_DEVICE_TYPE_CUDA, 0));
+    DEV_OK(dev.stream_free(stream));
+}
+
 /* --- timings ------------------------------------------------------------------------ */
 
 #define TIMED_SIZES 4
@@ -1417,7 +1495,7 @@ static int find_gpu(char *why, size_t why_len) {
     int count = 0, e;
     nnm_status s;
     char errors[1024] = "";
-    if (runtime_load(errors, sizeof errors)) {
+    if (!force_driver && runtime_load(errors, sizeof errors)) {
         if ((e = rt.get_device_count(&count)) != 0) {
             append(why, why_len, "%s: cudaGetDeviceCount failed: error %d: %s", rt.library, e, rt_error_text(e));
             return 0;
@@ -1433,20 +1511,18 @@ static int find_gpu(char *why, size_t why_len) {
         use_runtime();
         runtime_describe(count);
     } else {
-        append(why, why_len, "no CUDA runtime (tried %s, %s, %s: %s), and ", RUNTIME_NAMES[0], RUNTIME_NAMES[1],
-               RUNTIME_NAMES[2], errors);
+        if (force_driver) {
+            append(why, why_len, "--driver: ");
+        } else {
+            append(why, why_len, "no CUDA runtime (tried %s, %s, %s: %s), and ", RUNTIME_NAMES[0], RUNTIME_NAMES[1],
+                   RUNTIME_NAMES[2], errors);
+        }
         if (!driver_load(&count, why, why_len)) return 0;
         use_driver();
         driver_describe(count);
     }
     s = nnm_device_allocator_cuda(0, &dev.allocator);
     if (s != NNM_OK) {
-        if (dev.copy_in == drv_copy_in && s == NNM_NOT_FOUND) {
-            /* The driver sees the GPU, and this nnmem needs the runtime. */
-            snprintf(why, why_len, "no CUDA runtime: the driver (libcuda.so.1) sees %d device(s), and nnmem says: %s",
-                     count, nnm_last_error());
-            return 0;
-        }
         FAILF("nnm_device_allocator_cuda(0) returned %s where %s sees %d device(s): %s", nnm_status_str(s), dev.name,
               count, nnm_last_error());
         return -1;
@@ -1465,11 +1541,20 @@ int main(int argc, char **argv) {
             host = 1;
         } else if (strcmp(argv[i], "--quick") == 0) {
             quick = 1;
+        } else if (strcmp(argv[i], "--driver") == 0) {
+            force_driver = 1;
         } else {
-            fprintf(stderr, "usage: %s [--host] [--quick]\n  --host   run the checks on host memory (no GPU needed)\n"
-                            "  --quick  short timing loops, no 16 MiB block\n", argv[0]);
+            fprintf(stderr, "usage: %s [--host] [--quick] [--driver]\n  --host   run the checks on host memory (no GPU needed)\n"
+                            "  --quick  short timing loops, no 16 MiB block\n"
+                            "  --driver the CUDA driver API (libcuda.so.1) even where the runtime is installed, for\n"
+                            "           nnmem too (NNMEM_CUDA_API=driver)\n", argv[0]);
             return 2;
         }
+    }
+    /* Before nnmem's first CUDA call: it reads the variable once. */
+    if (force_driver && setenv("NNMEM_CUDA_API", "driver", 1) != 0) {
+        fprintf(stderr, "gpu-check: setenv failed\n");
+        return 2;
     }
     printf("gpu-check: nnmem %s\n", nnm_version());
     if (host) {
@@ -1491,6 +1576,7 @@ int main(int argc, char **argv) {
     for (i = 0; i < 4; ++i) test_streams(STRATEGIES[i]);
     test_registry();
     test_workbuffers();
+    test_torch(device_total);
     timings();
 
     nnm_device_allocator_free(dev.allocator);

@@ -1,8 +1,8 @@
 /*
  * A stand-in for the CUDA runtime (libcudart) and driver (libcuda), for the
- * tests of c-tests/gpu_check.c where there is no GPU: "device memory" is
- * host memory, but every call is checked as CUDA would check it, so that
- * the CUDA paths of nnmem and of the check run end to end.
+ * tests where there is no GPU (c-tests/gpu_check.c, torch_alloc_test.c):
+ * "device memory" is host memory, but every call is checked as CUDA would
+ * check it, so that the CUDA paths of nnmem and of the tests run end to end.
  *
  * - cudaMalloc/cuMemAlloc align to 256 B (nnmem counts on it) and refuse
  *   more than the 8 GiB device holds with the out-of-memory error (2);
@@ -11,17 +11,28 @@
  * - streams are handles from cudaStreamCreate: any other value (or a
  *   destroyed one) is cudaErrorInvalidResourceHandle (400); memory from
  *   cudaMallocAsync goes back through cudaFreeAsync or cudaFree only;
- * - the driver wants cuInit first (3) and a current context (201);
+ * - the runtime's current device is per thread (cudaGetDevice/SetDevice);
+ * - the driver wants cuInit first (3) and a current context (201): each
+ *   thread has its own context stack (cuCtxPushCurrent/PopCurrent, and
+ *   cuCtxSetCurrent replaces its top), each device one primary context,
+ *   counted by cuDevicePrimaryCtxRetain/Release;
  * - the stream-ordered pool reports its bytes in use
  *   (cudaMemPoolAttrUsedMemCurrent), as the real one does.
  *
- * MOCK_CUDA_DEVICES=0 in the environment: a machine whose runtime sees no
- * device (cudaGetDeviceCount fails with cudaErrorNoDevice, 100).
+ * Thread-safe (one lock). mock_cuda_count(name) gives how many times the
+ * entry point `name` was called, and mock_cuda_count("live") the blocks
+ * out, mock_cuda_count("primary_refs") the primary contexts' retain count:
+ * the tests check through them which path nnmem took.
  *
- * Built as a shared library named libcudart.so.12 (and linked under the
- * other names) or libcuda.so.1, in folders the tests put on
- * LD_LIBRARY_PATH. Single-threaded, as the check is. C11.
+ * MOCK_CUDA_DEVICES=N in the environment (0 to 8, default 1): a machine
+ * with N devices (0: cudaGetDeviceCount fails with cudaErrorNoDevice, 100).
+ *
+ * Built with MOCK_CUDA_RUNTIME as libcudart.so.12 (linked under the other
+ * names) and with MOCK_CUDA_DRIVER as libcuda.so.1, each exporting only its
+ * own API as the real files do, in folders the tests put on
+ * LD_LIBRARY_PATH. C11.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +41,8 @@
 #define ALIGNMENT 256
 #define MAX_LIVE 4096
 #define MAX_STREAMS 64
+#define MAX_DEVICES 8
+#define MAX_PUSHED 16
 
 enum { OK = 0, INVALID_VALUE = 1, OUT_OF_MEMORY = 2, NOT_INITIALIZED = 3, NO_DEVICE = 100, INVALID_DEVICE = 101,
        INVALID_CONTEXT = 201, INVALID_HANDLE = 400 };
@@ -45,6 +58,7 @@ typedef struct stream {
     int alive;
 } stream;
 
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static live allocations[MAX_LIVE];
 static size_t live_count;
 static uint64_t used_bytes, async_used_bytes;
@@ -52,9 +66,62 @@ static stream streams[MAX_STREAMS];
 static size_t streams_made;
 static int pool_token; /* the one memory pool's handle is its address */
 
+/* --- call counts ---------------------------------------------------------------- */
+
+#define MAX_NAMES 64
+static struct {
+    const char *name;
+    long calls;
+} counts[MAX_NAMES];
+
+/* Counts a call of `name` (a string literal); the lock is held. */
+static void counted(const char *name) {
+    int i;
+    for (i = 0; i < MAX_NAMES && counts[i].name != NULL; ++i) {
+        if (strcmp(counts[i].name, name) == 0) break;
+    }
+    if (i == MAX_NAMES) return;
+    counts[i].name = name;
+    counts[i].calls++;
+}
+
+static long primary_refs[MAX_DEVICES];
+
+long mock_cuda_count(const char *name);
+long mock_cuda_count(const char *name) {
+    long n = 0;
+    int i;
+    pthread_mutex_lock(&lock);
+    if (strcmp(name, "live") == 0) {
+        n = (long)live_count;
+    } else if (strcmp(name, "primary_refs") == 0) {
+        for (i = 0; i < MAX_DEVICES; ++i) n += primary_refs[i];
+    } else {
+        for (i = 0; i < MAX_NAMES && counts[i].name != NULL; ++i) {
+            if (strcmp(counts[i].name, name) == 0) n = counts[i].calls;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return n;
+}
+
+/* Entry points count themselves and hold the lock: ENTER("name") ... LEAVE(result). */
+#define ENTER(name)               \
+    pthread_mutex_lock(&lock);    \
+    counted(name)
+#define LEAVE(result)                 \
+    do {                              \
+        int leave_result_ = (result); \
+        pthread_mutex_unlock(&lock);  \
+        return leave_result_;         \
+    } while (0)
+
+/* --- the device (the lock is held) ------------------------------------------------ */
+
 static int devices(void) {
     const char *v = getenv("MOCK_CUDA_DEVICES");
-    return v != NULL && strcmp(v, "0") == 0 ? 0 : 1;
+    int n = v != NULL ? atoi(v) : 1;
+    return n < 0 ? 0 : n > MAX_DEVICES ? MAX_DEVICES : n;
 }
 
 static int stream_ok(void *s) {
@@ -147,7 +214,7 @@ static const char *error_text(int e) {
 }
 
 static int attribute(int *value, int attr, int device) {
-    if (value == NULL || device != 0) return INVALID_VALUE;
+    if (value == NULL || device < 0 || device >= devices()) return INVALID_VALUE;
     *value = attr == 75 ? 9 : attr == 76 ? 0 : attr == 115 ? 1 : 0;
     return OK;
 }
@@ -161,46 +228,88 @@ static int pool_attribute(void *pool, int attr, void *value) {
     return INVALID_VALUE;
 }
 
-/* --- the runtime ---------------------------------------------------------------- */
-
-static int current_device;
-
-int cudaGetDeviceCount(int *count) {
-    if (count == NULL) return INVALID_VALUE;
-    *count = devices();
-    return *count == 0 ? NO_DEVICE : OK;
-}
-int cudaSetDevice(int device) {
-    if (device < 0 || device >= devices()) return INVALID_DEVICE;
-    current_device = device;
-    return OK;
-}
-const char *cudaGetErrorString(int error) { return error_text(error); }
-int cudaRuntimeGetVersion(int *v) { return v ? (*v = 12000, OK) : INVALID_VALUE; }
-int cudaDriverGetVersion(int *v) { return v ? (*v = 12000, OK) : INVALID_VALUE; }
-int cudaDeviceGetAttribute(int *value, int attr, int device) { return attribute(value, attr, device); }
-int cudaGetDeviceProperties_v2(void *props, int device) {
-    if (props == NULL || device != 0) return INVALID_VALUE;
-    strcpy((char *)props, "nnmem mock GPU");
-    return OK;
-}
-int cudaMalloc(void **p, size_t n) { return mock_alloc(p, n, 0); }
-int cudaFree(void *p) { return mock_free(p, 0); }
-int cudaMallocAsync(void **p, size_t n, void *s) { return stream_ok(s) ? mock_alloc(p, n, 1) : INVALID_HANDLE; }
-int cudaFreeAsync(void *p, void *s) { return stream_ok(s) ? mock_free(p, 1) : INVALID_HANDLE; }
-int cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+static int mem_info(size_t *free_bytes, size_t *total_bytes) {
     if (free_bytes == NULL || total_bytes == NULL) return INVALID_VALUE;
     *free_bytes = (size_t)(DEVICE_BYTES - used_bytes);
     *total_bytes = (size_t)DEVICE_BYTES;
     return OK;
 }
-int cudaMemcpy(void *dst, const void *src, size_t n, int kind) { return mock_copy(dst, src, n, kind); }
-int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s) {
-    return stream_ok(s) ? mock_copy(dst, src, n, kind) : INVALID_HANDLE;
+
+#ifndef MOCK_CUDA_DRIVER
+/* --- the runtime ---------------------------------------------------------------- */
+
+static _Thread_local int current_device;
+
+int cudaGetDeviceCount(int *count) {
+    ENTER("cudaGetDeviceCount");
+    if (count == NULL) LEAVE(INVALID_VALUE);
+    *count = devices();
+    LEAVE(*count == 0 ? NO_DEVICE : OK);
 }
-int cudaStreamCreate(void **s) { return mock_stream_create(s); }
-int cudaStreamSynchronize(void *s) { return stream_ok(s) ? OK : INVALID_HANDLE; }
-int cudaStreamDestroy(void *s) { return mock_stream_destroy(s); }
+int cudaGetDevice(int *device) {
+    ENTER("cudaGetDevice");
+    if (device == NULL) LEAVE(INVALID_VALUE);
+    *device = current_device;
+    LEAVE(OK);
+}
+int cudaSetDevice(int device) {
+    ENTER("cudaSetDevice");
+    if (device < 0 || device >= devices()) LEAVE(INVALID_DEVICE);
+    current_device = device;
+    LEAVE(OK);
+}
+const char *cudaGetErrorString(int error) { return error_text(error); }
+int cudaRuntimeGetVersion(int *v) { return v ? (*v = 12000, OK) : INVALID_VALUE; }
+int cudaDriverGetVersion(int *v) { return v ? (*v = 12000, OK) : INVALID_VALUE; }
+int cudaDeviceGetAttribute(int *value, int attr, int device) {
+    ENTER("cudaDeviceGetAttribute");
+    LEAVE(attribute(value, attr, device));
+}
+int cudaGetDeviceProperties_v2(void *props, int device) {
+    if (props == NULL || device != 0) return INVALID_VALUE;
+    strcpy((char *)props, "nnmem mock GPU");
+    return OK;
+}
+int cudaMalloc(void **p, size_t n) {
+    ENTER("cudaMalloc");
+    LEAVE(mock_alloc(p, n, 0));
+}
+int cudaFree(void *p) {
+    ENTER("cudaFree");
+    LEAVE(mock_free(p, 0));
+}
+int cudaMallocAsync(void **p, size_t n, void *s) {
+    ENTER("cudaMallocAsync");
+    LEAVE(stream_ok(s) ? mock_alloc(p, n, 1) : INVALID_HANDLE);
+}
+int cudaFreeAsync(void *p, void *s) {
+    ENTER("cudaFreeAsync");
+    LEAVE(stream_ok(s) ? mock_free(p, 1) : INVALID_HANDLE);
+}
+int cudaMemGetInfo(size_t *free_bytes, size_t *total_bytes) {
+    ENTER("cudaMemGetInfo");
+    LEAVE(mem_info(free_bytes, total_bytes));
+}
+int cudaMemcpy(void *dst, const void *src, size_t n, int kind) {
+    ENTER("cudaMemcpy");
+    LEAVE(mock_copy(dst, src, n, kind));
+}
+int cudaMemcpyAsync(void *dst, const void *src, size_t n, int kind, void *s) {
+    ENTER("cudaMemcpyAsync");
+    LEAVE(stream_ok(s) ? mock_copy(dst, src, n, kind) : INVALID_HANDLE);
+}
+int cudaStreamCreate(void **s) {
+    ENTER("cudaStreamCreate");
+    LEAVE(mock_stream_create(s));
+}
+int cudaStreamSynchronize(void *s) {
+    ENTER("cudaStreamSynchronize");
+    LEAVE(stream_ok(s) ? OK : INVALID_HANDLE);
+}
+int cudaStreamDestroy(void *s) {
+    ENTER("cudaStreamDestroy");
+    LEAVE(mock_stream_destroy(s));
+}
 int cudaDeviceSynchronize(void) { return OK; }
 int cudaDeviceGetMemPool(void **pool, int device) {
     if (pool == NULL || device != current_device) return INVALID_VALUE;
@@ -208,119 +317,181 @@ int cudaDeviceGetMemPool(void **pool, int device) {
     return OK;
 }
 int cudaDeviceGetDefaultMemPool(void **pool, int device) { return cudaDeviceGetMemPool(pool, device); }
-int cudaMemPoolGetAttribute(void *pool, int attr, void *value) { return pool_attribute(pool, attr, value); }
+int cudaMemPoolGetAttribute(void *pool, int attr, void *value) {
+    ENTER("cudaMemPoolGetAttribute");
+    LEAVE(pool_attribute(pool, attr, value));
+}
+#endif /* !MOCK_CUDA_DRIVER */
 
+#ifndef MOCK_CUDA_RUNTIME
 /* --- the driver ------------------------------------------------------------------- */
 
 typedef unsigned long long deviceptr;
 
 static int initialised;
-static int context_token;
-static _Thread_local void *current_context;
+static int contexts[MAX_DEVICES]; /* device d's primary context is &contexts[d] */
+static _Thread_local void *pushed[MAX_PUSHED];
+static _Thread_local int depth;
 
+static void *current_context(void) { return depth > 0 ? pushed[depth - 1] : NULL; }
+static int is_context(void *ctx) {
+    int *c = (int *)ctx;
+    return c >= contexts && c < contexts + MAX_DEVICES && primary_refs[c - contexts] > 0;
+}
 static int ready(void) {
-    return !initialised ? NOT_INITIALIZED : current_context != &context_token ? INVALID_CONTEXT : OK;
+    return !initialised ? NOT_INITIALIZED : !is_context(current_context()) ? INVALID_CONTEXT : OK;
 }
 static void *ptr(deviceptr d) { return (void *)(uintptr_t)d; }
 
-int cuInit(unsigned flags) { return flags == 0 ? (initialised = 1, OK) : INVALID_VALUE; }
+int cuInit(unsigned flags) {
+    ENTER("cuInit");
+    if (flags != 0) LEAVE(INVALID_VALUE);
+    initialised = 1;
+    LEAVE(devices() == 0 ? NO_DEVICE : OK);
+}
 int cuDriverGetVersion(int *v) { return v ? (*v = 12000, OK) : INVALID_VALUE; }
 int cuDeviceGetCount(int *count) {
-    if (!initialised) return NOT_INITIALIZED;
-    if (count == NULL) return INVALID_VALUE;
+    ENTER("cuDeviceGetCount");
+    if (!initialised) LEAVE(NOT_INITIALIZED);
+    if (count == NULL) LEAVE(INVALID_VALUE);
     *count = devices();
-    return OK;
+    LEAVE(OK);
 }
 int cuDeviceGet(int *device, int ordinal) {
-    if (!initialised) return NOT_INITIALIZED;
-    if (device == NULL) return INVALID_VALUE;
-    if (ordinal < 0 || ordinal >= devices()) return INVALID_DEVICE;
+    ENTER("cuDeviceGet");
+    if (!initialised) LEAVE(NOT_INITIALIZED);
+    if (device == NULL) LEAVE(INVALID_VALUE);
+    if (ordinal < 0 || ordinal >= devices()) LEAVE(INVALID_DEVICE);
     *device = ordinal;
-    return OK;
+    LEAVE(OK);
 }
 int cuDeviceGetName(char *name, int len, int device) {
     if (!initialised) return NOT_INITIALIZED;
-    if (name == NULL || len < 16 || device != 0) return INVALID_VALUE;
+    if (name == NULL || len < 16 || device < 0 || device >= devices()) return INVALID_VALUE;
     strcpy(name, "nnmem mock GPU");
     return OK;
 }
 int cuDeviceGetAttribute(int *value, int attr, int device) {
-    return initialised ? attribute(value, attr, device) : NOT_INITIALIZED;
+    ENTER("cuDeviceGetAttribute");
+    LEAVE(initialised ? attribute(value, attr, device) : NOT_INITIALIZED);
 }
 int cuDeviceTotalMem_v2(size_t *bytes, int device) {
     if (!initialised) return NOT_INITIALIZED;
-    if (bytes == NULL || device != 0) return INVALID_VALUE;
+    if (bytes == NULL || device < 0 || device >= devices()) return INVALID_VALUE;
     *bytes = (size_t)DEVICE_BYTES;
     return OK;
 }
 int cuDevicePrimaryCtxRetain(void **ctx, int device) {
-    if (!initialised) return NOT_INITIALIZED;
-    if (ctx == NULL || device != 0) return INVALID_VALUE;
-    *ctx = &context_token;
-    return OK;
+    ENTER("cuDevicePrimaryCtxRetain");
+    if (!initialised) LEAVE(NOT_INITIALIZED);
+    if (ctx == NULL || device < 0 || device >= devices()) LEAVE(INVALID_VALUE);
+    primary_refs[device]++;
+    *ctx = &contexts[device];
+    LEAVE(OK);
 }
-int cuDevicePrimaryCtxRelease_v2(int device) { return device == 0 ? OK : INVALID_DEVICE; }
+int cuDevicePrimaryCtxRelease_v2(int device) {
+    ENTER("cuDevicePrimaryCtxRelease_v2");
+    if (device < 0 || device >= devices() || primary_refs[device] == 0) LEAVE(INVALID_DEVICE);
+    primary_refs[device]--;
+    LEAVE(OK);
+}
 int cuCtxSetCurrent(void *ctx) {
-    if (ctx != NULL && ctx != &context_token) return INVALID_CONTEXT;
-    current_context = ctx;
-    return OK;
+    ENTER("cuCtxSetCurrent");
+    if (ctx != NULL && !is_context(ctx)) LEAVE(INVALID_CONTEXT);
+    if (depth == 0) depth = 1;
+    pushed[depth - 1] = ctx;
+    LEAVE(OK);
 }
-int cuCtxGetCurrent(void **ctx) { return ctx ? (*ctx = current_context, OK) : INVALID_VALUE; }
-int cuCtxPushCurrent_v2(void *ctx) { return cuCtxSetCurrent(ctx); }
+int cuCtxGetCurrent(void **ctx) { return ctx ? (*ctx = current_context(), OK) : INVALID_VALUE; }
+int cuCtxPushCurrent_v2(void *ctx) {
+    ENTER("cuCtxPushCurrent_v2");
+    if (!is_context(ctx)) LEAVE(INVALID_CONTEXT);
+    if (depth == MAX_PUSHED) LEAVE(OUT_OF_MEMORY);
+    pushed[depth++] = ctx;
+    LEAVE(OK);
+}
 int cuCtxPopCurrent_v2(void **ctx) {
-    if (ctx != NULL) *ctx = current_context;
-    current_context = NULL;
-    return OK;
+    ENTER("cuCtxPopCurrent_v2");
+    if (depth == 0) LEAVE(INVALID_CONTEXT);
+    if (ctx != NULL) *ctx = pushed[depth - 1];
+    depth--;
+    LEAVE(OK);
 }
-int cuCtxSynchronize(void) { return ready(); }
+int cuCtxSynchronize(void) {
+    ENTER("cuCtxSynchronize");
+    LEAVE(ready());
+}
 int cuGetErrorString(int error, const char **text) { return text ? (*text = error_text(error), OK) : INVALID_VALUE; }
 int cuGetErrorName(int error, const char **text) { return cuGetErrorString(error, text); }
 int cuMemAlloc_v2(deviceptr *d, size_t n) {
     void *p = NULL;
-    int e = ready();
+    int e;
+    ENTER("cuMemAlloc_v2");
+    e = ready();
     if (e == OK && d == NULL) e = INVALID_VALUE;
     if (e == OK && (e = mock_alloc(&p, n, 0)) == OK) *d = (deviceptr)(uintptr_t)p;
-    return e;
+    LEAVE(e);
 }
-int cuMemFree_v2(deviceptr d) { return ready() != OK ? ready() : mock_free(ptr(d), 0); }
+int cuMemFree_v2(deviceptr d) {
+    ENTER("cuMemFree_v2");
+    LEAVE(ready() != OK ? ready() : mock_free(ptr(d), 0));
+}
 int cuMemAllocAsync(deviceptr *d, size_t n, void *s) {
     void *p = NULL;
-    int e = ready();
+    int e;
+    ENTER("cuMemAllocAsync");
+    e = ready();
     if (e == OK && (d == NULL || !stream_ok(s))) e = d == NULL ? INVALID_VALUE : INVALID_HANDLE;
     if (e == OK && (e = mock_alloc(&p, n, 1)) == OK) *d = (deviceptr)(uintptr_t)p;
-    return e;
+    LEAVE(e);
 }
 int cuMemFreeAsync(deviceptr d, void *s) {
-    int e = ready();
-    return e != OK ? e : !stream_ok(s) ? INVALID_HANDLE : mock_free(ptr(d), 1);
+    int e;
+    ENTER("cuMemFreeAsync");
+    e = ready();
+    LEAVE(e != OK ? e : !stream_ok(s) ? INVALID_HANDLE : mock_free(ptr(d), 1));
 }
 int cuMemGetInfo_v2(size_t *free_bytes, size_t *total_bytes) {
-    return ready() != OK ? ready() : cudaMemGetInfo(free_bytes, total_bytes);
+    ENTER("cuMemGetInfo_v2");
+    LEAVE(ready() != OK ? ready() : mem_info(free_bytes, total_bytes));
 }
 int cuMemcpyHtoD_v2(deviceptr dst, const void *src, size_t n) {
-    return ready() != OK ? ready() : mock_copy(ptr(dst), src, n, 1);
+    ENTER("cuMemcpyHtoD_v2");
+    LEAVE(ready() != OK ? ready() : mock_copy(ptr(dst), src, n, 1));
 }
 int cuMemcpyDtoH_v2(void *dst, deviceptr src, size_t n) {
-    return ready() != OK ? ready() : mock_copy(dst, ptr(src), n, 2);
+    ENTER("cuMemcpyDtoH_v2");
+    LEAVE(ready() != OK ? ready() : mock_copy(dst, ptr(src), n, 2));
 }
 int cuMemcpyHtoDAsync_v2(deviceptr dst, const void *src, size_t n, void *s) {
-    return ready() != OK ? ready() : !stream_ok(s) ? INVALID_HANDLE : mock_copy(ptr(dst), src, n, 1);
+    ENTER("cuMemcpyHtoDAsync_v2");
+    LEAVE(ready() != OK ? ready() : !stream_ok(s) ? INVALID_HANDLE : mock_copy(ptr(dst), src, n, 1));
 }
 int cuMemcpyDtoHAsync_v2(void *dst, deviceptr src, size_t n, void *s) {
-    return ready() != OK ? ready() : !stream_ok(s) ? INVALID_HANDLE : mock_copy(dst, ptr(src), n, 2);
+    ENTER("cuMemcpyDtoHAsync_v2");
+    LEAVE(ready() != OK ? ready() : !stream_ok(s) ? INVALID_HANDLE : mock_copy(dst, ptr(src), n, 2));
 }
 int cuStreamCreate(void **s, unsigned flags) {
-    return ready() != OK ? ready() : flags > 1 ? INVALID_VALUE : mock_stream_create(s);
+    ENTER("cuStreamCreate");
+    LEAVE(ready() != OK ? ready() : flags > 1 ? INVALID_VALUE : mock_stream_create(s));
 }
-int cuStreamSynchronize(void *s) { return ready() != OK ? ready() : stream_ok(s) ? OK : INVALID_HANDLE; }
-int cuStreamDestroy_v2(void *s) { return ready() != OK ? ready() : mock_stream_destroy(s); }
+int cuStreamSynchronize(void *s) {
+    ENTER("cuStreamSynchronize");
+    LEAVE(ready() != OK ? ready() : stream_ok(s) ? OK : INVALID_HANDLE);
+}
+int cuStreamDestroy_v2(void *s) {
+    ENTER("cuStreamDestroy_v2");
+    LEAVE(ready() != OK ? ready() : mock_stream_destroy(s));
+}
 int cuDeviceGetMemPool(void **pool, int device) {
     if (!initialised) return NOT_INITIALIZED;
-    if (pool == NULL || device != 0) return INVALID_VALUE;
+    if (pool == NULL || device < 0 || device >= devices()) return INVALID_VALUE;
     *pool = &pool_token;
     return OK;
 }
 int cuDeviceGetDefaultMemPool(void **pool, int device) { return cuDeviceGetMemPool(pool, device); }
 int cuMemPoolGetAttribute(void *pool, int attr, void *value) {
-    return initialised ? pool_attribute(pool, attr, value) : NOT_INITIALIZED;
+    ENTER("cuMemPoolGetAttribute");
+    LEAVE(initialised ? pool_attribute(pool, attr, value) : NOT_INITIALIZED);
 }
+#endif /* !MOCK_CUDA_RUNTIME */

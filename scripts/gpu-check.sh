@@ -2,7 +2,8 @@
 # nnmem on a real GPU, in one command: builds nnmem and c-tests/gpu_check.c,
 # then runs the check on CUDA device 0 (every pool strategy with a pattern
 # written and read back with cudaMemcpy for every block, the stream-ordered
-# path, the registry, a compiled workbuffer model, and the timings table for
+# path, the registry, a compiled workbuffer model, PyTorch's pluggable pair
+# (nnm_torch_alloc/nnm_torch_free), and the timings table for
 # BENCHMARKS.md). On a machine without a GPU the program says so and exits 0.
 #
 #   scripts/gpu-check.sh                build (when cargo is here), then run
@@ -11,7 +12,9 @@
 #                                       to a GPU machine without Rust
 #   scripts/gpu-check.sh --host --quick other arguments go to the program
 #                                       (--host: the same checks on host
-#                                       memory; --quick: short loops)
+#                                       memory; --quick: short loops;
+#                                       --driver: the CUDA driver API even
+#                                       where the runtime is installed)
 #
 # Without cargo (a GPU machine with no Rust toolchain), or with
 # NNMEM_GPU_CHECK_PREBUILT=1, it runs the binary already in build/gpu-check/.

@@ -94,7 +94,11 @@ skip=(
     pool::device::host::tests::refuses_bad_requests_and_impossible_sizes
     # FOREIGN: dlopen of the CUDA runtime, a C call Miri cannot run.
     pool::device::cuda::tests::cuda_is_found_or_reported_as_not_found
+    pool::device::cuda::tests::neither_library_is_reported_with_every_name_and_dlerror
+    pool::device::cuda::tests::a_library_without_the_entry_points_is_named_with_the_missing_one
+    pool::device::cuda::tests::the_variable_limits_the_apis_tried
     ffi::device::tests::cuda_is_a_handle_or_not_found
+    ffi::pool::torch::tests::without_cuda_the_pair_names_every_library_tried
 )
 
 args=()

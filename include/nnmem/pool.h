@@ -50,7 +50,7 @@ extern "C" {
  * ------------------------------------------------------------------------- */
 
 /**
- * A device allocator: host memory, the CUDA runtime, or a C vtable.
+ * A device allocator: host memory, CUDA (runtime or driver), or a C vtable.
  * Thread-safe: a handle may be used from any thread and given to any
  * number of pools, arenas and nets at once; each of them keeps the
  * allocator alive as long as it needs it, so the handle may be freed
@@ -71,17 +71,29 @@ typedef struct nnm_device_allocator nnm_device_allocator;
 enum nnm_status nnm_device_allocator_host(struct nnm_device_allocator **out_allocator);
 
 /**
- * Creates a handle to CUDA device `device_id` (named "cuda:ID"), through
- * the CUDA runtime loaded at run time (libcudart.so, libcudart.so.12 or
- * libcudart.so.11.0; loaded once, never unloaded). Memory is device-only
- * (not host-accessible: it cannot back arenas or nets). On the default
- * stream (NULL) it comes from `cudaMalloc`/`cudaFree`; on another stream
- * from `cudaMallocAsync`/`cudaFreeAsync` when the runtime has them (CUDA
- * 11.2+), else from `cudaMalloc`/`cudaFree` too. `mem_info` is
- * `cudaMemGetInfo`. Free the handle with `nnm_device_allocator_free`.
+ * Creates a handle to CUDA device `device_id` (named "cuda:ID"). CUDA is
+ * loaded at run time, once (never unloaded): the runtime first
+ * (libcudart.so, libcudart.so.12, libcudart.so.11.0), and where none of
+ * those loads, the driver API as a fallback (libcuda.so.1, libcuda.so).
+ * The environment variable `NNMEM_CUDA_API`, read at that first load,
+ * keeps to one: `runtime` or `driver` (unset, empty or `auto`: both, in
+ * that order). Memory is device-only (not host-accessible: it cannot back
+ * arenas or nets), aligned to 256 B (more by over-allocating). On the
+ * default stream (NULL) it comes from `cudaMalloc`/`cudaFree` (driver:
+ * `cuMemAlloc`/`cuMemFree`); on another stream from
+ * `cudaMallocAsync`/`cudaFreeAsync` (driver: `cuMemAllocAsync`/
+ * `cuMemFreeAsync`) when CUDA has them (11.2+), else from the synchronous
+ * pair too. `mem_info` is `cudaMemGetInfo` (`cuMemGetInfo`). Each call
+ * makes the device current on the calling thread for the call and puts the
+ * thread's own current device back after (driver: it pushes the device's
+ * primary context, retained while the allocator lives, and pops it), so
+ * any thread may call, with or without a CUDA context of its own. Free the
+ * handle with `nnm_device_allocator_free`.
  *
- * Errors: NULL_ARGUMENT; NOT_FOUND when no CUDA runtime loads (the message
- * names the libraries tried), or it sees no GPU, or no device `device_id`.
+ * Errors: NULL_ARGUMENT; NOT_FOUND when neither the runtime nor the driver
+ * loads (the message names every library tried, with the loader's reason
+ * for each, or the `NNMEM_CUDA_API` value that names neither), or CUDA
+ * sees no GPU, or no device `device_id`.
  *
  * # Safety
  * `out_allocator` must be NULL or valid for writing one pointer.
@@ -1004,7 +1016,8 @@ typedef enum nnm_device_type {
    */
   NNM_DEVICE_TYPE_HOST = 0,
   /**
-   * A CUDA GPU; its default allocator loads the CUDA runtime.
+   * A CUDA GPU; its default allocator loads the CUDA runtime (or else
+   * the driver).
    */
   NNM_DEVICE_TYPE_CUDA = 1,
   /**
@@ -1126,6 +1139,102 @@ enum nnm_status nnm_device_alloc(uint32_t device_type,
  * of the device handed out, or one already given back: nothing changes).
  */
 enum nnm_status nnm_device_dealloc(uint32_t device_type, uint32_t device_id, void *ptr);
+
+/* -------------------------------------------------------------------------
+ * nnm_torch_alloc, nnm_torch_free, nnm_torch_init, nnm_torch_end_iteration
+ * ------------------------------------------------------------------------- */
+
+/**
+ * PyTorch's `alloc`: `size` bytes on CUDA device `device` for use on
+ * `stream` (a `cudaStream_t`; NULL is the default stream), aligned to
+ * 256 B (what `cudaMalloc` gives), from the registry's pool of that device
+ * (as `nnm_device_alloc` with type CUDA). The device's first call makes
+ * its pool with the strategy `NNMEM_TORCH_STRATEGY` names (`caching` when
+ * unset or empty; `page-unit`, `no-pool`, `replay`, or a registered
+ * strategy's name); a pool installed before (`nnm_device_init_pool`, with
+ * options) is used as it is. Memory comes from the CUDA runtime, or the
+ * driver where the runtime is absent (`nnm_device_allocator_cuda`).
+ *
+ * `size` is `ptrdiff_t`, which is the same type as `ssize_t` on Linux
+ * (`long` on 64-bit targets, `int` on 32-bit ones), and `stream` is
+ * `void *` (a `cudaStream_t` is a pointer), so the function has exactly the
+ * type PyTorch calls, `void *(ssize_t, int, cudaStream_t)`, while this
+ * header needs only `<stddef.h>` and `<stdint.h>`: `<sys/types.h>` is POSIX,
+ * not ISO C, and the header stays one that every C (C99 on) and C++ (C++11
+ * on) compiler takes without a warning.
+ *
+ * Returns the block, or NULL: for size 0 (nothing allocated, no error, as
+ * PyTorch's own allocator does), and on failure, with the reason in
+ * `nnm_last_error()` on the calling thread: a negative size or device
+ * (INVALID_ARGUMENT's text), an unknown strategy name, no CUDA (every
+ * library tried named), no such device (NOT_FOUND's text), the device or
+ * the pool's limit out of memory (OUT_OF_MEMORY's text). PyTorch does not
+ * check the pointer itself; `nnm_torch_init` reports the configuration
+ * errors before the switch.
+ *
+ * Thread-safe: any number of threads may allocate and free at once, on
+ * any devices; a switch of the device's pool on another thread is safe as
+ * with `nnm_device_alloc`. Never unwinds into the caller.
+ *
+ * # Safety
+ * `stream` must be NULL or a stream of device `device` that lives until
+ * the block is freed (it is passed to CUDA, never dereferenced here).
+ */
+void *nnm_torch_alloc(ptrdiff_t size, int device, void *stream);
+
+/**
+ * PyTorch's `free`: gives back a block `nnm_torch_alloc` handed out for
+ * `device` to the pool that handed it out (the device's current pool, or
+ * a retired one). `size` and `stream` are what PyTorch passes back; nnmem
+ * knows each block's own. NULL (what a 0-byte allocation returned) is a
+ * no-op.
+ *
+ * Never crashes on a pointer nnmem did not hand out for that device, or
+ * one already freed: nothing changes, and `nnm_last_error()` says why
+ * (INVALID_ARGUMENT's text), as it does for a negative device.
+ *
+ * Thread-safe, as `nnm_torch_alloc`; any thread may free a block another
+ * allocated. Never unwinds into the caller.
+ *
+ * # Safety
+ * `ptr` is only looked up, never dereferenced; any value is safe.
+ */
+void nnm_torch_free(void *ptr, ptrdiff_t size, int device, void *stream);
+
+/**
+ * Checks what the PyTorch pair needs on CUDA device `device` before
+ * PyTorch is switched to it: reads `NNMEM_TORCH_STRATEGY` (once per
+ * process, as the pair does), loads CUDA and makes the device's pool with
+ * that strategy when it has none (an existing pool is kept). Calling it is
+ * optional (the first `nnm_torch_alloc` does the same), but only here do
+ * the errors come back as a status, which Python can raise on.
+ *
+ * Errors: INVALID_ARGUMENT (a negative device), NOT_FOUND (an unknown
+ * strategy name, or not UTF-8; no CUDA runtime or driver: the message
+ * names every library tried; no such device).
+ *
+ * Thread-safe.
+ */
+enum nnm_status nnm_torch_init(int device);
+
+/**
+ * Marks the end of an iteration on CUDA device `device`'s pool (as
+ * `nnm_pool_end_iteration`): with `NNMEM_TORCH_STRATEGY=replay`, call it
+ * once per training step (from Python with ctypes, after the step's last
+ * tensor of the iteration is freed) so that the first iteration is
+ * recorded and planned and the next ones served from the plan; other
+ * strategies ignore it. Makes the device's pool when it has none, as
+ * `nnm_torch_init`.
+ *
+ * Errors: those of `nnm_torch_init`, and those of
+ * `nnm_pool_end_iteration`: OUT_OF_MEMORY (the plan's block does not fit
+ * the device or the pool's limit) and INVALID_ARGUMENT (the device
+ * returned memory the pool holds), after which the pool goes on serving
+ * without a plan; a C strategy's own status.
+ *
+ * Thread-safe.
+ */
+enum nnm_status nnm_torch_end_iteration(int device);
 
 #ifdef __cplusplus
 }  /* extern "C" */

@@ -9,6 +9,7 @@ pub mod registry;
 pub mod strategy_vtable;
 #[cfg(test)]
 mod tests;
+pub mod torch;
 
 use std::ffi::{c_char, c_void, CString};
 use std::sync::Arc;

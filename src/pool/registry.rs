@@ -23,7 +23,8 @@ use crate::status::{Error, Result, Status};
 pub enum DeviceType {
     /// Host memory; its default allocator is the host allocator.
     Host = 0,
-    /// A CUDA GPU; its default allocator loads the CUDA runtime.
+    /// A CUDA GPU; its default allocator loads the CUDA runtime (or else
+    /// the driver).
     Cuda = 1,
     /// Any other device: register its allocator first.
     Custom = 2,
@@ -145,11 +146,18 @@ impl Registry {
     /// The pool of `key`'s device; a `page-unit` pool with default options
     /// is made when it has none.
     pub fn get(&self, key: DeviceKey) -> Result<Arc<Pool>> {
+        self.get_or_make(key, DEFAULT_STRATEGY)
+    }
+
+    /// The pool of `key`'s device; a pool of `strategy` with default
+    /// options is made when it has none (the strategy is looked up only
+    /// then).
+    pub fn get_or_make(&self, key: DeviceKey, strategy: &str) -> Result<Arc<Pool>> {
         let mut state = self.state();
         if let Some(installed) = state.pools.get(&key) {
             return Ok(installed.pool.clone());
         }
-        let factory = strategy_factory(DEFAULT_STRATEGY)?;
+        let factory = strategy_factory(strategy)?;
         state.install(key, factory, &PoolOptions::default())
     }
 
@@ -176,6 +184,19 @@ impl Registry {
     /// none). An allocation racing a switch is served by the old pool or
     /// the new one, never refused for it.
     pub fn alloc(&self, key: DeviceKey, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        self.alloc_or_make(key, DEFAULT_STRATEGY, size, alignment, stream)
+    }
+
+    /// As [`Registry::alloc`], a pool of `strategy` being made (as by
+    /// [`Registry::get_or_make`]) when the device has none.
+    pub fn alloc_or_make(
+        &self,
+        key: DeviceKey,
+        strategy: &str,
+        size: u64,
+        alignment: u64,
+        stream: Stream,
+    ) -> Result<DevicePtr> {
         // The pool is allocated from after the registry's lock is released
         // (holding it would serialise every allocation of every device,
         // and a C device allocator calling back into the registry would
@@ -184,11 +205,11 @@ impl Registry {
         // the pool current now. Each retry follows a switch, so this ends
         // as soon as the switches pause; a pool still current when it
         // refused (a strategy's own WrongState) answers as it is.
-        let mut pool = self.get(key)?;
+        let mut pool = self.get_or_make(key, strategy)?;
         loop {
             match pool.alloc(size, alignment, stream) {
                 Err(e) if e.status() == Status::WrongState => {
-                    let now = self.get(key)?;
+                    let now = self.get_or_make(key, strategy)?;
                     if Arc::ptr_eq(&now, &pool) {
                         return Err(e);
                     }

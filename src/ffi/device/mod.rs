@@ -22,7 +22,7 @@ pub use self::vtable::{
     nnm_device_release_fn, NNM_DEVICE_HOST_ACCESSIBLE,
 };
 
-/// A device allocator: host memory, the CUDA runtime, or a C vtable.
+/// A device allocator: host memory, CUDA (runtime or driver), or a C vtable.
 /// Thread-safe: a handle may be used from any thread and given to any
 /// number of pools, arenas and nets at once; each of them keeps the
 /// allocator alive as long as it needs it, so the handle may be freed
@@ -133,17 +133,29 @@ pub unsafe extern "C" fn nnm_device_allocator_host(out_allocator: *mut *mut nnm_
     })
 }
 
-/// Creates a handle to CUDA device `device_id` (named "cuda:ID"), through
-/// the CUDA runtime loaded at run time (libcudart.so, libcudart.so.12 or
-/// libcudart.so.11.0; loaded once, never unloaded). Memory is device-only
-/// (not host-accessible: it cannot back arenas or nets). On the default
-/// stream (NULL) it comes from `cudaMalloc`/`cudaFree`; on another stream
-/// from `cudaMallocAsync`/`cudaFreeAsync` when the runtime has them (CUDA
-/// 11.2+), else from `cudaMalloc`/`cudaFree` too. `mem_info` is
-/// `cudaMemGetInfo`. Free the handle with `nnm_device_allocator_free`.
+/// Creates a handle to CUDA device `device_id` (named "cuda:ID"). CUDA is
+/// loaded at run time, once (never unloaded): the runtime first
+/// (libcudart.so, libcudart.so.12, libcudart.so.11.0), and where none of
+/// those loads, the driver API as a fallback (libcuda.so.1, libcuda.so).
+/// The environment variable `NNMEM_CUDA_API`, read at that first load,
+/// keeps to one: `runtime` or `driver` (unset, empty or `auto`: both, in
+/// that order). Memory is device-only (not host-accessible: it cannot back
+/// arenas or nets), aligned to 256 B (more by over-allocating). On the
+/// default stream (NULL) it comes from `cudaMalloc`/`cudaFree` (driver:
+/// `cuMemAlloc`/`cuMemFree`); on another stream from
+/// `cudaMallocAsync`/`cudaFreeAsync` (driver: `cuMemAllocAsync`/
+/// `cuMemFreeAsync`) when CUDA has them (11.2+), else from the synchronous
+/// pair too. `mem_info` is `cudaMemGetInfo` (`cuMemGetInfo`). Each call
+/// makes the device current on the calling thread for the call and puts the
+/// thread's own current device back after (driver: it pushes the device's
+/// primary context, retained while the allocator lives, and pops it), so
+/// any thread may call, with or without a CUDA context of its own. Free the
+/// handle with `nnm_device_allocator_free`.
 ///
-/// Errors: NULL_ARGUMENT; NOT_FOUND when no CUDA runtime loads (the message
-/// names the libraries tried), or it sees no GPU, or no device `device_id`.
+/// Errors: NULL_ARGUMENT; NOT_FOUND when neither the runtime nor the driver
+/// loads (the message names every library tried, with the loader's reason
+/// for each, or the `NNMEM_CUDA_API` value that names neither), or CUDA
+/// sees no GPU, or no device `device_id`.
 ///
 /// # Safety
 /// `out_allocator` must be NULL or valid for writing one pointer.

@@ -258,10 +258,19 @@ fn cuda_is_a_handle_or_not_found() {
     let mut a = ptr::null_mut();
     // SAFETY: a writable out-parameter; a handle made is freed once.
     let status = unsafe { nnm_device_allocator_cuda(0, &mut a) };
-    match crate::pool::device::cuda::load_runtime() {
+    match crate::pool::device::cuda::load_cuda() {
         Err(_) => {
             assert_eq!(status, Status::NotFound);
-            assert!(last_error().starts_with("libcudart.so not found (tried libcudart.so, "), "{}", last_error());
+            assert!(
+                last_error().starts_with("no CUDA: the runtime (libcudart) not found (tried libcudart.so, "),
+                "{}",
+                last_error()
+            );
+            assert!(
+                last_error().contains("the driver (libcuda) not found (tried libcuda.so.1, libcuda.so: "),
+                "{}",
+                last_error()
+            );
             assert!(a.is_null());
         }
         Ok(_) if status == Status::Ok => {

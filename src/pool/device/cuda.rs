@@ -1,203 +1,191 @@
-//! The CUDA allocator: device memory from the CUDA runtime, which is loaded
-//! at run time (`dlopen`), so nnmem needs no CUDA to build, and a machine
-//! without it only gets NOT_FOUND when it asks for `cuda`.
+//! The CUDA allocator: device memory from the CUDA runtime (libcudart) or,
+//! where only the driver is installed, the CUDA driver API (libcuda), each
+//! loaded at run time (`dlopen`), so nnmem needs no CUDA to build, and a
+//! machine without either only gets NOT_FOUND when it asks for `cuda`.
 //!
-//! With a stream other than the default one, memory comes from the
-//! runtime's stream-ordered allocator (`cudaMallocAsync`/`cudaFreeAsync`,
-//! CUDA 11.2 and later); an older runtime falls back to the synchronous
-//! `cudaMalloc`/`cudaFree` for every stream. `cudaMalloc` aligns to 256 B;
-//! larger alignments are served by over-allocating.
+//! The runtime is tried first (`runtime.rs`), then the driver (`driver.rs`)
+//! (`NNMEM_CUDA_API=runtime` or `driver` keeps to one: how the GPU check
+//! runs the driver path on a machine that has both); both give the same allocator: on a stream other than the default one,
+//! memory comes from the stream-ordered allocator (`cudaMallocAsync` /
+//! `cuMemAllocAsync`, CUDA 11.2 and later; older ones use the synchronous
+//! call on every stream). Both align to 256 B; larger alignments are served
+//! by over-allocating. Neither changes the calling thread's CUDA state: the
+//! device (or context) is made current for each call and the thread's own
+//! put back after.
 //!
 //! This module and `host.rs` are the audited unsafe places of the safe core:
 //! they call C functions and handle device addresses they never dereference.
 
+mod dl;
+mod driver;
+#[cfg(test)]
+mod fake_driver;
+mod runtime;
+
 use std::collections::HashMap;
-use std::ffi::{c_char, c_int, c_void, CStr};
+use std::ffi::{c_int, c_void, CStr};
 use std::sync::{Mutex, OnceLock};
 
+use self::driver::Driver;
+use self::runtime::Runtime;
 use super::{DeviceAllocator, DevicePtr, MemInfo, Stream};
 use crate::status::{Error, Result, Status};
 
-/// The names the runtime is looked for under, in order.
-const LIBRARIES: [&CStr; 3] = [c"libcudart.so", c"libcudart.so.12", c"libcudart.so.11.0"];
-
-/// The alignment `cudaMalloc` guarantees.
+/// The alignment `cudaMalloc` and `cuMemAlloc` guarantee.
 const CUDA_ALIGNMENT: u64 = 256;
 
-/// `cudaSuccess`.
+/// `cudaSuccess`, `CUDA_SUCCESS`.
 const SUCCESS: c_int = 0;
-/// `cudaErrorMemoryAllocation`: the device is out of memory.
+/// `cudaErrorMemoryAllocation`, `CUDA_ERROR_OUT_OF_MEMORY`: the device is
+/// out of memory (the same number in both APIs).
 const MEMORY_ALLOCATION: c_int = 2;
 
-type GetDeviceCount = unsafe extern "C" fn(*mut c_int) -> c_int;
-type SetDevice = unsafe extern "C" fn(c_int) -> c_int;
-type Malloc = unsafe extern "C" fn(*mut *mut c_void, usize) -> c_int;
-type Free = unsafe extern "C" fn(*mut c_void) -> c_int;
-type MallocAsync = unsafe extern "C" fn(*mut *mut c_void, usize, *mut c_void) -> c_int;
-type FreeAsync = unsafe extern "C" fn(*mut c_void, *mut c_void) -> c_int;
-type MemGetInfo = unsafe extern "C" fn(*mut usize, *mut usize) -> c_int;
-type GetErrorString = unsafe extern "C" fn(c_int) -> *const c_char;
-
-/// The runtime's entry points nnmem uses.
-struct Runtime {
-    library: &'static str,
-    get_device_count: GetDeviceCount,
-    set_device: SetDevice,
-    malloc: Malloc,
-    free: Free,
-    malloc_async: Option<(MallocAsync, FreeAsync)>,
-    mem_get_info: MemGetInfo,
-    get_error_string: GetErrorString,
+/// A failed CUDA call: its name and result code.
+struct Failure {
+    call: &'static str,
+    code: c_int,
 }
 
-/// The runtime, loaded once per process and never unloaded (device memory
-/// may outlive every allocator), or why it could not be.
-static RUNTIME: OnceLock<std::result::Result<Runtime, String>> = OnceLock::new();
+/// One CUDA device as the runtime or the driver drives it: raw memory, no
+/// alignment beyond 256 B, no bookkeeping.
+trait Backend: Send + Sync {
+    /// The library file name ("libcudart.so", "libcuda.so.1").
+    fn library(&self) -> &'static str;
+    /// The name of the call `alloc` makes for `stream`, for messages.
+    fn alloc_call(&self, stream: Stream) -> &'static str;
+    /// Whether streams other than the default get stream-ordered memory.
+    fn stream_ordered(&self) -> bool;
+    fn alloc(&self, bytes: usize, stream: Stream) -> std::result::Result<*mut c_void, Failure>;
+    fn free(&self, ptr: *mut c_void, stream: Stream);
+    /// (free, total) bytes.
+    fn mem_info(&self) -> Option<(usize, usize)>;
+    fn error_text(&self, code: c_int) -> String;
+}
 
-/// The text `dlerror` holds for the last failed `dl*` call, if any.
-fn dl_error() -> String {
-    // SAFETY: dlerror takes no arguments and returns NULL or a
-    // NUL-terminated string valid until the next dl* call on this thread,
-    // copied at once.
-    let text = unsafe { libc::dlerror() };
-    if text.is_null() {
-        return "unknown error".to_owned();
+/// The CUDA API loaded: the runtime, or else the driver.
+enum Api {
+    Runtime(Runtime),
+    Driver(Driver),
+}
+
+/// The API, loaded once per process and never unloaded (device memory may
+/// outlive every allocator), or why neither could be.
+static API: OnceLock<std::result::Result<Api, String>> = OnceLock::new();
+
+/// The environment variable that limits which API is loaded: unset, empty
+/// or "auto" (the runtime, else the driver), "runtime", "driver". Read once.
+const API_VARIABLE: &str = "NNMEM_CUDA_API";
+
+fn names(list: &[&CStr]) -> String {
+    list.iter().map(|l| l.to_string_lossy()).collect::<Vec<_>>().join(", ")
+}
+
+/// Why none of `list` was loaded: each name's dlerror text, or that the
+/// list was left out by the variable.
+fn not_loaded(list: &[&CStr], errors: Vec<String>) -> String {
+    if list.is_empty() {
+        return format!("not tried ({API_VARIABLE} leaves it out)");
     }
-    // SAFETY: non-NULL: a NUL-terminated string, as above.
-    unsafe { CStr::from_ptr(text) }.to_string_lossy().into_owned()
+    format!("not found (tried {}: {})", names(list), errors.join("; "))
 }
 
-/// The address of `name` in the library `handle`, or an error naming both.
-fn symbol(handle: *mut c_void, library: &str, name: &CStr) -> std::result::Result<*mut c_void, String> {
-    // SAFETY: `handle` is a live dlopen handle (never closed); `name` is
-    // NUL-terminated.
-    let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
-    if p.is_null() {
-        return Err(format!("{library} has no {} ({})", name.to_string_lossy(), dl_error()));
+/// The first runtime of `runtimes` that loads with every entry point nnmem
+/// needs, else the first driver of `drivers`; when neither, the text says
+/// every name tried and why each failed (dlerror's text).
+fn load_from(runtimes: &[&'static CStr], drivers: &[&'static CStr]) -> std::result::Result<Api, String> {
+    let runtime_failure = match dl::open_first(runtimes) {
+        Ok(lib) => match Runtime::load(lib) {
+            Ok(rt) => return Ok(Api::Runtime(rt)),
+            Err(e) => e,
+        },
+        Err(errors) => not_loaded(runtimes, errors),
+    };
+    let driver_failure = match dl::open_first(drivers) {
+        Ok(lib) => match Driver::load(lib) {
+            Ok(drv) => return Ok(Api::Driver(drv)),
+            Err(e) => e,
+        },
+        Err(errors) => not_loaded(drivers, errors),
+    };
+    Err(format!("no CUDA: the runtime (libcudart) {runtime_failure}; the driver (libcuda) {driver_failure}"))
+}
+
+/// The runtime's and the driver's names as `NNMEM_CUDA_API`'s value
+/// `value` limits them.
+fn chosen(value: std::result::Result<String, std::env::VarError>) -> std::result::Result<ApiNames, String> {
+    match value.as_deref() {
+        Err(std::env::VarError::NotPresent) | Ok("" | "auto") => Ok((&runtime::NAMES, &driver::NAMES)),
+        Ok("runtime") => Ok((&runtime::NAMES, &[])),
+        Ok("driver") => Ok((&[], &driver::NAMES)),
+        Ok(other) => Err(format!("{API_VARIABLE}={other:?} names no CUDA API (auto, runtime or driver)")),
+        Err(e) => Err(format!("{API_VARIABLE}: {e}")),
     }
-    Ok(p)
 }
 
-/// Casts a symbol's address to the function type `$t` it has in the CUDA
-/// runtime API.
-macro_rules! entry {
-    ($handle:expr, $library:expr, $name:literal, $t:ty) => {{
-        let p = symbol($handle, $library, $name)?;
-        // SAFETY: the CUDA runtime exports `$name` with exactly the C
-        // signature `$t` (cuda_runtime_api.h); a function address and a
-        // data pointer have the same size on every platform dlopen exists on.
-        unsafe { std::mem::transmute::<*mut c_void, $t>(p) }
-    }};
+type ApiNames = (&'static [&'static CStr], &'static [&'static CStr]);
+
+fn api() -> std::result::Result<&'static Api, &'static String> {
+    API.get_or_init(|| {
+        let (runtimes, drivers) = chosen(std::env::var(API_VARIABLE))?;
+        load_from(runtimes, drivers)
+    })
+    .as_ref()
 }
 
-fn load() -> std::result::Result<Runtime, String> {
-    let mut errors = Vec::new();
-    for name in LIBRARIES {
-        // SAFETY: `name` is NUL-terminated; loading the CUDA runtime runs
-        // only its own initialisers.
-        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
-        if handle.is_null() {
-            errors.push(dl_error());
-            continue;
-        }
-        let library = name.to_str().expect("the names are ASCII");
-        let optional = |n: &CStr| symbol(handle, library, n).ok();
-        let malloc_async = match (optional(c"cudaMallocAsync"), optional(c"cudaFreeAsync")) {
-            // SAFETY: as in `entry!`, for these two entry points.
-            (Some(m), Some(f)) => Some(unsafe {
-                (std::mem::transmute::<*mut c_void, MallocAsync>(m), std::mem::transmute::<*mut c_void, FreeAsync>(f))
-            }),
-            _ => None,
-        };
-        return Ok(Runtime {
-            library,
-            get_device_count: entry!(handle, library, c"cudaGetDeviceCount", GetDeviceCount),
-            set_device: entry!(handle, library, c"cudaSetDevice", SetDevice),
-            malloc: entry!(handle, library, c"cudaMalloc", Malloc),
-            free: entry!(handle, library, c"cudaFree", Free),
-            malloc_async,
-            mem_get_info: entry!(handle, library, c"cudaMemGetInfo", MemGetInfo),
-            get_error_string: entry!(handle, library, c"cudaGetErrorString", GetErrorString),
-        });
-    }
-    let tried: Vec<_> = LIBRARIES.iter().map(|l| l.to_string_lossy()).collect();
-    Err(format!("libcudart.so not found (tried {}: {})", tried.join(", "), errors.join("; ")))
-}
-
-/// The CUDA runtime, loaded on first use. Fails with NOT_FOUND naming the
-/// libraries tried when none loads (or one lacks an entry point nnmem
-/// needs). Gives the name of the library loaded.
-pub fn load_runtime() -> Result<&'static str> {
-    match RUNTIME.get_or_init(load) {
-        Ok(r) => Ok(r.library),
+/// CUDA, loaded on first use: the runtime, or else the driver. Fails with
+/// NOT_FOUND naming every library tried when neither loads (or one lacks an
+/// entry point nnmem needs). Gives the name of the library loaded.
+pub fn load_cuda() -> Result<&'static str> {
+    match api() {
+        Ok(Api::Runtime(r)) => Ok(r.library),
+        Ok(Api::Driver(d)) => Ok(d.library),
         Err(e) => Err(Error::new(Status::NotFound, e.clone())),
     }
 }
 
-impl Runtime {
-    /// The runtime's text for `code`.
-    fn error_text(&self, code: c_int) -> String {
-        // SAFETY: cudaGetErrorString takes any code and returns a static
-        // NUL-terminated string (or NULL on very old runtimes).
-        let text = unsafe { (self.get_error_string)(code) };
-        if text.is_null() {
-            return format!("CUDA error {code}");
-        }
-        // SAFETY: non-NULL: a static NUL-terminated string.
-        format!("{} (CUDA error {code})", unsafe { CStr::from_ptr(text) }.to_string_lossy())
-    }
-
-    /// Makes `device` current on the calling thread (CUDA's current device
-    /// is per thread, and pools call from any thread).
-    fn set_device(&self, device: c_int) -> std::result::Result<(), c_int> {
-        // SAFETY: cudaSetDevice takes any int and reports bad ones.
-        match unsafe { (self.set_device)(device) } {
-            SUCCESS => Ok(()),
-            code => Err(code),
-        }
-    }
-}
-
-/// Device memory of one CUDA device. Thread-safe: every call first makes
-/// its device current on the calling thread.
+/// Device memory of one CUDA device. Thread-safe: every call makes its
+/// device current on the calling thread for the call.
 pub struct CudaAllocator {
-    runtime: &'static Runtime,
-    device: c_int,
+    backend: Box<dyn Backend>,
     name: String,
     /// Over-aligned blocks (alignment above 256 B): the address handed out
-    /// -> bytes before it in the block `cudaMalloc` returned.
+    /// -> bytes before it in the block the device returned.
     shifted: Mutex<HashMap<usize, u64>>,
 }
 
 impl CudaAllocator {
-    /// The allocator of CUDA device `device_id`, named "cuda:ID". Fails with
-    /// NOT_FOUND when the runtime cannot be loaded (naming the libraries
-    /// tried), cannot count the devices (no driver, no GPU), or has no such
-    /// device.
+    /// The allocator of CUDA device `device_id`, named "cuda:ID", through
+    /// the runtime or else the driver. Fails with NOT_FOUND when neither
+    /// can be loaded (naming the libraries tried), cannot count the devices
+    /// (no driver, no GPU), or has no such device.
     pub fn new(device_id: u32) -> Result<CudaAllocator> {
         let name = format!("cuda:{device_id}");
-        let runtime = RUNTIME.get_or_init(load).as_ref().map_err(|e| {
-            Error::new(Status::NotFound, format!("{e}: install the CUDA runtime or register an allocator for {name}"))
-        })?;
-        let mut count: c_int = 0;
-        // SAFETY: `count` is a valid place for the result.
-        let code = unsafe { (runtime.get_device_count)(&mut count) };
-        if code != SUCCESS {
-            return Err(Error::new(
+        let api = api().map_err(|e| {
+            Error::new(
                 Status::NotFound,
-                format!("{name}: cudaGetDeviceCount failed: {}", runtime.error_text(code)),
-            ));
-        }
-        let device = c_int::try_from(device_id).ok().filter(|&d| d < count).ok_or_else(|| {
-            Error::new(Status::NotFound, format!("{name}: no such device ({} has {count})", runtime.library))
+                format!("{e}: install the CUDA runtime or driver, or register an allocator for {name}"),
+            )
         })?;
-        Ok(CudaAllocator { runtime, device, name, shifted: Mutex::default() })
+        let backend: Box<dyn Backend> = match api {
+            Api::Runtime(rt) => {
+                let count = rt.device_count().map_err(|f| not_found(&name, rt.library, &f, rt.error_text(f.code)))?;
+                let device = ordinal(&name, device_id, count, rt.library)?;
+                Box::new(runtime::RuntimeDevice { runtime: rt, device })
+            }
+            Api::Driver(drv) => Box::new(open_driver(drv, &name, device_id)?),
+        };
+        Ok(CudaAllocator { backend, name, shifted: Mutex::default() })
     }
 
     /// Whether streams other than the default get stream-ordered memory
-    /// (`cudaMallocAsync`: CUDA 11.2 and later).
+    /// (`cudaMallocAsync` or `cuMemAllocAsync`: CUDA 11.2 and later).
     pub fn stream_ordered(&self) -> bool {
-        self.runtime.malloc_async.is_some()
+        self.backend.stream_ordered()
+    }
+
+    /// The CUDA library this allocator goes through.
+    pub fn library(&self) -> &'static str {
+        self.backend.library()
     }
 
     fn shifted(&self) -> std::sync::MutexGuard<'_, HashMap<usize, u64>> {
@@ -205,52 +193,37 @@ impl CudaAllocator {
         self.shifted.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    fn failed(&self, what: &str, size: u64, code: c_int) -> Error {
-        let status = if code == MEMORY_ALLOCATION { Status::OutOfMemory } else { Status::InvalidArgument };
-        Error::new(status, format!("{}: {what} of {size} B failed: {}", self.name, self.runtime.error_text(code)))
+    fn failed(&self, size: u64, f: &Failure) -> Error {
+        let status = if f.code == MEMORY_ALLOCATION { Status::OutOfMemory } else { Status::InvalidArgument };
+        Error::new(status, format!("{}: {} of {size} B failed: {}", self.name, f.call, self.backend.error_text(f.code)))
     }
 
     /// Raw device memory of `size` bytes (256-aligned) for `stream`.
     fn raw_alloc(&self, size: u64, stream: Stream) -> Result<DevicePtr> {
-        let bytes = usize::try_from(size).map_err(|_| self.failed("cudaMalloc", size, MEMORY_ALLOCATION))?;
-        self.runtime
-            .set_device(self.device)
-            .map_err(|code| self.failed("cudaSetDevice before cudaMalloc", size, code))?;
-        let mut out: *mut c_void = std::ptr::null_mut();
-        let code = match (self.runtime.malloc_async, stream) {
-            // SAFETY: `out` is a valid place for the result; the stream is
-            // the caller's handle of this device (the trait's contract).
-            (Some((malloc_async, _)), s) if s != Stream::DEFAULT => unsafe {
-                malloc_async(&mut out, bytes, s.as_handle())
-            },
-            // SAFETY: `out` is a valid place for the result.
-            _ => unsafe { (self.runtime.malloc)(&mut out, bytes) },
-        };
-        if code != SUCCESS {
-            return Err(self.failed("cudaMalloc", size, code));
-        }
-        DevicePtr::new(out.cast()).ok_or_else(|| self.failed("cudaMalloc", size, MEMORY_ALLOCATION))
+        let oom = || Failure { call: self.backend.alloc_call(stream), code: MEMORY_ALLOCATION };
+        let bytes = usize::try_from(size).map_err(|_| self.failed(size, &oom()))?;
+        let out = self.backend.alloc(bytes, stream).map_err(|f| self.failed(size, &f))?;
+        DevicePtr::new(out.cast()).ok_or_else(|| self.failed(size, &oom()))
     }
+}
 
-    fn raw_free(&self, ptr: DevicePtr, stream: Stream) {
-        // A failure here (a context already torn down at process exit)
-        // cannot be reported through `free`, and the memory is the
-        // runtime's to reclaim then.
-        if self.runtime.set_device(self.device).is_err() {
-            return;
-        }
-        match (self.runtime.malloc_async, stream) {
-            // SAFETY: `ptr` came from cudaMallocAsync on this stream
-            // (`raw_alloc` made the same choice for the same stream).
-            (Some((_, free_async)), s) if s != Stream::DEFAULT => unsafe {
-                free_async(ptr.as_ptr().cast(), s.as_handle());
-            },
-            // SAFETY: `ptr` came from cudaMalloc and is freed once.
-            _ => unsafe {
-                (self.runtime.free)(ptr.as_ptr().cast());
-            },
-        }
-    }
+/// Device `device_id` through the driver.
+fn open_driver(drv: &'static Driver, name: &str, device_id: u32) -> Result<driver::DriverDevice> {
+    let count = drv.device_count().map_err(|f| not_found(name, drv.library, &f, drv.error_text(f.code)))?;
+    let device = ordinal(name, device_id, count, drv.library)?;
+    drv.open(device).map_err(|f| not_found(name, drv.library, &f, drv.error_text(f.code)))
+}
+
+fn not_found(name: &str, library: &str, f: &Failure, text: String) -> Error {
+    Error::new(Status::NotFound, format!("{name}: {} failed ({library}): {text}", f.call))
+}
+
+/// `device_id` as CUDA's ordinal, when the library sees that many devices.
+fn ordinal(name: &str, device_id: u32, count: c_int, library: &str) -> Result<c_int> {
+    c_int::try_from(device_id)
+        .ok()
+        .filter(|&d| d < count)
+        .ok_or_else(|| Error::new(Status::NotFound, format!("{name}: no such device ({library} has {count})")))
 }
 
 impl DeviceAllocator for CudaAllocator {
@@ -289,15 +262,12 @@ impl DeviceAllocator for CudaAllocator {
             Some(shift) => DevicePtr::new(ptr.as_ptr().wrapping_sub(shift as usize)).expect("inside a device block"),
             None => ptr,
         };
-        self.raw_free(raw, stream);
+        self.backend.free(raw.as_ptr().cast(), stream);
     }
 
     fn mem_info(&self) -> Option<MemInfo> {
-        self.runtime.set_device(self.device).ok()?;
-        let (mut free, mut total) = (0usize, 0usize);
-        // SAFETY: both pointers are valid places for the results.
-        let code = unsafe { (self.runtime.mem_get_info)(&mut free, &mut total) };
-        (code == SUCCESS).then_some(MemInfo { free: free as u64, total: total as u64 })
+        let (free, total) = self.backend.mem_info()?;
+        Some(MemInfo { free: free as u64, total: total as u64 })
     }
 
     fn host_accessible(&self) -> bool {
@@ -309,28 +279,37 @@ impl DeviceAllocator for CudaAllocator {
 mod tests {
     use super::*;
 
-    /// True on any machine: without a loadable runtime, NOT_FOUND naming
-    /// every library tried; with one, either NOT_FOUND for a missing
+    /// True on any machine: without a loadable runtime or driver, NOT_FOUND
+    /// naming every library tried; with one, either NOT_FOUND for a missing
     /// device or a working round trip.
     #[test]
     fn cuda_is_found_or_reported_as_not_found() {
-        match load_runtime() {
+        match load_cuda() {
             Err(e) => {
                 assert_eq!(e.status(), Status::NotFound);
-                let e = CudaAllocator::new(0).err().expect("no runtime, no allocator");
+                let e = CudaAllocator::new(0).err().expect("no CUDA, no allocator");
                 assert_eq!(e.status(), Status::NotFound);
                 let m = e.message();
-                assert!(m.starts_with("libcudart.so not found (tried libcudart.so, libcudart.so.12, libcudart.so.11.0"));
-                assert!(m.ends_with(": install the CUDA runtime or register an allocator for cuda:0"), "{m}");
+                assert!(
+                    m.starts_with(
+                        "no CUDA: the runtime (libcudart) not found (tried libcudart.so, libcudart.so.12, libcudart.so.11.0: "
+                    ),
+                    "{m}"
+                );
+                assert!(m.contains("; the driver (libcuda) not found (tried libcuda.so.1, libcuda.so: "), "{m}");
+                assert!(
+                    m.ends_with(": install the CUDA runtime or driver, or register an allocator for cuda:0"),
+                    "{m}"
+                );
             }
             Ok(library) => {
-                assert!(LIBRARIES.iter().any(|l| l.to_str() == Ok(library)));
+                assert!(runtime::NAMES.iter().chain(driver::NAMES.iter()).any(|l| l.to_str() == Ok(library)));
                 match CudaAllocator::new(0) {
                     Err(e) => {
                         assert_eq!(e.status(), Status::NotFound, "{}", e.message());
                         assert!(e.message().starts_with("cuda:0: "), "{}", e.message());
                     }
-                    Ok(cuda) => round_trip(&cuda),
+                    Ok(cuda) => round_trip(&cuda, "cuda:0"),
                 }
             }
         }
@@ -338,8 +317,51 @@ mod tests {
         assert_eq!(e.status(), Status::NotFound);
     }
 
-    fn round_trip(cuda: &CudaAllocator) {
-        assert_eq!(cuda.name(), "cuda:0");
+    /// Names that load nowhere: the error names each one, with dlerror's
+    /// text for each, runtime first.
+    #[test]
+    fn neither_library_is_reported_with_every_name_and_dlerror() {
+        let Err(m) = load_from(&[c"libnnmem-no-cudart.so", c"libnnmem-no-cudart.so.9"], &[c"libnnmem-no-cuda.so.1"])
+        else {
+            panic!("made-up names loaded");
+        };
+        assert!(m.starts_with("no CUDA: the runtime (libcudart) not found (tried libnnmem-no-cudart.so, libnnmem-no-cudart.so.9: libnnmem-no-cudart.so: cannot open shared object file"), "{m}");
+        assert!(m.contains("; libnnmem-no-cudart.so.9: cannot open shared object file"), "{m}");
+        assert!(
+            m.contains(
+                "; the driver (libcuda) not found (tried libnnmem-no-cuda.so.1: libnnmem-no-cuda.so.1: cannot open"
+            ),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn the_variable_limits_the_apis_tried() {
+        use std::env::VarError;
+        assert_eq!(chosen(Err(VarError::NotPresent)).unwrap(), (&runtime::NAMES[..], &driver::NAMES[..]));
+        assert_eq!(chosen(Ok("auto".into())).unwrap(), (&runtime::NAMES[..], &driver::NAMES[..]));
+        assert_eq!(chosen(Ok(String::new())).unwrap(), (&runtime::NAMES[..], &driver::NAMES[..]));
+        assert_eq!(chosen(Ok("runtime".into())).unwrap(), (&runtime::NAMES[..], &[][..]));
+        assert_eq!(chosen(Ok("driver".into())).unwrap(), (&[][..], &driver::NAMES[..]));
+        assert_eq!(
+            chosen(Ok("gpu".into())).unwrap_err(),
+            "NNMEM_CUDA_API=\"gpu\" names no CUDA API (auto, runtime or driver)"
+        );
+        let Err(m) = load_from(&[], &[c"libnnmem-no-cuda.so.1"]) else { panic!("a made-up name loaded") };
+        assert!(m.starts_with("no CUDA: the runtime (libcudart) not tried (NNMEM_CUDA_API leaves it out); the driver (libcuda) not found (tried libnnmem-no-cuda.so.1: "), "{m}");
+    }
+
+    /// A library that loads but lacks the entry points: named with the
+    /// symbol missing, and the next API tried.
+    #[test]
+    fn a_library_without_the_entry_points_is_named_with_the_missing_one() {
+        let Err(m) = load_from(&[c"libc.so.6"], &[c"libm.so.6"]) else { panic!("libc is not CUDA") };
+        assert!(m.starts_with("no CUDA: the runtime (libcudart) libc.so.6 has no cudaGetDeviceCount ("), "{m}");
+        assert!(m.contains("; the driver (libcuda) libm.so.6 has no cuInit ("), "{m}");
+    }
+
+    pub(super) fn round_trip(cuda: &CudaAllocator, name: &str) {
+        assert_eq!(cuda.name(), name);
         assert!(!cuda.host_accessible());
         let info = cuda.mem_info().expect("a CUDA device tells its memory");
         assert!(info.free <= info.total && info.total > 0);
