@@ -26,7 +26,8 @@ pub enum StrategyKind {
     /// coalescing, small and large segments (PyTorch / BFC style).
     Caching = 2,
     /// Records one iteration, plans it with the planner, and serves the
-    /// next iterations from one planned block; falls back to `caching`.
+    /// next iterations from one planned block; falls back to `caching`. An
+    /// iteration of more than 2^20 requests is not planned.
     Replay = 3,
 }
 
