@@ -11,6 +11,22 @@
 //!   pairs); it is recorded and planned once, untimed.
 //! - `pool-core/<strategy>/64 B`: the same pair on the safe core's `Pool`
 //!   (no C ABI), for the difference.
+//! - `pool/jemalloc/<size>`: jemalloc's `mallocx`/`dallocx`, from the
+//!   system's `libjemalloc.so.2` (loaded at run time, so that building the
+//!   tests needs no jemalloc; `scripts/bench.sh` installs it and gives
+//!   glibc the static TLS room jemalloc needs when loaded late); left out
+//!   when it cannot be loaded.
+//! - `pool-floor/lock`: two calls that each only take and release an
+//!   uncontended spin lock (one compare-and-swap, one store): what any
+//!   thread-safe pool pays for a pair before doing anything.
+//! - `pool-stream/<allocator>/<n>`: the random stream of `pool/stream.rs`
+//!   on `n` threads (1, 2, 8) sharing one allocator: per thread, 64 live
+//!   blocks of 16 B to 16 KiB, each step a free and an alloc. The time is
+//!   of one step on every thread (the wall time of the slowest thread);
+//!   ops per second = 2n / time. One pool per allocator and thread count
+//!   for the whole measurement, as a runtime keeps its pool; `replay`,
+//!   told of no iteration, records its first 2^20 requests and then serves
+//!   from its fallback.
 //! - `pool-threads/<strategy>/<n>`: `n` threads (1, 2, 8) share one pool,
 //!   each running its own loop of 4 KiB alloc+free pairs, the same number
 //!   per thread; the time is the wall time of the slowest, so pairs per
@@ -24,13 +40,17 @@
 //! the medians into BENCHMARKS.md, with the ratios.
 
 use std::alloc::{GlobalAlloc, Layout};
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::hint::black_box;
 use std::ptr;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+
+#[path = "pool/stream.rs"]
+mod stream;
 use mimalloc::MiMalloc;
 use nnmem::ffi::pool::options::nnm_pool_stats;
 use nnmem::ffi::pool::{
@@ -176,6 +196,159 @@ fn time_malloc(size: usize, iters: u64) -> Duration {
     started.elapsed()
 }
 
+/// jemalloc's `mallocx` and `dallocx`, from the system library.
+#[derive(Copy, Clone)]
+struct Jemalloc {
+    mallocx: unsafe extern "C" fn(usize, c_int) -> *mut c_void,
+    dallocx: unsafe extern "C" fn(*mut c_void, c_int),
+}
+
+impl Jemalloc {
+    fn load() -> Option<Jemalloc> {
+        static LOADED: std::sync::OnceLock<Option<Jemalloc>> = std::sync::OnceLock::new();
+        *LOADED.get_or_init(|| unsafe {
+            let handle = libc::dlopen(c"libjemalloc.so.2".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+            if handle.is_null() {
+                // Its TLS is initial-exec: loaded late, it needs the static
+                // TLS surplus that scripts/bench.sh asks glibc for.
+                let why = std::ffi::CStr::from_ptr(libc::dlerror()).to_string_lossy();
+                eprintln!(
+                    "pool bench: jemalloc left out: {why} (apt-get install libjemalloc2; run with \
+                     GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536, as scripts/bench.sh does)"
+                );
+                return None;
+            }
+            let m = libc::dlsym(handle, c"mallocx".as_ptr());
+            let d = libc::dlsym(handle, c"dallocx".as_ptr());
+            if m.is_null() || d.is_null() {
+                return None;
+            }
+            // jemalloc's signatures (jemalloc/jemalloc.h).
+            Some(Jemalloc {
+                mallocx: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(usize, c_int) -> *mut c_void>(m),
+                dallocx: std::mem::transmute::<*mut c_void, unsafe extern "C" fn(*mut c_void, c_int)>(d),
+            })
+        })
+    }
+}
+
+fn time_jemalloc(j: Jemalloc, size: usize, iters: u64) -> Duration {
+    let started = Instant::now();
+    for _ in 0..iters {
+        unsafe {
+            let p = (j.mallocx)(black_box(size), 0);
+            (j.dallocx)(black_box(p), 0);
+        }
+    }
+    started.elapsed()
+}
+
+/// The floor: one uncontended lock taken and released per call.
+static FLOOR_LOCK: AtomicBool = AtomicBool::new(false);
+
+#[inline(never)]
+extern "C" fn floor_call(out: *mut *mut c_void) -> c_int {
+    while FLOOR_LOCK.compare_exchange_weak(false, true, Ordering::Acquire, Ordering::Relaxed).is_err() {}
+    unsafe { out.write(black_box(ptr::null_mut())) };
+    FLOOR_LOCK.store(false, Ordering::Release);
+    0
+}
+
+fn time_floor(iters: u64) -> Duration {
+    let mut out: *mut c_void = ptr::null_mut();
+    let started = Instant::now();
+    for _ in 0..iters {
+        black_box(floor_call(black_box(&mut out)));
+        black_box(floor_call(black_box(&mut out)));
+    }
+    started.elapsed()
+}
+
+/// The stream's allocators.
+struct PoolAllocator(Pool);
+
+impl stream::Allocator for PoolAllocator {
+    #[inline]
+    fn alloc(&self, size: usize) -> *mut u8 {
+        let mut out: *mut c_void = ptr::null_mut();
+        let status = unsafe { nnm_pool_alloc(self.0 .0, size, 0, ptr::null_mut(), &mut out) };
+        if status == Status::Ok {
+            out.cast()
+        } else {
+            ptr::null_mut()
+        }
+    }
+    #[inline]
+    fn free(&self, p: *mut u8, _size: usize) {
+        assert_eq!(unsafe { nnm_pool_dealloc(self.0 .0, p.cast()) }, Status::Ok);
+    }
+}
+
+struct Malloc;
+
+impl stream::Allocator for Malloc {
+    #[inline]
+    fn alloc(&self, size: usize) -> *mut u8 {
+        unsafe { libc::malloc(size).cast() }
+    }
+    #[inline]
+    fn free(&self, p: *mut u8, _size: usize) {
+        unsafe { libc::free(p.cast()) }
+    }
+}
+
+struct Mi;
+
+impl stream::Allocator for Mi {
+    #[inline]
+    fn alloc(&self, size: usize) -> *mut u8 {
+        unsafe { MiMalloc.alloc(Layout::from_size_align_unchecked(size, 16)) }
+    }
+    #[inline]
+    fn free(&self, p: *mut u8, size: usize) {
+        unsafe { MiMalloc.dealloc(p, Layout::from_size_align_unchecked(size, 16)) }
+    }
+}
+
+impl stream::Allocator for Jemalloc {
+    #[inline]
+    fn alloc(&self, size: usize) -> *mut u8 {
+        unsafe { (self.mallocx)(size, 0).cast() }
+    }
+    #[inline]
+    fn free(&self, p: *mut u8, _size: usize) {
+        unsafe { (self.dallocx)(p.cast(), 0) }
+    }
+}
+
+/// `threads` threads run `iters` steps of their streams on `a`; the wall
+/// time from a common start (every thread's slots filled) to the last
+/// thread's end.
+fn time_stream(a: &dyn stream::Allocator, threads: usize, iters: u64) -> Duration {
+    let start = Barrier::new(threads + 1);
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|t| {
+                let start = &start;
+                s.spawn(move || {
+                    let mut st = stream::Stream::new(t);
+                    st.fill(a);
+                    start.wait();
+                    for _ in 0..iters {
+                        st.step(a);
+                    }
+                    let done = Instant::now();
+                    st.drain(a);
+                    done
+                })
+            })
+            .collect();
+        start.wait();
+        let started = Instant::now();
+        workers.into_iter().map(|w| w.join().expect("worker")).max().expect("a thread") - started
+    })
+}
+
 fn time_mimalloc(size: usize, iters: u64) -> Duration {
     let layout = Layout::from_size_align(size, 16).expect("valid layout");
     let started = Instant::now();
@@ -231,6 +404,38 @@ fn bench_pool(c: &mut Criterion) {
         }
         group.bench_function(format!("malloc/{label}"), |b| b.iter_custom(|iters| time_malloc(size, iters)));
         group.bench_function(format!("mimalloc/{label}"), |b| b.iter_custom(|iters| time_mimalloc(size, iters)));
+        if let Some(j) = Jemalloc::load() {
+            group.bench_function(format!("jemalloc/{label}"), |b| b.iter_custom(|iters| time_jemalloc(j, size, iters)));
+        }
+    }
+    group.finish();
+
+    let mut group = c.benchmark_group("pool-floor");
+    group.warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(2));
+    group.bench_function("lock", |b| b.iter_custom(time_floor));
+    group.finish();
+
+    let mut group = c.benchmark_group("pool-stream");
+    group.warm_up_time(Duration::from_secs(1)).measurement_time(Duration::from_secs(3)).sample_size(30);
+    for threads in [1usize, 2, 8] {
+        for strategy in [StrategyKind::PageUnit, StrategyKind::Caching, StrategyKind::Replay] {
+            let pool = PoolAllocator(<Pool as Pairs>::make(strategy));
+            group.bench_function(format!("{}/{threads}", strategy.name()), |b| {
+                b.iter_custom(|iters| time_stream(&pool, threads, iters))
+            });
+            let [allocs, frees, ..] = pool.0.counts();
+            assert_eq!(allocs, frees, "{}: every block of the stream came back", strategy.name());
+        }
+        group.bench_function(format!("malloc/{threads}"), |b| {
+            b.iter_custom(|iters| time_stream(&Malloc, threads, iters))
+        });
+        group
+            .bench_function(format!("mimalloc/{threads}"), |b| b.iter_custom(|iters| time_stream(&Mi, threads, iters)));
+        if let Some(j) = Jemalloc::load() {
+            group.bench_function(format!("jemalloc/{threads}"), |b| {
+                b.iter_custom(|iters| time_stream(&j, threads, iters))
+            });
+        }
     }
     group.finish();
 

@@ -6,7 +6,9 @@
 #      cargo bench --bench arena        arena allocations via the C ABI
 #      cargo bench --bench plan         plan time per instance (criterion)
 #      cargo bench --bench pool         memory pools via the C ABI, beside
-#                                       malloc and mimalloc; threads
+#                                       glibc malloc, mimalloc and jemalloc
+#                                       (libjemalloc2, installed if
+#                                       missing); threads; the random stream
 #      cargo bench --bench region       region table building, 1k to 100k
 #                                       tensors under 20 rules
 #      cargo bench --bench workbuffer   a 10,000-operator network described
@@ -51,7 +53,15 @@ banner "cargo bench --bench plan"
 cargo bench --locked --bench plan "$@"
 
 banner "cargo bench --bench pool"
-cargo bench --locked --bench pool "$@"
+# jemalloc, beside glibc malloc and mimalloc: the system library, loaded by
+# the benchmark at run time (the tests never need it). It uses initial-exec
+# TLS, so glibc must keep static TLS room for a library loaded late.
+if ! ldconfig -p 2>/dev/null | grep -q 'libjemalloc\.so\.2'; then
+    sudo=""
+    [ "$(id -u)" = 0 ] || sudo=sudo
+    $sudo apt-get install -y libjemalloc2 || echo "bench.sh: libjemalloc2 not installed: jemalloc is left out" >&2
+fi
+GLIBC_TUNABLES=glibc.rtld.optional_static_tls=65536 cargo bench --locked --bench pool "$@"
 
 banner "cargo bench --bench region"
 cargo bench --locked --bench region "$@"

@@ -22,9 +22,13 @@ const ITERATIONS: u32 = 3;
 /// `pool-replay`'s default alignment (CUDA's), stated in the tables.
 const ALIGNMENT: u64 = 256;
 
-// The issue's targets.
-const PAIR_TARGET_NS: f64 = 20.0;
-const REPLAY_PAIR_TARGET_NS: f64 = 10.0;
+// The issues' targets (pairs and the random stream: issue 26).
+const PAIR_TARGET_NS: f64 = 15.0;
+const REPLAY_PAIR_TARGET_NS: f64 = 5.0;
+/// The random stream: ops/s of every strategy at least glibc malloc's...
+const STREAM_VS_MALLOC_TARGET: f64 = 1.0;
+/// ...and 2 threads at least this many times 1 thread's.
+const STREAM_TWO_THREADS_TARGET: f64 = 1.8;
 const TWO_THREADS_TARGET: f64 = 1.6;
 const EIGHT_THREADS_TARGET: f64 = 1.0;
 const CACHING_PEAK_TARGET: f64 = 1.25;
@@ -35,6 +39,10 @@ const SIZES: [&str; 4] = ["64 B", "4 KiB", "1 MiB", "16 MiB"];
 const CACHED: [(&str, f64); 3] =
     [("page-unit", PAIR_TARGET_NS), ("caching", PAIR_TARGET_NS), ("replay", REPLAY_PAIR_TARGET_NS)];
 const THREADS: [u32; 3] = [1, 2, 8];
+/// The random stream's allocators, as `benches/pool.rs` names them.
+const STREAM_POOLS: [&str; 3] = ["page-unit", "caching", "replay"];
+const STREAM_OTHERS: [(&str, &str); 3] =
+    [("malloc", "glibc malloc"), ("mimalloc", "mimalloc"), ("jemalloc", "jemalloc")];
 
 /// One strategy's replay of one trace (the fields of `pool-replay --json`).
 pub struct Run {
@@ -163,6 +171,7 @@ pub fn targets(replays: &[TraceReplay], criterion: &Medians) -> Vec<Target> {
     for strategy in ["page-unit", "caching"] {
         out.push(threads_target(criterion, strategy));
     }
+    out.extend(stream_targets(criterion));
     let failed: Vec<String> =
         replays.iter().filter_map(|r| r.runs.as_ref().err().map(|e| format!("{}: {e}", r.short_name()))).collect();
     let measured = || replays.iter().filter(|r| r.runs.is_ok());
@@ -273,7 +282,7 @@ fn pair_target(criterion: &Medians, strategy: &str, limit: f64, index: usize) ->
     let label = ["(q1)", "(q2)", "(q3)"][index];
     let what = format!(
         "{label} pools: cached alloc+free pair through the C ABI, one thread, `{strategy}` median ≤ {limit} ns at \
-         64 B, 4 KiB, 1 MiB and 16 MiB (beside malloc and mimalloc: see Memory pools)"
+         64 B, 4 KiB, 1 MiB and 16 MiB (beside glibc malloc, mimalloc and jemalloc: see Memory pools)"
     );
     let medians: Vec<(&str, Option<f64>)> =
         SIZES.iter().map(|&size| (size, criterion.get(&format!("pool/{strategy}/{size}")).copied())).collect();
@@ -295,8 +304,88 @@ fn pair_target(criterion: &Medians, strategy: &str, limit: f64, index: usize) ->
     let mut result = cells.join(", ");
     if !over.is_empty() {
         let _ = write!(result, "; over: {}", over.join(", "));
+        if let Some(floor) = criterion.get("pool-floor/lock") {
+            let _ = write!(
+                result,
+                "; the floor of any thread-safe pool's pair here (two calls, each taking and releasing an \
+                 uncontended lock, nothing else): {}",
+                fmt_ns(*floor)
+            );
+        }
     }
     Target { what, result, status: if over.is_empty() { "met" } else { "missed" } }
+}
+
+/// Ops per second (an alloc or a free) of the random stream on `threads`
+/// threads, from the criterion median (ns for one step, a free and an
+/// alloc, on every thread).
+fn stream_rate(criterion: &Medians, allocator: &str, threads: u32) -> Option<f64> {
+    let ns = criterion.get(&format!("pool-stream/{allocator}/{threads}"))?;
+    Some(2.0 * f64::from(threads) / ns * 1e9)
+}
+
+/// The random stream's targets: every strategy at least glibc malloc's
+/// ops/s with 1 and with 8 threads, and 2 threads at least 1.8x one.
+fn stream_targets(criterion: &Medians) -> Vec<Target> {
+    let missing = || "criterion results missing: run `scripts/bench.sh` (or `cargo bench --bench pool`)".to_string();
+    let mut out = Vec::new();
+    for (label, threads) in [("(r3)", 1u32), ("(r4)", 8)] {
+        let what = format!(
+            "{label} pools: the random stream (16 B to 16 KiB, 64 live blocks per thread, both ends of each block \
+             checked) on {threads} thread{} sharing one pool: every strategy ≥ glibc malloc's ops per second",
+            if threads == 1 { "" } else { "s" }
+        );
+        let Some(malloc) = stream_rate(criterion, "malloc", threads) else {
+            out.push(Target { what, result: missing(), status: "not measured" });
+            continue;
+        };
+        let rates: Option<Vec<(&str, f64)>> =
+            STREAM_POOLS.iter().map(|&p| stream_rate(criterion, p, threads).map(|r| (p, r))).collect();
+        let Some(rates) = rates else {
+            out.push(Target { what, result: missing(), status: "not measured" });
+            continue;
+        };
+        let cells: Vec<String> = rates.iter().map(|(p, r)| format!("{p} {} ({:.2}x)", rate(*r), r / malloc)).collect();
+        let below: Vec<String> = rates
+            .iter()
+            .filter(|(_, r)| r / malloc < STREAM_VS_MALLOC_TARGET)
+            .map(|(p, r)| format!("{p} {:.0}% below", (1.0 - r / malloc) * 100.0))
+            .collect();
+        let mut result = format!("glibc malloc {} ops/s; {}", rate(malloc), cells.join(", "));
+        if !below.is_empty() {
+            let _ = write!(result, "; {}", below.join(", "));
+        }
+        out.push(Target { what, result, status: if below.is_empty() { "met" } else { "missed" } });
+    }
+    let what = format!(
+        "(r5) pools: the random stream, every strategy with 2 threads ≥ {STREAM_TWO_THREADS_TARGET}x its ops per \
+         second with 1 thread (this machine has {} cores)",
+        std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0)
+    );
+    let ratios: Option<Vec<(&str, f64)>> = STREAM_POOLS
+        .iter()
+        .map(|&p| Some((p, stream_rate(criterion, p, 2)? / stream_rate(criterion, p, 1)?)))
+        .collect();
+    match ratios {
+        None => out.push(Target { what, result: missing(), status: "not measured" }),
+        Some(ratios) => {
+            let cells: Vec<String> = ratios.iter().map(|(p, x)| format!("{p} {x:.2}x")).collect();
+            let below: Vec<String> = ratios
+                .iter()
+                .filter(|(_, x)| *x < STREAM_TWO_THREADS_TARGET)
+                .map(|(p, x)| format!("{p} {:.2} below", STREAM_TWO_THREADS_TARGET - x))
+                .collect();
+            let mut result = cells.join(", ");
+            if let (Some(one), Some(two)) = (stream_rate(criterion, "malloc", 1), stream_rate(criterion, "malloc", 2)) {
+                let _ = write!(result, " (glibc malloc {:.2}x)", two / one);
+            }
+            if !below.is_empty() {
+                let _ = write!(result, "; {}", below.join(", "));
+            }
+            out.push(Target { what, result, status: if below.is_empty() { "met" } else { "missed" } });
+        }
+    }
+    out
 }
 
 /// Pairs per second of the pool with `threads` threads, from the criterion
@@ -355,8 +444,9 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         .unwrap_or_else(|| "?".into());
     let _ = writeln!(
         w,
-        "Pools through the C ABI (`benches/pool.rs`, criterion medians) beside glibc `malloc`/`free` and mimalloc \
-         (the `mimalloc` crate, a benchmark-only dependency), and the real traces replayed through every strategy \
+        "Pools through the C ABI (`benches/pool.rs`, criterion medians) beside glibc `malloc`/`free`, mimalloc \
+         (the `mimalloc` crate, a benchmark-only dependency) and jemalloc (the system's libjemalloc.so.2, loaded \
+         by the benchmark), and the real traces replayed through every strategy \
          by `nnmem pool-replay`. The 1-minute load average was {load} when this section was written: on a shared \
          machine the nanosecond figures and the thread ratios move with the load. These figures are host memory; \
          the CUDA allocator's are under Pools on a GPU below.\n"
@@ -367,12 +457,14 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         w,
         "Median ns per pair; in brackets the ratio to glibc `malloc`/`free` and to mimalloc at the same size \
          (below 1: faster). The pools are warmed, so no pair reaches the device; their requests use the default \
-         alignment (256 B), `malloc` and mimalloc theirs (16 B). A `replay` iteration is 64 pairs and \
-         `nnm_pool_end_iteration`, whose cost is spread over the pairs.\n"
+         alignment (256 B), `malloc`, mimalloc and jemalloc (`mallocx`/`dallocx` of the system's \
+         libjemalloc.so.2) theirs (16 B). A `replay` iteration is 64 pairs and `nnm_pool_end_iteration`, whose \
+         cost is spread over the pairs. A repeated pair of one size takes the shard's hot block back: one lock \
+         and a comparison per call.\n"
     );
     let _ = writeln!(
         w,
-        "| size | page-unit | caching | replay | glibc malloc | mimalloc |\n|---|---:|---:|---:|---:|---:|"
+        "| size | page-unit | caching | replay | glibc malloc | mimalloc | jemalloc |\n|---|---:|---:|---:|---:|---:|---:|"
     );
     for size in SIZES {
         let get = |name: &str| criterion.get(&format!("pool/{name}/{size}")).copied();
@@ -389,7 +481,7 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
                 }
             }
         }
-        for base in [malloc, mimalloc] {
+        for base in [malloc, mimalloc, get("jemalloc")] {
             let _ = write!(w, " {} |", base.map_or_else(|| "—".into(), fmt_ns));
         }
         let _ = writeln!(w);
@@ -404,6 +496,56 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         .collect();
     if !core.is_empty() {
         let _ = writeln!(w, "\nThe same 64 B pair on the safe core's `Pool` (Rust, no C ABI): {}.", core.join(", "));
+    }
+    if let Some(floor) = criterion.get("pool-floor/lock") {
+        let _ = writeln!(
+            w,
+            "\nThe floor of a thread-safe pool's pair on this machine: two calls that each take and release an \
+             uncontended spin lock (one compare-and-swap, one store) and do nothing else, {}. Every pool call \
+             takes its shard's lock once; `replay` serves its plan under it too, so its pair cannot go below this.",
+            fmt_ns(*floor)
+        );
+    }
+
+    let _ = writeln!(w, "\n### The random stream\n");
+    let _ = writeln!(
+        w,
+        "`benches/pool/stream.rs`: each thread keeps 64 live blocks; each step frees the block of a random slot \
+         and allocates one of a random size, 16 B to 16 KiB (spread evenly over the octaves), into it; the first \
+         and last 64 B of every block are written when it is handed out and checked when it is freed. \
+         Millions of ops (an alloc or a free) per second of the whole allocator, threads sharing one pool; in \
+         brackets the ratio to glibc malloc with as many threads. One pool per strategy and thread count for the \
+         whole measurement; `replay` is told of no iteration, so it records its first 2^20 requests, then serves \
+         from its `caching` fallback. The pools ask for 256 B alignment, the others 16 B.\n"
+    );
+    let _ = write!(w, "| threads |");
+    for p in STREAM_POOLS {
+        let _ = write!(w, " {p} |");
+    }
+    for (_, name) in STREAM_OTHERS {
+        let _ = write!(w, " {name} |");
+    }
+    let _ = writeln!(w, "\n|---:|{}", "---:|".repeat(STREAM_POOLS.len() + STREAM_OTHERS.len()));
+    for threads in THREADS {
+        let malloc = stream_rate(criterion, "malloc", threads);
+        let _ = write!(w, "| {threads} |");
+        for p in STREAM_POOLS {
+            match (stream_rate(criterion, p, threads), malloc) {
+                (Some(r), Some(m)) => {
+                    let _ = write!(w, " {} ({:.2}x) |", rate(r), r / m);
+                }
+                (Some(r), None) => {
+                    let _ = write!(w, " {} |", rate(r));
+                }
+                _ => {
+                    let _ = write!(w, " — |");
+                }
+            }
+        }
+        for (id, _) in STREAM_OTHERS {
+            let _ = write!(w, " {} |", stream_rate(criterion, id, threads).map_or_else(|| "—".into(), rate));
+        }
+        let _ = writeln!(w);
     }
     let _ = writeln!(w, "\n### Threads sharing one pool\n");
     let _ = writeln!(

@@ -46,6 +46,19 @@ extern "C" {
 #endif
 
 /* -------------------------------------------------------------------------
+ * MAX_RECORDED_REQUESTS
+ * ------------------------------------------------------------------------- */
+
+/**
+ * The most requests one iteration records (more than ten times the
+ * largest real trace shipped). A pool that never hears of an iteration's
+ * end would otherwise record without bound: past this many requests the
+ * recording is dropped, its memory freed, and the rest of the iteration
+ * is only served by the fallback; the next iteration is recorded afresh.
+ */
+#define MAX_RECORDED_REQUESTS (1 << 20)
+
+/* -------------------------------------------------------------------------
  * nnm_device_allocator
  * ------------------------------------------------------------------------- */
 
@@ -309,7 +322,8 @@ typedef enum nnm_strategy {
   NNM_STRATEGY_CACHING = 2,
   /**
    * Records one iteration, plans it with the planner, and serves the
-   * next iterations from one planned block; falls back to `caching`.
+   * next iterations from one planned block; falls back to `caching`. An
+   * iteration of more than 2^20 requests is not planned.
    */
   NNM_STRATEGY_REPLAY = 3,
 } nnm_strategy;
@@ -643,7 +657,10 @@ enum nnm_status nnm_pool_streams_synchronized(struct nnm_pool *pool);
 /**
  * Marks the end of an iteration. The `replay` strategy records the first
  * iteration's sequence and plans it here; from the next iteration on it
- * serves the same sequence from the plan. Other strategies ignore it
+ * serves the same sequence from the plan. An iteration of more than 2^20
+ * requests is not recorded past that many (the recording is dropped, so
+ * that a pool never told of an iteration's end does not grow): it is not
+ * planned, and the next one is recorded. Other strategies ignore it
  * (built-ins make no device call and change no statistic; a C strategy's
  * `end_iteration` callback runs).
  *

@@ -337,7 +337,10 @@ pub unsafe extern "C" fn nnm_pool_streams_synchronized(pool: *mut nnm_pool) -> S
 
 /// Marks the end of an iteration. The `replay` strategy records the first
 /// iteration's sequence and plans it here; from the next iteration on it
-/// serves the same sequence from the plan. Other strategies ignore it
+/// serves the same sequence from the plan. An iteration of more than 2^20
+/// requests is not recorded past that many (the recording is dropped, so
+/// that a pool never told of an iteration's end does not grow): it is not
+/// planned, and the next one is recorded. Other strategies ignore it
 /// (built-ins make no device call and change no statistic; a C strategy's
 /// `end_iteration` callback runs).
 ///

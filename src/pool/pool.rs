@@ -21,7 +21,7 @@ use super::strategy::caching::Caching;
 use super::strategy::no_pool::NoPool;
 use super::strategy::page_unit::{PageUnit, DEFAULT_PAGE_SIZE};
 use super::strategy::replay::Replay;
-use super::strategy::{Request, Served, Strategy, StrategyKind};
+use super::strategy::{Request, Strategy, StrategyKind};
 use crate::names::CEnum;
 use crate::report_format::ReportFormat;
 use crate::status::{Error, Result, Status};
@@ -176,19 +176,80 @@ pub fn strategy_factory(name: &str) -> Result<StrategyFactory> {
     ))
 }
 
-fn builtin_factory(kind: StrategyKind) -> Result<StrategyFactory> {
-    match kind {
-        StrategyKind::NoPool => Ok(Arc::new(|_: &PoolOptions| Box::new(NoPool::new()) as Box<dyn Strategy>)),
-        StrategyKind::PageUnit => {
-            Ok(Arc::new(|o: &PoolOptions| Box::new(PageUnit::new(o.page_size)) as Box<dyn Strategy>))
+/// What makes a pool's strategies: a built-in kind, or a factory.
+#[derive(Clone)]
+pub(crate) enum Maker {
+    Kind(StrategyKind),
+    Factory(StrategyFactory),
+}
+
+impl Maker {
+    /// The maker of a built-in (by name or RAF's alias) or registered
+    /// strategy; the error lists the known names.
+    pub(crate) fn by_name(name: &str) -> Result<Maker> {
+        match StrategyKind::from_name(name) {
+            Ok(kind) => Ok(Maker::Kind(kind)),
+            Err(_) => strategy_factory(name).map(Maker::Factory),
         }
-        StrategyKind::Caching => {
-            Ok(Arc::new(|o: &PoolOptions| Box::new(Caching::new(&o.caching)) as Box<dyn Strategy>))
-        }
-        StrategyKind::Replay => Ok(Arc::new(|o: &PoolOptions| {
-            Box::new(Replay::new(&o.replay, Box::new(Caching::new(&o.caching)))) as Box<dyn Strategy>
-        })),
     }
+
+    fn make(&self, options: &PoolOptions) -> Held {
+        match self {
+            // Held by value, so that the pool reaches the plan's fast path
+            // without a dynamic call.
+            Maker::Kind(StrategyKind::Replay) => {
+                Held::Replay(Replay::new(&options.replay, Box::new(Caching::new(&options.caching))))
+            }
+            Maker::Kind(kind) => Held::Dyn(builtin(*kind, options)),
+            Maker::Factory(factory) => Held::Dyn(factory(options)),
+        }
+    }
+}
+
+/// A shard's strategy: `replay` by value, any other behind the trait.
+// A replay pool has one shard: its strategy in place saves the hot path a
+// pointer chase, and the other strategies' shards waste no more than the
+// difference once per shard.
+#[allow(clippy::large_enum_variant)]
+enum Held {
+    Replay(Replay),
+    Dyn(Box<dyn Strategy>),
+}
+
+impl std::ops::Deref for Held {
+    type Target = dyn Strategy;
+
+    #[inline]
+    fn deref(&self) -> &(dyn Strategy + 'static) {
+        match self {
+            Held::Replay(r) => r,
+            Held::Dyn(b) => &**b,
+        }
+    }
+}
+
+impl std::ops::DerefMut for Held {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut (dyn Strategy + 'static) {
+        match self {
+            Held::Replay(r) => r,
+            Held::Dyn(b) => &mut **b,
+        }
+    }
+}
+
+/// A fresh instance of a built-in strategy.
+pub(crate) fn builtin(kind: StrategyKind, options: &PoolOptions) -> Box<dyn Strategy> {
+    match kind {
+        StrategyKind::NoPool => Box::new(NoPool::new()),
+        StrategyKind::PageUnit => Box::new(PageUnit::new(options.page_size)),
+        StrategyKind::Caching => Box::new(Caching::new(&options.caching)),
+        StrategyKind::Replay => Box::new(Replay::new(&options.replay, Box::new(Caching::new(&options.caching)))),
+    }
+}
+
+fn builtin_factory(kind: StrategyKind) -> Result<StrategyFactory> {
+    Ok(Arc::new(move |options: &PoolOptions| builtin(kind, options)))
 }
 
 /// A shard's own figures, updated under its lock.
@@ -209,15 +270,15 @@ struct Counters {
 
 impl Counters {
     #[inline]
-    fn served(&mut self, requested: u64, served: &Served) {
+    fn served(&mut self, requested: u64, bytes: u64, from_plan: bool) {
         self.requested_bytes += requested;
         self.requested_peak = self.requested_peak.max(self.requested_bytes);
-        self.allocated_bytes += served.bytes;
+        self.allocated_bytes += bytes;
         self.allocated_peak = self.allocated_peak.max(self.allocated_bytes);
         self.active_blocks += 1;
         self.active_peak = self.active_peak.max(self.active_blocks);
         self.allocs += 1;
-        self.served_from_plan += u64::from(served.from_plan);
+        self.served_from_plan += u64::from(from_plan);
     }
 
     #[inline]
@@ -230,8 +291,48 @@ impl Counters {
 }
 
 struct ShardState {
-    strategy: Box<dyn Strategy>,
+    strategy: Held,
     counters: Counters,
+    /// The shard's last block, for an alloc+free pair repeated (see
+    /// [`Hot`]); always empty when the strategy says no to
+    /// [`Strategy::reuses_identical_requests`].
+    hot: Hot,
+    reuses: bool,
+}
+
+/// The block the shard handed out last, and the request that got it. While
+/// it is out (`idle` false) it is one of the strategy's live blocks like
+/// any other; once freed (`idle` true) the strategy still counts it as
+/// handed out, and the next identical request takes it back without
+/// calling the strategy: a runtime's alloc+free pairs of one size (a
+/// kernel's scratch, a tensor per step) cost a comparison each. Any other
+/// call of the shard gives the idle block to the strategy first, so the
+/// strategy sees the same frees in the same order as without it.
+#[derive(Copy, Clone)]
+struct Hot {
+    ptr: Option<DevicePtr>,
+    idle: bool,
+    size: u64,
+    alignment: u64,
+    stream: Stream,
+    bytes: u64,
+}
+
+impl Hot {
+    const EMPTY: Hot = Hot { ptr: None, idle: false, size: 0, alignment: 0, stream: Stream::DEFAULT, bytes: 0 };
+}
+
+impl ShardState {
+    /// Gives an idle hot block to the strategy, which has it as live.
+    #[inline]
+    fn settle_hot(&mut self, device: &Device) {
+        if self.hot.idle {
+            let ptr = self.hot.ptr.expect("an idle hot block has an address");
+            self.hot = Hot::EMPTY;
+            let freed = self.strategy.free(ptr, device);
+            debug_assert!(freed.is_ok(), "the strategy held the hot block as live");
+        }
+    }
 }
 
 /// One shard, on cache lines of its own so that shards used by different
@@ -284,18 +385,22 @@ pub struct Pool {
 impl Pool {
     /// A pool of a built-in strategy.
     pub fn new(allocator: SharedAllocator, kind: StrategyKind, options: &PoolOptions) -> Result<Pool> {
-        Pool::with_factory(allocator, builtin_factory(kind)?, options)
+        Pool::with_maker(allocator, &Maker::Kind(kind), options)
     }
 
     /// A pool of a built-in or registered strategy, by name.
     pub fn by_name(allocator: SharedAllocator, strategy: &str, options: &PoolOptions) -> Result<Pool> {
-        Pool::with_factory(allocator, strategy_factory(strategy)?, options)
+        Pool::with_maker(allocator, &Maker::by_name(strategy)?, options)
     }
 
     /// A pool whose shards' strategies `factory` makes.
     pub fn with_factory(allocator: SharedAllocator, factory: StrategyFactory, options: &PoolOptions) -> Result<Pool> {
+        Pool::with_maker(allocator, &Maker::Factory(factory), options)
+    }
+
+    pub(crate) fn with_maker(allocator: SharedAllocator, maker: &Maker, options: &PoolOptions) -> Result<Pool> {
         options.check()?;
-        let first = factory(options);
+        let first = maker.make(options);
         let count = if !first.shardable() {
             1
         } else if options.shards == 0 {
@@ -305,10 +410,13 @@ impl Pool {
         };
         let strategy_name = first.name().to_string();
         let mut strategies = vec![first];
-        strategies.extend((1..count).map(|_| factory(options)));
+        strategies.extend((1..count).map(|_| maker.make(options)));
         let shards: Box<[Shard]> = strategies
             .into_iter()
-            .map(|strategy| Shard(SpinLock::new(ShardState { strategy, counters: Counters::default() })))
+            .map(|strategy| {
+                let reuses = strategy.reuses_identical_requests();
+                Shard(SpinLock::new(ShardState { strategy, counters: Counters::default(), hot: Hot::EMPTY, reuses }))
+            })
             .collect();
         let shard_mask = if count.is_power_of_two() { count - 1 } else { 0 };
         Ok(Pool {
@@ -350,16 +458,53 @@ impl Pool {
     /// `oom_retries` and `limit_refusals` and has released idle memory.
     #[inline]
     pub fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        let home = self.home_shard();
+        let mut s = self.shards[home].lock();
+        let hot = s.hot;
+        // A request identical to the one that got the idle hot block passed
+        // the checks then. The retired flag is read under the lock, as in
+        // `serve`.
+        let same = hot.idle && hot.size == size && hot.alignment == alignment && hot.stream == stream;
+        if let Some(ptr) = hot.ptr.filter(|_| same && !self.retired.load(Ordering::Relaxed)) {
+            s.hot.idle = false;
+            s.counters.served(size, hot.bytes, false);
+            return Ok(ptr);
+        }
+        // A request the plan serves is checked against its recorded twin.
+        if let Held::Replay(r) = &mut s.strategy {
+            if !self.retired.load(Ordering::Relaxed) && alignment.is_power_of_two() {
+                if let Some(served) = r.planned_alloc(&Request { size, alignment, stream }) {
+                    s.counters.served(size, served.bytes, true);
+                    return Ok(served.ptr);
+                }
+            }
+        }
+        self.alloc_locked(s, home, size, alignment, stream)
+    }
+
+    /// The rest of an allocation, with the home shard's lock held (taken
+    /// once for both paths). The request's fields come apart and the
+    /// `Request` is built in the strategy's call: a `Request` built earlier
+    /// and copied into the call stalls the copy's wide load on the narrow
+    /// stores that built it (store forwarding fails).
+    #[inline(never)]
+    fn alloc_locked(
+        &self,
+        mut s: SpinGuard<'_, ShardState>,
+        home: usize,
+        size: u64,
+        alignment: u64,
+        stream: Stream,
+    ) -> Result<DevicePtr> {
         // `alignment` is a power of two once that test passed: rounding up
-        // overflows exactly when adding `alignment - 1` does (no division
-        // on the hot path).
+        // overflows exactly when adding `alignment - 1` does (no division).
         if !alignment.is_power_of_two() || size.checked_add(alignment - 1).is_none() {
             return Err(bad_request(size, alignment));
         }
-        let home = self.home_shard();
-        match self.alloc_on(home, size, alignment, stream) {
+        match self.serve(&mut s, size, alignment, stream) {
             Ok(ptr) => Ok(ptr),
             Err(e) if e.status() == Status::OutOfMemory => {
+                drop(s);
                 self.alloc_after_oom(home, Request { size, alignment, stream })
             }
             Err(e) => Err(e),
@@ -374,23 +519,28 @@ impl Pool {
         ))
     }
 
-    /// The request's fields come apart and the `Request` is built in the
-    /// call: a `Request` built earlier and copied into the call stalls the
-    /// copy's wide load on the narrow stores that built it (store
-    /// forwarding fails), a measured ~6 ns of a ~45 ns pair.
+    /// Serves a checked request from the strategy of the shard `s`, whose
+    /// lock the caller holds, and counts it.
     ///
     /// The retired flag is read under the shard's lock, in the section
     /// that counts the block: see [`Pool::retire`] for why that is what
     /// lets the registry forget a retired pool once it counts no block.
     #[inline]
-    fn alloc_on(&self, shard: usize, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
-        let mut s = self.shards[shard].lock();
+    fn serve(&self, s: &mut ShardState, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
         if self.retired.load(Ordering::Relaxed) {
             return Err(self.retired_error());
         }
+        s.settle_hot(&self.device);
         let served = s.strategy.alloc(Request { size, alignment, stream }, &self.device)?;
-        s.counters.served(size, &served);
+        s.counters.served(size, served.bytes, served.from_plan);
+        if s.reuses {
+            s.hot = Hot { ptr: Some(served.ptr), idle: false, size, alignment, stream, bytes: served.bytes };
+        }
         Ok(served.ptr)
+    }
+
+    fn alloc_on(&self, shard: usize, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        self.serve(&mut self.shards[shard].lock(), size, alignment, stream)
     }
 
     #[cold]
@@ -433,18 +583,67 @@ impl Pool {
     #[inline]
     pub fn free(&self, ptr: DevicePtr) -> Result<()> {
         let home = self.home_shard();
-        if self.free_on(home, ptr) {
-            if self.retired.load(Ordering::Relaxed) {
-                self.release_cached();
-            }
+        let mut s = self.shards[home].lock();
+        if s.hot.ptr == Some(ptr) && !s.hot.idle {
+            s.hot.idle = true;
+            let (size, bytes) = (s.hot.size, s.hot.bytes);
+            s.counters.freed(size, bytes);
+            drop(s);
+            self.after_free();
             return Ok(());
         }
-        self.free_elsewhere(home, ptr)
+        if let Held::Replay(r) = &mut s.strategy {
+            if let Some(freed) = r.planned_free(ptr) {
+                s.counters.freed(freed.requested, freed.bytes);
+                drop(s);
+                self.after_free();
+                return Ok(());
+            }
+        }
+        self.free_locked(s, home, ptr)
     }
 
+    /// A retired pool returns its idle memory at once.
     #[inline]
-    fn free_on(&self, shard: usize, ptr: DevicePtr) -> bool {
-        let mut s = self.shards[shard].lock();
+    fn after_free(&self) {
+        if self.retired.load(Ordering::Relaxed) {
+            self.release_cached();
+        }
+    }
+
+    /// The rest of a free, with the home shard's lock held: the home shard
+    /// first (the common case: the block came from it), then the others.
+    #[inline(never)]
+    fn free_locked(&self, mut s: SpinGuard<'_, ShardState>, home: usize, ptr: DevicePtr) -> Result<()> {
+        let taken = self.take_back(&mut s, ptr);
+        drop(s);
+        if taken
+            || (0..self.shards.len()).filter(|&i| i != home).any(|i| self.take_back(&mut self.shards[i].lock(), ptr))
+        {
+            self.after_free();
+            return Ok(());
+        }
+        Err(Error::invalid(format!(
+            "free of {ptr:?}: not a block this {} pool handed out, or freed already (nothing changed)",
+            self.strategy_name
+        )))
+    }
+
+    /// Takes `ptr` back into shard `s` (its lock held), if the shard
+    /// handed it out and it is live.
+    #[inline]
+    fn take_back(&self, s: &mut ShardState, ptr: DevicePtr) -> bool {
+        if s.hot.ptr == Some(ptr) {
+            if s.hot.idle {
+                // Freed already: the strategy must not see it twice.
+                return false;
+            }
+            s.hot.idle = true;
+            let (size, bytes) = (s.hot.size, s.hot.bytes);
+            s.counters.freed(size, bytes);
+            return true;
+        }
+        s.settle_hot(&self.device);
         match s.strategy.free(ptr, &self.device) {
             Ok(freed) => {
                 s.counters.freed(freed.requested, freed.bytes);
@@ -454,33 +653,27 @@ impl Pool {
         }
     }
 
-    #[cold]
-    #[inline(never)]
-    fn free_elsewhere(&self, home: usize, ptr: DevicePtr) -> Result<()> {
-        if (0..self.shards.len()).filter(|&i| i != home).any(|i| self.free_on(i, ptr)) {
-            if self.retired.load(Ordering::Relaxed) {
-                self.release_cached();
-            }
-            return Ok(());
-        }
-        Err(Error::invalid(format!(
-            "free of {ptr:?}: not a block this {} pool handed out, or freed already (nothing changed)",
-            self.strategy_name
-        )))
-    }
-
     /// Returns the idle memory of every shard to the device (every idle
     /// device block, whatever streams its pieces were freed on: PyTorch's
     /// `empty_cache`); the bytes returned.
     pub fn release_cached(&self) -> u64 {
-        self.shards.iter().map(|s| s.lock().strategy.release_cached(&self.device)).sum()
+        self.shards
+            .iter()
+            .map(|s| {
+                let mut s = s.lock();
+                s.settle_hot(&self.device);
+                s.strategy.release_cached(&self.device)
+            })
+            .sum()
     }
 
     /// The caller says every stream is synchronised: idle blocks freed on
     /// one stream may now serve requests on any other.
     pub fn streams_synchronized(&self) {
         for s in self.shards.iter() {
-            s.lock().strategy.streams_synchronized();
+            let mut s = s.lock();
+            s.settle_hot(&self.device);
+            s.strategy.streams_synchronized();
         }
     }
 
@@ -488,7 +681,9 @@ impl Pool {
     /// plans the first one; the other built-ins ignore it).
     pub fn end_iteration(&self) -> Result<()> {
         for s in self.shards.iter() {
-            s.lock().strategy.end_iteration(&self.device)?;
+            let mut s = s.lock();
+            s.settle_hot(&self.device);
+            s.strategy.end_iteration(&self.device)?;
         }
         Ok(())
     }
@@ -498,7 +693,9 @@ impl Pool {
     pub fn stats(&self) -> Stats {
         let mut st = Stats::default();
         for s in self.shards.iter() {
-            let s = s.lock();
+            let mut s = s.lock();
+            // The strategy's figures count the idle hot block as cached.
+            s.settle_hot(&self.device);
             let c = s.counters;
             st.requested_bytes += c.requested_bytes;
             st.requested_peak += c.requested_peak;
@@ -628,6 +825,7 @@ impl Drop for Pool {
         let live = self.live_blocks();
         for shard in self.shards.iter_mut() {
             let s = shard.0.get_mut();
+            s.settle_hot(&self.device);
             if live == 0 {
                 s.strategy.release_all(&self.device);
             } else {

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use super::device::cuda::CudaAllocator;
 use super::device::{self, DevicePtr, SharedAllocator, Stream};
-use super::pool::{strategy_factory, Pool, PoolOptions, StrategyFactory};
+use super::pool::{Maker, Pool, PoolOptions};
 use crate::status::{Error, Result, Status};
 
 /// Kinds of device.
@@ -64,7 +64,7 @@ pub const DEFAULT_STRATEGY: &str = "page-unit";
 
 struct Installed {
     pool: Arc<Pool>,
-    factory: StrategyFactory,
+    maker: Maker,
 }
 
 #[derive(Default)]
@@ -89,9 +89,9 @@ impl State {
         }
     }
 
-    fn install(&mut self, key: DeviceKey, factory: StrategyFactory, options: &PoolOptions) -> Result<Arc<Pool>> {
-        let pool = Arc::new(Pool::with_factory(self.allocator(key)?, factory.clone(), options)?);
-        if let Some(old) = self.pools.insert(key, Installed { pool: pool.clone(), factory }) {
+    fn install(&mut self, key: DeviceKey, maker: Maker, options: &PoolOptions) -> Result<Arc<Pool>> {
+        let pool = Arc::new(Pool::with_maker(self.allocator(key)?, &maker, options)?);
+        if let Some(old) = self.pools.insert(key, Installed { pool: pool.clone(), maker }) {
             self.retire(key, old.pool);
         }
         Ok(pool)
@@ -139,8 +139,8 @@ impl Registry {
     /// Installs a new pool of `strategy` for `key`'s device; the previous
     /// pool, if any, retires.
     pub fn init_pool(&self, key: DeviceKey, strategy: &str, options: &PoolOptions) -> Result<Arc<Pool>> {
-        let factory = strategy_factory(strategy)?;
-        self.state().install(key, factory, options)
+        let maker = Maker::by_name(strategy)?;
+        self.state().install(key, maker, options)
     }
 
     /// The pool of `key`'s device; a `page-unit` pool with default options
@@ -157,8 +157,8 @@ impl Registry {
         if let Some(installed) = state.pools.get(&key) {
             return Ok(installed.pool.clone());
         }
-        let factory = strategy_factory(strategy)?;
-        state.install(key, factory, &PoolOptions::default())
+        let maker = Maker::by_name(strategy)?;
+        state.install(key, maker, &PoolOptions::default())
     }
 
     /// Removes `key`'s pool; it retires. NotFound when it has none.
@@ -173,11 +173,11 @@ impl Registry {
     /// strategy and options replaces it. NotFound when it has none.
     pub fn reset(&self, key: DeviceKey) -> Result<()> {
         let mut state = self.state();
-        let (factory, options) = match state.pools.get(&key) {
-            Some(installed) => (installed.factory.clone(), *installed.pool.options()),
+        let (maker, options) = match state.pools.get(&key) {
+            Some(installed) => (installed.maker.clone(), *installed.pool.options()),
             None => return Err(no_pool(key)),
         };
-        state.install(key, factory, &options).map(|_| ())
+        state.install(key, maker, &options).map(|_| ())
     }
 
     /// Allocates from `key`'s pool (made as [`Registry::get`] does when

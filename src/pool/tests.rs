@@ -608,3 +608,139 @@ fn the_cuda_default_needs_the_runtime_and_the_device() {
     // No CUDA runtime here, or no 8th GPU: the loader's NotFound names the device.
     assert!(e.message().contains("cuda:7"), "{}", e.message());
 }
+
+/// `caching` or `page-unit` with the pool's hot block turned off: every
+/// call reaches the strategy, as before the hot block existed.
+struct EveryCall(Box<dyn Strategy>);
+
+impl Strategy for EveryCall {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+    fn alloc(&mut self, request: Request, device: &Device) -> crate::status::Result<Served> {
+        self.0.alloc(request, device)
+    }
+    fn free(&mut self, ptr: DevicePtr, device: &Device) -> std::result::Result<strategy::Freed, strategy::NotLive> {
+        self.0.free(ptr, device)
+    }
+    fn release_cached(&mut self, device: &Device) -> u64 {
+        self.0.release_cached(device)
+    }
+    fn streams_synchronized(&mut self) {
+        self.0.streams_synchronized()
+    }
+    fn cache_figures(&self) -> strategy::CacheFigures {
+        self.0.cache_figures()
+    }
+    fn release_all(&mut self, device: &Device) {
+        self.0.release_all(device)
+    }
+}
+
+/// The figures a pool's user can see, without the addresses.
+fn figures(pool: &Pool) -> Stats {
+    pool.stats()
+}
+
+#[test]
+fn the_hot_block_changes_no_figure_of_caching_or_page_unit() {
+    for kind in [StrategyKind::Caching, StrategyKind::PageUnit] {
+        let (dev_hot, dev_plain) = (CountingAllocator::new(), CountingAllocator::new());
+        let options = one_shard();
+        let hot = Pool::new(dev_hot.shared(), kind, &options).unwrap();
+        let factory: StrategyFactory =
+            Arc::new(move |o: &PoolOptions| Box::new(EveryCall(pool::builtin(kind, o))) as Box<dyn Strategy>);
+        let plain = Pool::with_factory(dev_plain.shared(), factory, &options).unwrap();
+        // Pairs repeated, sizes changing, other blocks out meanwhile, a
+        // second stream, the figures read and idle memory released between.
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut out: Vec<(DevicePtr, DevicePtr)> = Vec::new();
+        for step in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let size = [64u64, 64, 64, 3000, 5000, 1 << 20, 3 << 20][(x % 7) as usize];
+            let stream = Stream((x >> 8) as usize % 2);
+            match (x >> 16) % 8 {
+                0..=3 => {
+                    // A pair of one size, the runtime's scratch pattern.
+                    for _ in 0..3 {
+                        let (a, b) = (hot.alloc(size, 256, stream).unwrap(), plain.alloc(size, 256, stream).unwrap());
+                        hot.free(a).unwrap();
+                        plain.free(b).unwrap();
+                    }
+                }
+                4 | 5 => out.push((hot.alloc(size, 256, stream).unwrap(), plain.alloc(size, 256, stream).unwrap())),
+                6 if !out.is_empty() => {
+                    let (a, b) = out.swap_remove((x >> 24) as usize % out.len());
+                    hot.free(a).unwrap();
+                    plain.free(b).unwrap();
+                }
+                _ => match (x >> 24) % 3 {
+                    0 => assert_eq!(hot.release_cached(), plain.release_cached(), "step {step}"),
+                    1 => {
+                        hot.streams_synchronized();
+                        plain.streams_synchronized();
+                    }
+                    _ => {}
+                },
+            }
+            assert_eq!(figures(&hot), figures(&plain), "{kind:?} step {step}");
+            assert_eq!((dev_hot.allocs(), dev_hot.frees()), (dev_plain.allocs(), dev_plain.frees()), "step {step}");
+        }
+        for (a, b) in out {
+            hot.free(a).unwrap();
+            plain.free(b).unwrap();
+        }
+        assert_eq!(figures(&hot), figures(&plain));
+    }
+}
+
+#[test]
+fn the_hot_block_is_freed_once_from_any_thread_and_given_back() {
+    for kind in [StrategyKind::Caching, StrategyKind::PageUnit] {
+        let dev = CountingAllocator::new();
+        let pool =
+            Arc::new(Pool::new(dev.shared(), kind, &PoolOptions { shards: 4, ..PoolOptions::default() }).unwrap());
+        let p = pool.alloc(100, 256, S0).unwrap();
+        pool.free(p).unwrap();
+        let before = pool.stats();
+        // Freed already, idle in the pool: a second free is refused and
+        // changes nothing.
+        let e = pool.free(p).unwrap_err();
+        assert_eq!(e.status(), Status::InvalidArgument, "{}", e.message());
+        assert_eq!(pool.stats(), before);
+        assert_eq!(before.cached_blocks, 1, "{kind:?}: the idle block counts as cached");
+        // The identical request takes it back; another thread frees it
+        // (its home shard is another), once.
+        let q = pool.alloc(100, 256, S0).unwrap();
+        assert_eq!(q, p);
+        assert_eq!(dev.allocs(), 1);
+        let other = pool.clone();
+        std::thread::spawn(move || {
+            other.free(q).unwrap();
+            assert_eq!(other.free(q).unwrap_err().status(), Status::InvalidArgument);
+        })
+        .join()
+        .unwrap();
+        let st = pool.stats();
+        assert_eq!((st.active_blocks, st.allocs, st.frees), (0, 2, 2));
+        // Released: the device has it back, and the same request asks the
+        // device again.
+        assert!(pool.release_cached() > 0);
+        assert_eq!(dev.live_blocks(), 0, "{kind:?}");
+        let r = pool.alloc(100, 256, S0).unwrap();
+        assert_eq!(dev.allocs(), 2);
+        pool.free(r).unwrap();
+        // Retired (or dropped) with the block idle: all of it goes back.
+        pool.retire();
+        assert_eq!(dev.live_blocks(), 0, "{kind:?}: retire returns the idle hot block");
+        assert_eq!(pool.alloc(100, 256, S0).unwrap_err().status(), Status::WrongState, "a retired pool serves nothing");
+    }
+    let dev = CountingAllocator::new();
+    let pool = Pool::new(dev.shared(), StrategyKind::Caching, &PoolOptions::default()).unwrap();
+    let p = pool.alloc(4096, 256, S0).unwrap();
+    pool.free(p).unwrap();
+    drop(pool);
+    assert_eq!(dev.live_blocks(), 0, "a dropped pool returns its idle hot block");
+}

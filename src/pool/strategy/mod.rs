@@ -26,7 +26,8 @@ pub enum StrategyKind {
     /// coalescing, small and large segments (PyTorch / BFC style).
     Caching = 2,
     /// Records one iteration, plans it with the planner, and serves the
-    /// next iterations from one planned block; falls back to `caching`.
+    /// next iterations from one planned block; falls back to `caching`. An
+    /// iteration of more than 2^20 requests is not planned.
     Replay = 3,
 }
 
@@ -117,6 +118,21 @@ pub trait Strategy: Send {
     /// strategy) says no, and its pool has one shard.
     fn shardable(&self) -> bool {
         true
+    }
+
+    /// Whether the pool may keep the block of an alloc+free pair for the
+    /// next request identical to the one that got it (same size, alignment
+    /// and stream) without calling the strategy. The strategy then sees
+    /// that block's free later: before the shard's next other call, and
+    /// before the pool releases memory, reads statistics or ends an
+    /// iteration. Only a strategy for which serving that request with that
+    /// block changes nothing it holds or counts may say yes: `caching`
+    /// (which hands the last freed block back first anyway) and
+    /// `page-unit` (whose idle chunks of one size are alike). No-pool
+    /// (nothing is kept), replay (which must see every request in order)
+    /// and C strategies say no.
+    fn reuses_identical_requests(&self) -> bool {
+        false
     }
 
     /// Serves `request`, from the cache or from the device. A device

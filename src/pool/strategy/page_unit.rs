@@ -200,6 +200,10 @@ impl Strategy for PageUnit {
         "page-unit"
     }
 
+    fn reuses_identical_requests(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
         // The page is a power of two: a mask, not a division. A request of

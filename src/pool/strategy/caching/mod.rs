@@ -189,6 +189,10 @@ impl Strategy for Caching {
         "caching"
     }
 
+    fn reuses_identical_requests(&self) -> bool {
+        true
+    }
+
     #[inline]
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
         self.cache.get_mut().alloc(request, device)

@@ -423,6 +423,24 @@ impl Replay {
     }
 }
 
+impl Replay {
+    /// The fast path of an alloc: served from the plan when the request is
+    /// the next recorded event, a planned alloc; `None` (and no change)
+    /// otherwise, and [`Strategy::alloc`] decides. The pool calls it
+    /// first, without a dynamic call.
+    #[inline(always)]
+    pub(crate) fn planned_alloc(&mut self, request: &Request) -> Option<Served> {
+        self.plan.as_mut().and_then(|p| p.fast_alloc(request))
+    }
+
+    /// The fast path of a free: `ptr` is the buffer of the next recorded
+    /// event, a free; `None` (and no change) otherwise.
+    #[inline(always)]
+    pub(crate) fn planned_free(&mut self, ptr: DevicePtr) -> Option<Freed> {
+        self.plan.as_mut().and_then(|p| p.fast_free(ptr))
+    }
+}
+
 impl Strategy for Replay {
     fn name(&self) -> &str {
         "replay"
@@ -433,14 +451,14 @@ impl Strategy for Replay {
     }
 
     fn alloc(&mut self, request: Request, device: &Device) -> Result<Served> {
-        if let Some(served) = self.plan.as_mut().and_then(|p| p.fast_alloc(&request)) {
+        if let Some(served) = self.planned_alloc(&request) {
             return Ok(served);
         }
         self.alloc_slow(request, device)
     }
 
     fn free(&mut self, ptr: DevicePtr, device: &Device) -> std::result::Result<Freed, NotLive> {
-        if let Some(freed) = self.plan.as_mut().and_then(|p| p.fast_free(ptr)) {
+        if let Some(freed) = self.planned_free(ptr) {
             return Ok(freed);
         }
         self.free_slow(ptr, device)

@@ -1,10 +1,9 @@
 //! The recorded iteration, and how it becomes a plan.
 
-use std::collections::HashMap;
-
 use super::{ReplayOptions, Slot, Step, UNPLANNED};
 use crate::plan::{align_up, lower_bound, Buffer, Lifetime, Planner};
 use crate::pool::device::{DevicePtr, Stream};
+use crate::pool::fast_hash::FastMap;
 use crate::pool::strategy::Request;
 use crate::status::{Error, Result};
 
@@ -22,6 +21,13 @@ struct Alloc {
     freed_at: Option<usize>,
 }
 
+/// The most requests one iteration records (more than ten times the
+/// largest real trace shipped). A pool that never hears of an iteration's
+/// end would otherwise record without bound: past this many requests the
+/// recording is dropped, its memory freed, and the rest of the iteration
+/// is only served by the fallback; the next iteration is recorded afresh.
+pub const MAX_RECORDED_REQUESTS: usize = 1 << 20;
+
 /// The requests of the iteration being recorded.
 #[derive(Default)]
 pub(super) struct Recording {
@@ -29,7 +35,10 @@ pub(super) struct Recording {
     /// Each event: (is it an alloc, the alloc it concerns).
     events: Vec<(bool, usize)>,
     /// Recorded allocs not yet freed, by address.
-    live: HashMap<DevicePtr, usize>,
+    live: FastMap<DevicePtr, usize>,
+    /// The iteration passed [`MAX_RECORDED_REQUESTS`]: nothing more is
+    /// recorded, and nothing will be planned from it.
+    overlong: bool,
 }
 
 /// A recorded iteration, planned.
@@ -48,6 +57,13 @@ pub(super) struct Planned {
 impl Recording {
     /// Records an alloc the fallback served at `ptr`.
     pub fn alloc(&mut self, request: Request, ptr: DevicePtr) {
+        if self.overlong {
+            return;
+        }
+        if self.allocs.len() == MAX_RECORDED_REQUESTS {
+            *self = Recording { overlong: true, ..Recording::default() };
+            return;
+        }
         let index = self.allocs.len();
         self.allocs.push(Alloc { request, at: self.events.len(), freed_at: None });
         self.events.push((true, index));
@@ -57,10 +73,19 @@ impl Recording {
     /// Records the free of `ptr` (the fallback took it back). Pointers
     /// handed out before the recording began are not part of it.
     pub fn free(&mut self, ptr: DevicePtr) {
+        if self.overlong {
+            return;
+        }
         if let Some(index) = self.live.remove(&ptr) {
             self.allocs[index].freed_at = Some(self.events.len());
             self.events.push((false, index));
         }
+    }
+
+    /// The records' capacity, for the tests of the cap.
+    #[cfg(test)]
+    pub fn capacity(&self) -> usize {
+        self.allocs.capacity() + self.events.capacity() + self.live.capacity()
     }
 
     /// Allocs recorded.

@@ -491,3 +491,36 @@ fn a_replay_pool_counts_what_the_plan_served() {
     drop(pool);
     assert_eq!(counting.allocs(), counting.frees());
 }
+
+#[test]
+fn an_iteration_that_never_ends_stops_recording_at_the_cap() {
+    let mut h = Harness::new(crate::plan::DEFAULT_WORK_LIMIT);
+    // Pairs with no end_iteration: the recording grows to the cap, then
+    // is dropped (its memory with it) and stays empty.
+    for i in 0..record::MAX_RECORDED_REQUESTS + 10 {
+        let (p, from_plan) = h.alloc(64 + (i % 7) as u64 * 64, 256);
+        assert!(!from_plan);
+        h.free(p);
+        if i + 1 == record::MAX_RECORDED_REQUESTS {
+            assert_eq!(h.replay.recording.requests(), record::MAX_RECORDED_REQUESTS as u64);
+        }
+    }
+    assert_eq!(h.replay.recording.requests(), 0, "dropped past the cap");
+    assert_eq!(h.replay.recording.capacity(), 0, "its memory is freed");
+    // That iteration is not planned; the next one is recorded and planned.
+    h.replay.end_iteration(&h.device).unwrap();
+    assert!(h.replay.plan.is_none(), "an overlong iteration plans nothing");
+    for _ in 0..3 {
+        let (a, _) = h.alloc(1000, 256);
+        let (b, _) = h.alloc(2000, 256);
+        h.free(a);
+        h.free(b);
+    }
+    h.replay.end_iteration(&h.device).unwrap();
+    let figures = h.replay.plan_figures().unwrap();
+    assert!(figures.planned);
+    assert_eq!(figures.recorded_requests, 6);
+    let (a, from_plan) = h.alloc(1000, 256);
+    assert!(from_plan, "the next iteration replays the plan");
+    h.free(a);
+}
