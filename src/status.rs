@@ -171,7 +171,7 @@ mod tests {
         // One list: the enum and its c_enum! names (an exhaustive match);
         // the header is generated from the enum. A status missing from
         // either side, renumbered or renamed fails here or does not build.
-        let header = include_str!("../include/nnmem.h");
+        let header = include_str!("../include/nnmem/common.h");
         let start = header.find("typedef enum nnm_status {").expect("enum nnm_status in the header");
         let body = &header[start..start + header[start..].find("} nnm_status;").expect("its end")];
         let values: Vec<&str> = body.lines().map(str::trim).filter(|l| l.starts_with("NNM_")).collect();

@@ -633,9 +633,9 @@ fn reports_and_the_picture_are_the_cores_through_the_text_conventions() {
     }
 }
 
-/// The header's documentation of export `name` (the comment above it).
+/// The workbuffer header's documentation of export `name` (the comment above it).
 fn header_doc(name: &str) -> String {
-    let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/include/nnmem.h"));
+    let header = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/include/nnmem/workbuffer.h"));
     let at = header.find(&format!(" {name}(")).unwrap_or_else(|| panic!("{name} is not in the header"));
     let start = header[..at].rfind("/**").unwrap();
     header[start..at].to_string()
