@@ -46,19 +46,6 @@ extern "C" {
 #endif
 
 /* -------------------------------------------------------------------------
- * MAX_RECORDED_REQUESTS
- * ------------------------------------------------------------------------- */
-
-/**
- * The most requests one iteration records (more than ten times the
- * largest real trace shipped). A pool that never hears of an iteration's
- * end would otherwise record without bound: past this many requests the
- * recording is dropped, its memory freed, and the rest of the iteration
- * is only served by the fallback; the next iteration is recorded afresh.
- */
-#define MAX_RECORDED_REQUESTS (1 << 20)
-
-/* -------------------------------------------------------------------------
  * nnm_device_allocator
  * ------------------------------------------------------------------------- */
 

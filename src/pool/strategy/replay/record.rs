@@ -26,7 +26,7 @@ struct Alloc {
 /// end would otherwise record without bound: past this many requests the
 /// recording is dropped, its memory freed, and the rest of the iteration
 /// is only served by the fallback; the next iteration is recorded afresh.
-pub const MAX_RECORDED_REQUESTS: usize = 1 << 20;
+pub(super) const MAX_RECORDED_REQUESTS: usize = 1 << 20;
 
 /// The requests of the iteration being recorded.
 #[derive(Default)]
