@@ -460,6 +460,10 @@ pub fn parse(argv: &[String]) -> Result<Command, Usage> {
         _ => argv.iter().map(String::as_str).collect(),
     };
     let command = argv.first().copied().filter(|a| COMMANDS.contains(a));
+    // clap would read `help plan validate` as plan's subcommand validate.
+    if let ["help", _, extra, ..] = argv[..] {
+        return Err(Usage::new(&mut cli, None, format!("help takes one COMMAND, got also '{extra}'")));
+    }
     let matches = match cli.try_get_matches_from_mut(std::iter::once("nnmem").chain(argv.iter().copied())) {
         Ok(m) => m,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
@@ -689,6 +693,7 @@ mod tests {
         assert_eq!(help(&["help", "--help"]), help(&["--help"]));
         assert_eq!(help(&["help", "-h"]), help(&["--help"]));
         assert_eq!(help(&["help", "plan", "--help"]), help(&["plan", "--help"]));
+        assert_eq!(usage_error(&["help", "plan", "validate"]).message, "help takes one COMMAND, got also 'validate'");
     }
 
     #[test]

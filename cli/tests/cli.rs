@@ -314,6 +314,7 @@ fn usage_errors_exit_2_with_the_commands_usage() {
             "Usage: nnmem [COMMAND]",
         ),
         (&["help", "bogus"], "unknown command 'bogus'", "Usage: nnmem [COMMAND]"),
+        (&["help", "plan", "validate"], "help takes one COMMAND, got also 'validate'", "Usage: nnmem [COMMAND]"),
     ] {
         let out = nnmem(args, None);
         let err = text(&out.stderr);
