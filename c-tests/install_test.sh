@@ -96,6 +96,8 @@ install)
         dbg=$(debug_sections "$f")
         [ -z "$dbg" ] || fail "installed $(basename "$f") carries debug info: $dbg"
     done
+    # The loader needs the dynamic symbols only; the full table is in the debug file.
+    ! readelf -S --wide "$so" | grep -qw '\.symtab' || fail "installed $(basename "$so") keeps its .symtab"
     so_bytes=$(stat -c %s "$so")
     [ "$so_bytes" -le "$max_so" ] || fail "installed $(basename "$so") is $so_bytes B, more than $max_so B"
     echo "installed $(basename "$so"): $so_bytes B (at most $max_so B), libnnmem.a: $(stat -c %s "$s/$libdir/libnnmem.a") B; no .debug_* sections"
@@ -107,6 +109,7 @@ install)
     dbg_file=$s/$libdir/.debug/$link_name
     [ -f "$dbg_file" ] || fail "not installed by --component debug: $libdir/.debug/$link_name"
     grep -qw '\.debug_info' <<<"$(debug_sections "$dbg_file")" || fail "$dbg_file has no .debug_info"
+    readelf -S --wide "$dbg_file" | grep -qw '\.symtab' || fail "$dbg_file has no .symtab"
     objcopy --dump-section .gnu_debuglink="$work/debuglink" "$so" "$work/so-copy" \
         || fail "$(basename "$so") has no .gnu_debuglink"
     python3 - "$work/debuglink" "$dbg_file" <<'EOF'

@@ -1261,7 +1261,7 @@ static void test_bad_config_input(void) {
  * that is not one, NULLs and indices out of range. */
 static void test_bad_table_input(void) {
     nnm_region_config *cfg = NULL;
-    nnm_region_model *m = small_model();
+    nnm_region_model *m = small_model(), *huge = NULL;
     nnm_region_table *t = NULL, *none = NULL;
     nnm_region_desc d;
     nnm_region_info info;
@@ -1325,6 +1325,17 @@ static void test_bad_table_input(void) {
         CHECK(n == 99 && ids[0] == 99 && ids[1] == 99);
     }
     nnm_region_table_free(NULL);
+
+    /* A size that overflows when rounded up to the default activations'
+       64 B: the error names the tensor, not only its size. */
+    REQUIRE_OK(nnm_region_model_new(&huge));
+    add_activation(huge, "small", 8, 0, 1);
+    add_activation(huge, "huge", UINT64_MAX, 0, 2);
+    CHECK_FAILS(nnm_region_table_build(cfg, huge, &none), NNM_OVERFLOW);
+    CHECK_ERROR_HAS("tensor 'huge' (activation, function main)");
+    CHECK_ERROR_HAS("rounded up to alignment 64");
+    CHECK(none == NULL);
+    nnm_region_model_free(huge);
 
     /* Freed handles are refused unread; double frees are reported. */
     free_all(t, m, cfg);

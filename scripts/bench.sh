@@ -24,6 +24,8 @@
 #                                       targets, and the criterion medians
 #                                       from step 2
 #                                       -> BENCHMARKS.md
+#   4. objcopy --strip-unneeded         the installed libnnmem.so's size
+#                                       -> BENCHMARKS.md, "Library size"
 #
 # About 9 minutes on 2 cores. Nothing else should run meanwhile: the numbers
 # are wall times. Extra arguments go to every `cargo bench` run (criterion's,
@@ -73,6 +75,19 @@ banner "bench_table: every instance x every algorithm -> $out"
 tmp=$(mktemp "$out.XXXXXX")
 trap 'rm -f "$tmp"' EXIT
 "$target_dir/release/examples/bench_table" --criterion "$target_dir/criterion" --since "$since" >"$tmp"
+# The installed libnnmem.so is the cargo-built one less its debug info and
+# symbol table (CMakeLists.txt: objcopy --strip-unneeded); the nnmem_install
+# test checks it against its budget.
+so_copy=$(mktemp)
+objcopy --strip-unneeded "$target_dir/release/libnnmem.so" "$so_copy"
+{
+    printf '## Library size\n\n'
+    printf 'The installed `libnnmem.so` (`cargo build --release -p nnmem --lib`, then `objcopy --strip-unneeded` as the CMake install does): **%s B**. Its largest sections:\n\n' "$(stat -c %s "$so_copy")"
+    printf '| section | bytes |\n|---|---:|\n'
+    size -A "$so_copy" | awk '$1 ~ /^\./ && $1 !~ /bss$/ && $2 > 0 { print $2, $1 }' | sort -rn | head -6 | awk '{ printf "| `%s` | %s |\n", $2, $1 }'
+    printf '\n'
+} >>"$tmp"
+rm -f "$so_copy"
 # The last section, "Downstream build", is measured by
 # scripts/downstream-build.sh (against an older checkout too), not here: keep it.
 sed -n '/^## Downstream build/,$p' "$out" >>"$tmp"

@@ -156,7 +156,7 @@ fn plan_command() -> clap::Command {
             Arg::new("capacity")
                 .long("capacity")
                 .value_name("BYTES")
-                .value_parser(|s: &str| number::<u64>(s, "a number of bytes"))
+                .value_parser(|s: &str| whole(s, "a whole number of bytes", u64::MAX))
                 .help(
                     "Fail (exit 3) when the plan needs more than BYTES; at once\n\
                      when BYTES is below the lower bound; exact and auto stop\n\
@@ -167,7 +167,7 @@ fn plan_command() -> clap::Command {
             Arg::new("work-limit")
                 .long("work-limit")
                 .value_name("UNITS")
-                .value_parser(|s: &str| number::<u64>(s, "a non-negative integer"))
+                .value_parser(|s: &str| whole(s, "a non-negative integer", u64::MAX))
                 .help(format!(
                     "Work budget of auto and exact, counted (not timed), so the\n\
                      same plan on any machine (default {DEFAULT_WORK_LIMIT}, about 1 s\n\
@@ -178,7 +178,7 @@ fn plan_command() -> clap::Command {
             Arg::new("node-limit")
                 .long("node-limit")
                 .value_name("N")
-                .value_parser(|s: &str| number::<u64>(s, "a non-negative integer"))
+                .value_parser(|s: &str| whole(s, "a non-negative integer", u64::MAX))
                 .help("At most N search nodes (same plan on any machine)"),
         )
         .arg(
@@ -241,15 +241,20 @@ fn pool_replay_command() -> clap::Command {
         .before_help(POOL_REPLAY_ABOUT)
         .help_template(COMMAND_HELP)
         .after_help(POOL_REPLAY_AFTER_HELP)
+        // `--iterations -1` is a bad value, not an unknown option.
+        .allow_negative_numbers(true)
         .arg(Arg::new("input").value_name("FILE.csv|-").required(true).help("The trace ('-': standard input)"))
         .arg(
             Arg::new("iterations")
                 .long("iterations")
                 .value_name("N")
                 .default_value("3")
-                .value_parser(|s: &str| match number::<u32>(s, "a positive number of iterations")? {
-                    0 => Err("'0' is not a positive number of iterations".to_string()),
-                    n => Ok(n),
+                .value_parser(|s: &str| {
+                    let what = "a positive whole number of iterations";
+                    match whole(s, what, u32::MAX.into())? {
+                        0 => Err(format!("'{s}' is not {what}")),
+                        n => Ok(u32::try_from(n).expect("at most u32::MAX")),
+                    }
                 })
                 .help("Times the trace runs through each pool"),
         )
@@ -293,7 +298,8 @@ fn alignment_option(default: &'static str, help: &'static str) -> Arg {
         .value_name("N")
         .default_value(default)
         .value_parser(|s: &str| {
-            let n = number::<u64>(s, "a power of two")?;
+            // The largest power of two in 64 bits.
+            let n = whole(s, "a power of two", 1 << 63)?;
             check_alignment(n).map(|()| n).map_err(|e| e.message().to_string())
         })
         .help(help)
@@ -307,6 +313,19 @@ fn path_option(name: &'static str, value_name: &'static str, help: &'static str)
 /// A parsed number, or an error naming the value and what it should be.
 fn number<T: std::str::FromStr>(value: &str, what: &str) -> Result<T, String> {
     value.parse().map_err(|_| format!("'{value}' is not {what}"))
+}
+
+/// A whole number up to `max`: digits past `max` are "too large" with the
+/// limit, anything else (a sign, a fraction) is not `what`.
+fn whole(value: &str, what: &str, max: u64) -> Result<u64, String> {
+    let digits = value.strip_prefix('+').unwrap_or(value);
+    let too_large = || format!("'{value}' is too large (at most {max})");
+    match digits.parse::<u64>() {
+        Ok(n) if n > max => Err(too_large()),
+        Ok(n) => Ok(n),
+        Err(_) if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) => Err(too_large()),
+        Err(_) => Err(format!("'{value}' is not {what}")),
+    }
 }
 
 /// What to do.
@@ -432,8 +451,20 @@ pub enum PictureDest {
 /// Parses the arguments after the program name.
 pub fn parse(argv: &[String]) -> Result<Command, Usage> {
     let mut cli = cli();
-    let command = argv.first().map(String::as_str).filter(|a| COMMANDS.contains(a));
-    let matches = match cli.try_get_matches_from_mut(std::iter::once("nnmem").chain(argv.iter().map(String::as_str))) {
+    // clap's `help` takes command names only: `nnmem help --help` asks for
+    // help too, and `nnmem help plan -h` for plan's.
+    let argv: Vec<&str> = match argv.split_first() {
+        Some((first, rest)) if first == "help" => std::iter::once("help")
+            .chain(rest.iter().map(String::as_str).filter(|a| !matches!(*a, "-h" | "--help")))
+            .collect(),
+        _ => argv.iter().map(String::as_str).collect(),
+    };
+    let command = argv.first().copied().filter(|a| COMMANDS.contains(a));
+    // clap would read `help plan validate` as plan's subcommand validate.
+    if let ["help", _, extra, ..] = argv[..] {
+        return Err(Usage::new(&mut cli, None, format!("help takes one COMMAND, got also '{extra}'")));
+    }
+    let matches = match cli.try_get_matches_from_mut(std::iter::once("nnmem").chain(argv.iter().copied())) {
         Ok(m) => m,
         Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) => {
             return Ok(Command::Print(e.render().to_string()))
@@ -658,6 +689,11 @@ mod tests {
             assert!(text.contains("  plan ") && text.contains("  validate "), "{args:?}: {text}");
         }
         assert_eq!(help(&["--version"]), format!("nnmem {}\n", nnmem::VERSION));
+        // `help` asked for its own help: the main text, or the command's.
+        assert_eq!(help(&["help", "--help"]), help(&["--help"]));
+        assert_eq!(help(&["help", "-h"]), help(&["--help"]));
+        assert_eq!(help(&["help", "plan", "--help"]), help(&["plan", "--help"]));
+        assert_eq!(usage_error(&["help", "plan", "validate"]).message, "help takes one COMMAND, got also 'validate'");
     }
 
     #[test]
@@ -684,6 +720,29 @@ mod tests {
             "--node-limit: '-5' is not a non-negative integer"
         );
         assert_eq!(usage_error(&["plan", "--capacity"]).message, "--capacity needs a value (BYTES)");
+        // Values past a type's range are too large, with the limit.
+        assert_eq!(
+            usage_error(&["plan", "--alignment", "99999999999999999999"]).message,
+            "--alignment: '99999999999999999999' is too large (at most 9223372036854775808)"
+        );
+        assert_eq!(
+            usage_error(&["plan", "--alignment=9223372036854775809"]).message,
+            "--alignment: '9223372036854775809' is too large (at most 9223372036854775808)"
+        );
+        assert_eq!(plan(&["plan", "--alignment", "9223372036854775808"]).alignment, 1 << 63);
+        assert_eq!(
+            usage_error(&["plan", "--capacity", "18446744073709551616"]).message,
+            "--capacity: '18446744073709551616' is too large (at most 18446744073709551615)"
+        );
+        assert_eq!(
+            usage_error(&["plan", "--capacity", "-1"]).message,
+            "--capacity: '-1' is not a whole number of bytes"
+        );
+        assert_eq!(
+            usage_error(&["plan", "--capacity", "1.5"]).message,
+            "--capacity: '1.5' is not a whole number of bytes"
+        );
+        assert_eq!(plan(&["plan", "--capacity", "+7"]).capacity, Some(7));
         assert_eq!(usage_error(&["plan", "a", "b"]).message, "plan takes one FILE, got also 'b'");
         assert_eq!(usage_error(&["plan", "--bogus"]).message, "unknown option '--bogus'");
         assert_eq!(usage_error(&["plan", "--bogus=1"]).message, "unknown option '--bogus'");
@@ -724,6 +783,20 @@ mod tests {
                 device: ReplayDevice::Host,
                 json: false
             }
+        );
+        for (value, why) in [
+            ("-1", "'-1' is not a positive whole number of iterations"),
+            ("0", "'0' is not a positive whole number of iterations"),
+            ("2.5", "'2.5' is not a positive whole number of iterations"),
+            ("4294967296", "'4294967296' is too large (at most 4294967295)"),
+        ] {
+            let e = usage_error(&["pool-replay", "t.csv", "--iterations", value]);
+            assert_eq!(e.message, format!("--iterations: {why}"));
+            assert!(e.usage.starts_with("Usage: nnmem pool-replay "), "{e:?}");
+        }
+        assert_eq!(
+            usage_error(&["pool-replay", "t.csv", "--alignment", "99999999999999999999"]).message,
+            "--alignment: '99999999999999999999' is too large (at most 9223372036854775808)"
         );
         let args = ["pool-replay", "-", "--iterations=7", "--strategy", "replay", "--json", "--device", "virtual"];
         let Ok(Command::PoolReplay(a)) = parse(&v(&args)) else { panic!("not pool-replay") };

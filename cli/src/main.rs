@@ -33,7 +33,8 @@ use args::{Command, Dest, PictureDest, PlanArgs, PoolReplayArgs, RegionsArgs, Us
 
 /// The built-in example: ResNet-50 training trace from MindSpore's SOMAS
 /// planner (idealloc benchmarks, MIT licence; see benches/data/README.md).
-const BUILTIN_NAME: &str = "built-in: idealloc somas_tensors/resnet50.csv (1042 buffers)";
+/// Its buffer count is the summary's and the SVG title's, not the name's.
+const BUILTIN_NAME: &str = "built-in: idealloc somas_tensors/resnet50.csv";
 const BUILTIN_TRACE: &str = include_str!("../../benches/data/idealloc/somas_tensors/resnet50.csv");
 
 fn main() -> ExitCode {
@@ -300,8 +301,11 @@ fn run_regions(a: &RegionsArgs) -> Result<(), Error> {
         None => RegionConfig::glow_defaults(),
     };
     let name = display_name(&a.input);
-    let model = regions::read_model(&read_input(&a.input)?).map_err(|e| input_error(name, e))?;
-    let table = RegionTable::build(&model, &config)?;
+    let file = regions::read_model(&read_input(&a.input)?).map_err(|e| input_error(name, e))?;
+    let table = RegionTable::build(&file.model, &config).map_err(|e| match file.line_named_in(e.message()) {
+        Some(line) => Error::new(e.status(), format!("{name}: line {line}: {}", e.message())),
+        None => e,
+    })?;
     if let Some(dest) = &a.svg {
         write_to(dest, &table.svg())?;
     }

@@ -42,6 +42,12 @@ struct Columns {
 
 impl Columns {
     fn read(header: &csv::StringRecord) -> Result<Columns> {
+        if header.iter().all(str::is_empty) {
+            return Err(Error::invalid(format!(
+                "line 1: empty input, expected a header with id and size (known columns: {})",
+                COLUMNS.join(", ")
+            )));
+        }
         let mut index = [None; COLUMNS.len()];
         for (i, cell) in header.iter().enumerate() {
             let name = cell.trim_start_matches('\u{feff}').to_ascii_lowercase();
@@ -81,10 +87,32 @@ struct Row {
     line: u64,
 }
 
+/// A model read from a CSV, with the line each tensor came from.
+#[derive(Debug)]
+pub struct ModelFile {
+    pub model: Model,
+    /// The line of each tensor, by tensor id.
+    pub lines: Vec<u64>,
+}
+
+impl ModelFile {
+    /// The line of the tensor that `message` (an error of the region
+    /// table's build) is about: the library names a tensor as
+    /// `tensor 'name' (kind, function f)`, which is unique in a model.
+    pub fn line_named_in(&self, message: &str) -> Option<u64> {
+        self.model
+            .tensors()
+            .iter()
+            .zip(&self.lines)
+            .find(|(t, _)| message.contains(&format!("tensor {}", t.describe())))
+            .map(|(_, &line)| line)
+    }
+}
+
 /// Reads a model CSV into a model: non-views in file order, then the views
 /// (each after its origin). Tensor ids are that order. Errors name the line
 /// and the column.
-pub fn read_model(bytes: &[u8]) -> Result<Model> {
+pub fn read_model(bytes: &[u8]) -> Result<ModelFile> {
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(bytes);
     let columns = Columns::read(reader.headers().map_err(csv_error)?)?;
     let mut rows: Vec<Row> = Vec::new();
@@ -100,7 +128,9 @@ pub fn read_model(bytes: &[u8]) -> Result<Model> {
         rows.push(Row { tensor, line });
     }
     let mut model = Model::new();
-    let add = |model: &mut Model, row: &Row| {
+    let mut lines = Vec::with_capacity(rows.len());
+    let mut add = |model: &mut Model, row: &Row| {
+        lines.push(row.line);
         model.add(row.tensor.clone()).map_err(|e| Error::new(e.status(), format!("line {}: {}", row.line, e.message())))
     };
     let (views, others): (Vec<Row>, Vec<Row>) = rows.into_iter().partition(|r| r.tensor.view.is_some());
@@ -127,7 +157,7 @@ pub fn read_model(bytes: &[u8]) -> Result<Model> {
         }
         pending = left;
     }
-    Ok(model)
+    Ok(ModelFile { model, lines })
 }
 
 fn parse_row(columns: &Columns, record: &csv::StringRecord, line: u64) -> Result<Tensor> {
@@ -223,11 +253,11 @@ mod tests {
     use super::*;
 
     fn model(text: &str) -> Model {
-        read_model(text.as_bytes()).unwrap_or_else(|e| panic!("{}", e.message()))
+        read_model(text.as_bytes()).unwrap_or_else(|e| panic!("{}", e.message())).model
     }
 
     fn error(text: &str) -> String {
-        read_model(text.as_bytes()).map(|m| m.len()).expect_err("an error").message().to_string()
+        read_model(text.as_bytes()).map(|m| m.model.len()).expect_err("an error").message().to_string()
     }
 
     #[test]
@@ -285,6 +315,8 @@ mod tests {
             ("id,size,offset\na,1,2\n".to_string(), "line 1: unknown column 'offset' (known: id, lower, upper, size, kind"),
             ("id,lower,upper\na,1,2\n".to_string(), "line 1: the header has no 'size' column"),
             ("id,size,size\na,1,2\n".to_string(), "line 1: column 'size' is given twice"),
+            (String::new(), "line 1: empty input, expected a header with id and size (known columns: id, lower, "),
+            ("\n\n".to_string(), "line 1: empty input, expected a header with id and size"),
         ];
         for (text, want) in cases {
             let got = error(&text);
@@ -299,5 +331,16 @@ mod tests {
         let m = model("id,lower,upper,size,name,tags\na,0,1,4,\"x, y\",\"k=a,b\"\n");
         assert_eq!(&*m.tensors()[0].name, "x, y");
         assert_eq!(m.tensors()[0].tag("k"), Some("a,b"));
+    }
+
+    #[test]
+    fn each_tensor_keeps_its_line() {
+        // Views come after the others in the model; their lines stay theirs.
+        let file = read_model(b"id,lower,upper,size,view_of\nv,0,1,4,a\na,0,2,8,\nb,1,2,8,\n").unwrap();
+        let names: Vec<&str> = file.model.tensors().iter().map(|t| &*t.name).collect();
+        assert_eq!((names, file.lines.clone()), (vec!["a", "b", "v"], vec![3, 4, 2]));
+        let message = "region 'activations': tensor 'b' (activation, function main): size 1 overflows";
+        assert_eq!(file.line_named_in(message), Some(4));
+        assert_eq!(file.line_named_in("region 'activations': reserved 1 B overflow"), None);
     }
 }

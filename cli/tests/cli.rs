@@ -37,6 +37,19 @@ fn temp_dir(name: &str) -> std::path::PathBuf {
 const EXAMPLE: &str = "id,lower,upper,size\nb1,0,3,4\nb2,3,9,4\nb3,0,9,4\nb4,9,21,4\nb5,0,21,4\n";
 
 #[test]
+fn the_built_in_plans_svg_title_counts_the_buffers_once() {
+    let dir = temp_dir("builtin-svg");
+    let svg = dir.join("builtin.svg");
+    let out = nnmem(&["plan", "--algorithm", "size-first-fit", "--svg", svg.to_str().unwrap()], None);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let picture = std::fs::read_to_string(&svg).unwrap();
+    let title = picture.split("<title>").nth(1).and_then(|t| t.split("</title>").next()).unwrap();
+    assert!(title.starts_with("built-in: idealloc somas_tensors/resnet50.csv: 1042 buffers, "), "{title}");
+    assert_eq!(title.matches("1042").count(), 1, "{title}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
 fn built_in_example_prints_a_report() {
     let out = nnmem(&["plan"], None);
     assert!(out.status.success(), "{}", text(&out.stderr));
@@ -254,6 +267,9 @@ fn every_command_has_its_own_help() {
         (&[], &main),
         (&["help"], &main),
         (&["--help"], &main),
+        (&["help", "--help"], &main),
+        (&["help", "-h"], &main),
+        (&["help", "plan", "--help"], &plan),
     ] {
         let out = nnmem(args, None);
         assert_eq!(out.status.code(), Some(0), "{args:?}: {}", text(&out.stderr));
@@ -272,6 +288,16 @@ fn usage_errors_exit_2_with_the_commands_usage() {
         (&["plan", "--alignment", "3"], "--alignment: alignment 3 is not a power of two", "Usage: nnmem plan "),
         (&["plan", "--alignment", "x"], "--alignment: 'x' is not a power of two", "Usage: nnmem plan "),
         (&["plan", "--capacity"], "--capacity needs a value (BYTES)", "Usage: nnmem plan "),
+        (
+            &["plan", "--alignment", "99999999999999999999"],
+            "--alignment: '99999999999999999999' is too large (at most 9223372036854775808)",
+            "Usage: nnmem plan ",
+        ),
+        (
+            &["plan", "--capacity", "99999999999999999999"],
+            "--capacity: '99999999999999999999' is too large (at most 18446744073709551615)",
+            "Usage: nnmem plan ",
+        ),
         (&["plan", "--frobnicate"], "unknown option '--frobnicate'", "Usage: nnmem plan "),
         (&["plan", "a.csv", "b.csv"], "plan takes one FILE, got also 'b.csv'", "Usage: nnmem plan "),
         (
@@ -288,6 +314,7 @@ fn usage_errors_exit_2_with_the_commands_usage() {
             "Usage: nnmem [COMMAND]",
         ),
         (&["help", "bogus"], "unknown command 'bogus'", "Usage: nnmem [COMMAND]"),
+        (&["help", "plan", "validate"], "help takes one COMMAND, got also 'validate'", "Usage: nnmem [COMMAND]"),
     ] {
         let out = nnmem(args, None);
         let err = text(&out.stderr);
@@ -547,9 +574,24 @@ fn pool_replay_refuses_bad_input_and_usage() {
     for (args, message) in [
         (
             &["pool-replay", "-", "--iterations", "0"][..],
-            "nnmem: --iterations: '0' is not a positive number of iterations",
+            "nnmem: --iterations: '0' is not a positive whole number of iterations",
         ),
-        (&["pool-replay", "-", "--iterations=-2"], "nnmem: --iterations: '-2' is not a positive number of iterations"),
+        (
+            &["pool-replay", "-", "--iterations=-2"],
+            "nnmem: --iterations: '-2' is not a positive whole number of iterations",
+        ),
+        (
+            &["pool-replay", "-", "--iterations", "-1"],
+            "nnmem: --iterations: '-1' is not a positive whole number of iterations",
+        ),
+        (
+            &["pool-replay", "-", "--iterations", "4294967296"],
+            "nnmem: --iterations: '4294967296' is too large (at most 4294967295)",
+        ),
+        (
+            &["pool-replay", "-", "--alignment", "99999999999999999999"],
+            "nnmem: --alignment: '99999999999999999999' is too large (at most 9223372036854775808)",
+        ),
         (
             &["pool-replay", "-", "--strategy", "bfc"],
             "nnmem: --strategy: unknown pool strategy 'bfc' (known: no-pool, page-unit, caching, replay)",
@@ -843,6 +885,28 @@ fn regions_refuses_bad_input_with_the_line_and_column() {
     assert_eq!(out.status.code(), Some(1));
     let e = text(&out.stderr);
     assert!(e.starts_with(&format!("nnmem: {}: ", config.display())) && e.contains("line 3"), "{e}");
+    // An empty model says so, as plan does, and a tensor too large for its
+    // region's alignment is named with its file and line.
+    let empty = dir.join("empty.csv");
+    std::fs::write(&empty, "").unwrap();
+    let huge = dir.join("huge.csv");
+    std::fs::write(&huge, format!("id,lower,upper,size\nsmall,0,1,8\nactivations,0,2,{}\n", u64::MAX)).unwrap();
+    for (path, want) in [
+        (&empty, format!("nnmem: {}: line 1: empty input, expected a header with id and size", empty.display())),
+        (
+            &huge,
+            format!(
+                "nnmem: {}: line 3: region 'activations': tensor 'activations' (activation, function main): size {} \
+                 rounded up to alignment 64 overflows 64 bits",
+                huge.display(),
+                u64::MAX
+            ),
+        ),
+    ] {
+        let out = nnmem(&["regions", path.to_str().unwrap()], None);
+        assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+        assert!(text(&out.stderr).starts_with(&want), "got: {}\nwant: {want}", text(&out.stderr));
+    }
     std::fs::remove_dir_all(&dir).unwrap();
     // Usage errors exit 2.
     let out = nnmem(&["regions"], None);

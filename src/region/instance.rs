@@ -99,6 +99,13 @@ impl PlanContext<'_> {
                 size,
             });
         }
+        // The planner's own overflow error cannot say which tensor it was.
+        for &id in tensors {
+            let t = &self.model.tensors()[id];
+            align_up(t.size, props.alignment).map_err(|e| {
+                Error::new(e.status(), format!("region '{name}': tensor {}: {}", t.describe(), e.message()))
+            })?;
+        }
         let started = Instant::now();
         let planned = plan_aligned(props.algorithm, props.alignment, &self.buffers(tensors, props));
         self.planning += started.elapsed();

@@ -211,7 +211,10 @@ unsafe fn table_ref<'a>(table: *const nnm_region_table) -> Result<&'a nnm_region
 ///   whose spill chain runs out ("region 'sram' needs X B (peak P B +
 ///   reserved R B), capacity C B: M B missing").
 /// - OVERFLOW: the functions' steps, one after another, overflow 64-bit
-///   steps; a region's size or its end address overflows 64 bits.
+///   steps; a tensor's size rounded up to its region's alignment overflows
+///   64 bits (the message names the tensor: "region 'activations': tensor
+///   'x' (activation, function main): size ... overflows 64 bits"); a
+///   region's size or its end address overflows 64 bits.
 /// - INVALID_ARGUMENT also: a fixed base address that is not a multiple of
 ///   the largest alignment of its region and tensors; two regions that
 ///   would share a name (a per-tensor `<description>/<function>/<tensor>`

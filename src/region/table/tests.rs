@@ -853,3 +853,19 @@ fn each_region_instance_carries_its_descriptions_attributes() {
     assert_eq!(json["regions"][1]["attributes"], serde_json::json!({"dma": "burst-64", "bank": "1"}));
     assert_eq!(json["regions"][2]["attributes"], serde_json::json!({}));
 }
+
+#[test]
+fn a_tensor_too_large_for_its_regions_alignment_is_named() {
+    // Glow's activations region aligns to 64: 2^64-1 cannot be rounded up.
+    let m = model(vec![act("small", 8, 0, 1), act("huge", u64::MAX, 0, 2)]);
+    let e = RegionTable::build(&m, &RegionConfig::glow_defaults()).unwrap_err();
+    assert_eq!(e.status(), Status::Overflow);
+    assert_eq!(
+        e.message(),
+        format!(
+            "region 'activations': tensor 'huge' (activation, function main): size {} rounded up to alignment 64 \
+             overflows 64 bits",
+            u64::MAX
+        )
+    );
+}
