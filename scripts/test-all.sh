@@ -6,7 +6,7 @@
 #                                          valgrind, pkg-config, a C/C++
 #                                          toolchain); nothing when all are
 #                                          there; sudo when not root
-#   1. cargo test --release --locked --workspace
+#   1. cargo test --release --locked --workspace --no-fail-fast
 #                                          all Rust tests: library, CLI
 #                                          (cli/), header (the bindgen layout
 #                                          test needs libclang)
@@ -20,7 +20,7 @@
 #                                          valgrind leg
 #   3. CMake build with NNMEM_SANITIZE=ON  the C tests under ASan + UBSan
 #   4. header check and lean library      include/nnmem.h matches the Rust
-#                                          sources (tests/header.rs), the
+#                                          sources (tests/header.rs, run in 1), the
 #                                          library's graph is nnmem, libc and
 #                                          the TOML reader (serde, toml), and
 #                                          THIRD-PARTY-NOTICES lists each of
@@ -43,8 +43,8 @@
 #     and CMake 3.18; consumer_fetchcontent alone compiles it into its own
 #     build folder, to show that a default build writes nothing into
 #     nnmem's source folder;
-#   - step 4 runs the header test with step 1's selection (--workspace),
-#     so it is fresh;
+#   - step 4 reads the header test's result from step 1's output instead
+#     of running `cargo test` again (see there why that would compile);
 #   - clippy (step 5) type-checks the workspace and its dependencies
 #     (check builds: no code generated), sharing step 1's build scripts and
 #     proc macros.
@@ -67,13 +67,14 @@ started=$SECONDS
 summary=()
 failed=0 # every leg runs even when an earlier one failed; the exit status says
 log=$(mktemp)
+rust_log=$(mktemp) # step 1's output, read again by step 4
 
 banner() { printf '\n==> %s\n' "$*"; }
 # leg_start, then leg_end sets $leg to "W s, CPU C s" since leg_start (CPU:
 # user + sys of the commands this shell waited for, from the `times`
 # builtin; so these run in this shell, never in a $(...) subshell).
 cpu_file=$(mktemp)
-trap 'rm -f "$log" "$cpu_file"' EXIT
+trap 'rm -f "$log" "$rust_log" "$cpu_file"' EXIT
 children_cpu() {
     times >"$cpu_file"
     cpu=$(tail -n 1 "$cpu_file" | awk '{ t = 0; for (i = 1; i <= 2; i++) { split($i, a, /[ms]/); t += a[1] * 60 + a[2] } printf "%.0f", t }')
@@ -82,10 +83,12 @@ leg_start() { leg_wall=$SECONDS; children_cpu; leg_cpu=$cpu; }
 leg_end() { children_cpu; leg="$((SECONDS - leg_wall)) s, CPU $((cpu - leg_cpu)) s"; }
 
 # --- 1. Rust -------------------------------------------------------------------
-banner "cargo test --release --locked --workspace"
+banner "cargo test --release --locked --workspace --no-fail-fast"
 leg_start
-if cargo test --release --locked --workspace 2>&1 | tee "$log"; then
-    rust_passed=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$log" | awk '{n += $1} END {print n + 0}')
+# --no-fail-fast: every test binary runs even after one fails (step 4 reads
+# tests/header.rs's result from this output).
+if cargo test --release --locked --workspace --no-fail-fast 2>&1 | tee "$rust_log"; then
+    rust_passed=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$rust_log" | awk '{n += $1} END {print n + 0}')
     leg_end
     summary+=("cargo test: $rust_passed passed ($leg)")
 else
@@ -120,21 +123,24 @@ cmake_leg default "$build_root/test-all" -DNNMEM_SANITIZE=OFF
 cmake_leg "ASan+UBSan" "$build_root/test-all-sanitize" -DNNMEM_SANITIZE=ON
 
 # --- 4. header, lean library ------------------------------------------------------
-# tests/header.rs (also run in step 1; here for its own summary line) compares
-# a fresh cbindgen header with include/nnmem.h and fails with "Regenerate it
-# with: NNMEM_UPDATE_HEADER=1 cargo test --release --test header".
-# --workspace: step 1's selection, hence its features, so that the test
-# binary step 1 built is fresh; `-p nnmem` alone would unify the features
-# without the CLI's dependencies and compile nnmem and serde once more.
-banner "include/nnmem.h up to date"
-leg_start
-if cargo test --release --locked --workspace --test header; then
-    leg_end
-    summary+=("include/nnmem.h: up to date ($leg)")
-else
-    summary+=("include/nnmem.h: FAILED (out of date, or the test failed to build)")
-    failed=1
-fi
+# tests/header.rs compares a fresh cbindgen header with include/nnmem.h and
+# fails with "Regenerate it with: NNMEM_UPDATE_HEADER=1 cargo test --release
+# --test header". Step 1 ran it; its result is read from step 1's output, not
+# run again: the CMake builds in between wrote their -p nnmem --lib build
+# over step 1's (cargo names a path package's cdylib and staticlib outputs
+# without a hash, so the two feature sets share deps/libnnmem.*), and
+# another `cargo test` would compile nnmem once more.
+banner "include/nnmem.h up to date (tests/header.rs, in step 1)"
+header_result=$(awk '/^ *Running tests\/header\.rs / { on = 1; next } on && /^test result: / { print; exit }' "$rust_log")
+case $header_result in
+    "test result: ok. 1 passed"*)
+        echo "$header_result"
+        summary+=("include/nnmem.h: up to date") ;;
+    *)
+        echo "tests/header.rs did not pass in step 1: ${header_result:-it did not run}"
+        summary+=("include/nnmem.h: FAILED (out of date, or the test failed to build or run; see step 1)")
+        failed=1 ;;
+esac
 # What CMake builds (-p nnmem --lib) must need nothing but libc and the
 # region configuration file's TOML reader (toml with parsing only, serde
 # with its derive: proc-macro2, quote, syn, unicode-ident at build time) at
