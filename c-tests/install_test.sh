@@ -2,12 +2,13 @@
 # nnmem as a downstream user meets it: installed, vendored, or via pkg-config. Registered with ctest
 # by c-tests/CMakeLists.txt; each mode is one test.
 #
-#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR MAX_SO_BYTES
+#   install_test.sh install      BUILD_DIR WORK_DIR LIBDIR MAX_SO_BYTES DOCDIR
 #       cmake --install BUILD_DIR into a staging prefix, then move it to
 #       WORK_DIR/prefix (so everything below also proves the package is
 #       relocatable) and check the file layout; the libraries carry no
-#       debug info, libnnmem.so is at most MAX_SO_BYTES, and the `debug`
-#       component adds the debug file that the .so's debuglink names.
+#       debug info, libnnmem.so is at most MAX_SO_BYTES, the `debug`
+#       component adds the debug file that the .so's debuglink names, and
+#       LICENSE and THIRD-PARTY-NOTICES are in the docdir.
 #   install_test.sh find_package WORK_DIR CONSUMER_SRC VERSION LIBDIR [cmake args...]
 #       configure, build and run c-tests/consumer with find_package(nnmem),
 #       static and shared, BUILD_SHARED_LIBS off and on.
@@ -22,10 +23,15 @@
 #       the same consumer with add_subdirectory(NNMEM_SRC): same target names.
 #   install_test.sh fetchcontent WORK_DIR CONSUMER_SRC NNMEM_SRC SONAME [cmake args...]
 #       the same consumer with FetchContent_MakeAvailable(nnmem), its source
-#       given by FETCHCONTENT_SOURCE_DIR_NNMEM=NNMEM_SRC (no download).
+#       given by FETCHCONTENT_SOURCE_DIR_NNMEM (no download) pointing at a
+#       copy of NNMEM_SRC; cargo builds where nnmem's CMake puts it by
+#       default, and the copy must be unchanged afterwards.
 #   install_test.sh pkg_config   WORK_DIR CONSUMER_SRC VERSION LIBDIR CC
 #       build c-tests/consumer/main.c with `pkg-config --cflags --libs nnmem`
 #       (shared) and `pkg-config --static` (static), and run both.
+#   install_test.sh examples     WORK_DIR NNMEM_SRC LIBDIR CC CXX
+#       the README's and the examples' build lines against the installed
+#       prefix, as written but for the prefix; each program runs.
 #   install_test.sh soname       LIBRARY SONAME
 #       the shared library carries the expected SONAME.
 set -euo pipefail
@@ -86,7 +92,7 @@ mode=$1
 shift
 case $mode in
 install)
-    build=$1 work=$2 libdir=$3 max_so=$4
+    build=$1 work=$2 libdir=$3 max_so=$4 docdir=$5
     rm -rf "$work"
     mkdir -p "$work"
     cmake --install "$build" --prefix "$work/staging"
@@ -130,8 +136,14 @@ EOF
              "$libdir/cmake/nnmem/nnmemConfigVersion.cmake" "$libdir/pkgconfig/nnmem.pc"; do
         [ -f "$p/$f" ] || fail "not installed: $f"
     done
-    # include/nnmem/: the topic headers and the hand-written ones, every one of them.
     src_dir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+    # The licence and the third-party notices, as in the source tree, where
+    # GNUInstallDirs puts documentation (share/doc/nnmem).
+    for f in LICENSE THIRD-PARTY-NOTICES; do
+        [ -f "$p/$docdir/$f" ] || fail "not installed: $docdir/$f"
+        cmp -s "$src_dir/$f" "$p/$docdir/$f" || fail "installed $docdir/$f differs from the source tree's $f"
+    done
+    # include/nnmem/: the topic headers and the hand-written ones, every one of them.
     for h in "$src_dir"/include/nnmem/*.h; do
         [ -f "$p/include/nnmem/$(basename "$h")" ] || fail "not installed: include/nnmem/$(basename "$h")"
     done
@@ -238,10 +250,36 @@ add_subdirectory)
     done
     ;;
 fetchcontent)
+    # On a copy of nnmem's source, with the default NNMEM_CARGO_TARGET_DIR
+    # (so cargo compiles the library once more, into the consumer's build
+    # folder): the build must leave the copy as it was, no target/ in it.
     work=$1 src=$2 nnmem_src=$3 soname=$4
     shift 4
+    rm -rf "$work"
+    copy=$work/nnmem-src
+    mkdir -p "$copy"
+    if git -C "$nnmem_src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
+        # Tracked files and new ones not ignored: the checkout as a user has it, without build outputs.
+        (cd "$nnmem_src" && git ls-files -z --cached --others --exclude-standard \
+            | xargs -0 cp --parents --no-dereference -t "$copy") || true
+    else
+        tar -C "$nnmem_src" --exclude=./target --exclude=./build -cf - . | tar -C "$copy" -xf -
+    fi
+    [ -f "$copy/CMakeLists.txt" ] && [ -f "$copy/Cargo.toml" ] || fail "could not copy $nnmem_src to $copy"
+    snapshot() { (cd "$copy" && find . -printf '%p %y %s %T@\n' | sort); }
+    snapshot >"$work/before"
     build_consumer "$work/fetchcontent" "$src" "$soname" ON "$@" \
-        -DNNMEM_CONSUMER_FETCHCONTENT=ON -DFETCHCONTENT_SOURCE_DIR_NNMEM="$nnmem_src"
+        -DNNMEM_CONSUMER_FETCHCONTENT=ON -DFETCHCONTENT_SOURCE_DIR_NNMEM="$copy"
+    snapshot >"$work/after"
+    if ! diff "$work/before" "$work/after" >"$work/changes"; then
+        cat "$work/changes"
+        fail "the FetchContent build changed nnmem's source folder ($copy); see the lines above"
+    fi
+    cargo_dir=$work/fetchcontent/_deps/nnmem-build/cargo-target
+    [ -f "$cargo_dir/release/libnnmem.a" ] || fail "cargo did not build into $cargo_dir"
+    echo "nnmem's source folder unchanged; cargo built in ${cargo_dir#"$work"/}"
+    # The compilation is 100s of MB that nothing else uses.
+    rm -rf "$cargo_dir"
     ;;
 pkg_config)
     work=$1 src=$2 version=$3 libdir=$4 cc=$5
@@ -296,6 +334,51 @@ pkg_config)
     "$cc" "${flags[@]}" "$src/main.c" "${cflags[@]}" "${libs[@]}" -o "$b/consumer_static"
     "$b/consumer_static"
     check_linkage "$b/consumer_static" static "$soname"
+    ;;
+examples)
+    # The build lines users copy, run as written but for the prefix: the
+    # README's (from the source folder: `cc ... examples/pool.c ...`) and
+    # the ones in each example's opening comment (from the examples
+    # folder). /opt/nnmem becomes the test's prefix, /opt/nnmem/lib its
+    # LIBDIR, and a leading cc or c++ the compilers CMake uses. Every
+    # program built runs; none of its output is checked here (the
+    # example_* tests do that).
+    work=$(realpath -m "$1") nnmem_src=$2 libdir=$3 cc=$4 cxx=$5
+    p=$work/prefix
+    b=$work/examples
+    rm -rf "$b"
+    mkdir -p "$b/examples"
+    cp "$nnmem_src"/examples/*.c "$nnmem_src"/examples/*.cpp "$b/examples/"
+    # run_lines DIR WHAT: the lines on stdin, one shell, in DIR; each cc or c++ line makes ./a.out, which runs.
+    run_lines() {
+        local dir=$1 what=$2 script="" line n=0
+        while IFS= read -r line; do
+            line=${line//\/opt\/nnmem\/lib/$p/$libdir}
+            line=${line//\/opt\/nnmem/$p}
+            case $line in
+                "cc "*) n=$((n + 1)); script+="rm -f a.out; \"\$NNMEM_TEST_CC\" ${line#cc } && ./a.out >/dev/null"$'\n' ;;
+                "c++ "*) n=$((n + 1)); script+="rm -f a.out; \"\$NNMEM_TEST_CXX\" ${line#c++ } && ./a.out >/dev/null"$'\n' ;;
+                ./a.out) ;;
+                *) script+="$line"$'\n' ;;
+            esac
+        done
+        [ "$n" -gt 0 ] || fail "$what: no build line found"
+        echo "--- $what ($n build lines)"
+        printf '%s' "$script"
+        (cd "$dir" && env -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH NNMEM_TEST_CC="$cc" NNMEM_TEST_CXX="$cxx" \
+            sh -e -c "$script") || fail "$what: a build line failed, or its program did"
+    }
+    grep -E '^(export PKG_CONFIG_PATH=/opt/nnmem|cc [^ ]* ?examples/)' "$nnmem_src/README.md" \
+        | run_lines "$b" "README.md"
+    for f in "$b"/examples/*.c "$b"/examples/*.cpp; do
+        # compat_tflm.cpp builds inside a TFLite Micro build only; it has no such line.
+        grep -qE '^( \*|//)   (cc|c\+\+) ' "$f" || continue
+        sed -nE 's@^( \*|//)   ((export PKG_CONFIG_PATH=|cc |c\+\+ ).*)@\2@p' "$f" \
+            | run_lines "$b/examples" "examples/$(basename "$f")"
+    done
+    for f in pool.c region.c workbuffer.c compat_openvino.cpp compat_glow.cpp; do
+        grep -qE '^( \*|//)   (cc|c\+\+) ' "$b/examples/$f" || fail "examples/$f has no build line"
+    done
     ;;
 soname)
     lib=$1 want=$2

@@ -1,5 +1,10 @@
 // Glow's MemoryAllocator, planned by nnmem: a Glow backend's code, with only
-// the include line changed. Build: link nnmem (CMake: nnmem::nnmem).
+// the include line changed.
+//
+// Build, with nnmem installed under /opt/nnmem (for another prefix, replace
+// /opt/nnmem; lib64 for lib where CMake installs there, as on Fedora):
+//   c++ -std=c++11 compat_glow.cpp -I/opt/nnmem/include -L/opt/nnmem/lib -lnnmem -Wl,-rpath,/opt/nnmem/lib
+// or with pkg-config as for examples/pool.c; with CMake, link nnmem::nnmem.
 #include <nnmem/compat/glow/MemoryAllocator.h>
 
 #include <cstdio>

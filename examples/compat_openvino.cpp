@@ -3,7 +3,10 @@
 // solve() for the blob size, get_offset(id) for each buffer's place in it.
 // The plugin's code is OpenVINO's; only the include differs.
 //
-// Build: c++ -std=c++11 compat_openvino.cpp -lnnmem   (or link nnmem::nnmem with CMake)
+// Build, with nnmem installed under /opt/nnmem (for another prefix, replace
+// /opt/nnmem; lib64 for lib where CMake installs there, as on Fedora):
+//   c++ -std=c++11 compat_openvino.cpp -I/opt/nnmem/include -L/opt/nnmem/lib -lnnmem -Wl,-rpath,/opt/nnmem/lib
+// or with pkg-config as for examples/pool.c; with CMake, link nnmem::nnmem.
 #include <nnmem/compat/openvino/memory_solver.hpp>  // was "openvino/runtime/memory_solver.hpp"
 
 #include <stdint.h>

@@ -3,7 +3,14 @@
  * malloc/free for its tensors: make the pool, allocate and free blocks,
  * read the statistics, print the report.
  *
- * Build: cc -std=c11 pool.c -lnnmem   (or link nnmem::static with CMake)
+ * Build, with nnmem installed under /opt/nnmem (`cmake --install build --prefix
+ * /opt/nnmem`; for another prefix, replace /opt/nnmem; lib64 for lib where
+ * CMake installs there, as on Fedora and openSUSE), with pkg-config:
+ *   export PKG_CONFIG_PATH=/opt/nnmem/lib/pkgconfig
+ *   cc -std=c11 pool.c $(pkg-config --cflags --libs nnmem) -Wl,-rpath,/opt/nnmem/lib
+ * or without it:
+ *   cc -std=c11 pool.c -I/opt/nnmem/include -L/opt/nnmem/lib -lnnmem -Wl,-rpath,/opt/nnmem/lib
+ * With CMake, link nnmem::static (README, "Linking from CMake").
  */
 #include <inttypes.h>
 #include <stdio.h>

@@ -6,7 +6,13 @@
  * each (what does not fit spills back to DDR), adds a small int8 MLP, and
  * prints where every tensor went.
  *
- * Build: cc -std=c11 region.c -lnnmem   (or link nnmem::static with CMake)
+ * Build, with nnmem installed under /opt/nnmem (other prefixes: see
+ * examples/pool.c), with pkg-config:
+ *   export PKG_CONFIG_PATH=/opt/nnmem/lib/pkgconfig
+ *   cc -std=c11 region.c $(pkg-config --cflags --libs nnmem) -Wl,-rpath,/opt/nnmem/lib
+ * or without it:
+ *   cc -std=c11 region.c -I/opt/nnmem/include -L/opt/nnmem/lib -lnnmem -Wl,-rpath,/opt/nnmem/lib
+ * With CMake, link nnmem::static (README, "Linking from CMake").
  */
 #include <inttypes.h>
 #include <stdio.h>

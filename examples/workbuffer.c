@@ -12,8 +12,14 @@
  * as a GPU plugin prepares its kernels' tables); its mutable one is the
  * accumulator scratch, alive during its step only.
  *
- * Build: cc -std=c11 -pthread workbuffer.c -lnnmem   (or link nnmem::static
- * and Threads::Threads with CMake)
+ * Build, with nnmem installed under /opt/nnmem (other prefixes: see
+ * examples/pool.c), with pkg-config:
+ *   export PKG_CONFIG_PATH=/opt/nnmem/lib/pkgconfig
+ *   cc -std=c11 -pthread workbuffer.c $(pkg-config --cflags --libs nnmem) -Wl,-rpath,/opt/nnmem/lib
+ * or without it:
+ *   cc -std=c11 -pthread workbuffer.c -I/opt/nnmem/include -L/opt/nnmem/lib -lnnmem -Wl,-rpath,/opt/nnmem/lib
+ * With CMake, link nnmem::static and Threads::Threads (README, "Linking
+ * from CMake").
  */
 #if !defined(_POSIX_C_SOURCE) && !defined(__cplusplus)
 #define _POSIX_C_SOURCE 200809L /* pthreads under -std=c11 */

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Times what a C project pays to build nnmem through CMake: a cold
 # `cmake --build` of a tiny consumer that does add_subdirectory(<nnmem>) and
-# links nnmem::static, with a fresh CARGO_TARGET_DIR inside its build tree
-# (the cargo registry cache is not cleared: downloads are not timed).
+# links nnmem::static, cargo building where nnmem's CMake puts it by default:
+# a fresh <build>/nnmem/cargo-target (the cargo registry cache is not
+# cleared: downloads are not timed).
 #
 #   scripts/downstream-build.sh [NNMEM_SOURCE_DIR]   (default: this checkout)
 #
@@ -32,8 +33,7 @@ int main(void) {
 }
 C
 
-cmake -S "$work/consumer" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DNNMEM_DIR="$src" \
-    -DNNMEM_CARGO_TARGET_DIR="$work/build/cargo-target" >/dev/null
+cmake -S "$work/consumer" -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DNNMEM_DIR="$src" >/dev/null
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 # Wall time, and the CPU time of the build and everything it ran (less
 # sensitive to other load on the machine than the wall time).
