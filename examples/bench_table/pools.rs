@@ -547,6 +547,20 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
         }
         let _ = writeln!(w);
     }
+    let _ = writeln!(
+        w,
+        "\nWhat decides these figures. Every pool call takes its shard's lock once (see the floor above). \
+         `caching` keeps PyTorch's placement: a request that its size's last freed blocks cannot serve whole \
+         takes the best fit among free blocks merged with their free neighbours, so on this stream, where \
+         almost every request is a new size, nearly every alloc merges the blocks freed since the last one and \
+         searches the bins. Leaving small freed blocks unmerged until the device would be asked made this \
+         stream faster than glibc malloc in development, but a request then no longer takes the best fit \
+         (three placement tests of the strategy fail), so it is not shipped. `page-unit` rounds every request \
+         to 4 KiB pages: a 16 B block spans a page of its own, and the stream's checks touch more memory than \
+         with a packed allocator. `replay` serves one recorded sequence, so its pool has one shard and one lock \
+         for every thread: it does not scale with threads (its fallback is the same `caching`); the recording \
+         itself stops at 2^20 requests when no iteration ends."
+    );
     let _ = writeln!(w, "\n### Threads sharing one pool\n");
     let _ = writeln!(
         w,
