@@ -103,7 +103,7 @@ fi
 # Exactly these crates, so that a new one is a choice.
 banner "library dependencies: nnmem, libc, serde, toml"
 lib_deps=$(cargo tree --locked -e normal,build -p nnmem --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
-lib_expected="libc nnmem proc-macro2 quote serde serde_core serde_derive serde_spanned syn toml toml_datetime toml_parser unicode-ident winnow "
+lib_expected="libc nnmem serde_spanned toml toml_datetime toml_parser winnow "
 if [ "$lib_deps" = "$lib_expected" ]; then
     summary+=("library dependencies: nnmem, libc, serde, toml")
 else
