@@ -65,7 +65,7 @@ mod tests {
         let mut ours = items.clone();
         sort_unstable_by(&mut ours, |a, b| b.0.cmp(&a.0));
         let mut standard = items;
-        standard.sort_unstable_by(|a, b| b.0.cmp(&a.0));
+        standard.sort_unstable_by_key(|x| std::cmp::Reverse(x.0));
         assert_eq!(ours, standard);
     }
 }

@@ -67,7 +67,7 @@ fn integer(v: &toml::de::DeInteger<'_>) -> Read<Integer> {
 
 fn float(v: &toml::de::DeFloat<'_>) -> Read<f64> {
     match v.as_str().parse::<f64>() {
-        Ok(f) if !(f.is_infinite() && !v.as_str().contains("inf")) => Ok(f),
+        Ok(f) if !f.is_infinite() || v.as_str().contains("inf") => Ok(f),
         _ => fail("floating-point number overflowed".to_string()),
     }
 }
