@@ -22,7 +22,7 @@
 #   4. header check and lean library      include/nnmem.h matches the Rust
 #                                          sources (tests/header.rs, run in 1), the
 #                                          library's graph is nnmem, libc and
-#                                          the TOML reader (serde, toml), and
+#                                          the TOML reader (toml), and
 #                                          THIRD-PARTY-NOTICES lists each of
 #                                          its crates at its version
 #   5. lint gates                          cargo fmt --check (rustfmt.toml) and
@@ -38,7 +38,7 @@
 #     the library, the CLI and their dev-dependencies);
 #   - both CMake builds (NNMEM_CARGO_TARGET_DIR=$CARGO_TARGET_DIR) build the
 #     library as shipped (-p nnmem --lib: the library's features alone, so
-#     serde, toml and nnmem once more), the second finds it fresh, as do
+#     toml and nnmem once more), the second finds it fresh, as do
 #     the install tests that build nnmem again through add_subdirectory
 #     and CMake 3.18; consumer_fetchcontent alone compiles it into its own
 #     build folder, to show that a default build writes nothing into
@@ -143,15 +143,15 @@ case $header_result in
         failed=1 ;;
 esac
 # What CMake builds (-p nnmem --lib) must need nothing but libc and the
-# region configuration file's TOML reader (toml with parsing only, serde
-# with its derive: proc-macro2, quote, syn, unicode-ident at build time) at
-# build and run time: no binding generator, no CLI or benchmark dependency.
+# region configuration file's TOML reader (toml with parsing only, and the
+# crates it is made of) at build and run time: no binding generator, no
+# derive macro, no CLI or benchmark dependency.
 # Exactly these crates, so that a new one is a choice.
-banner "library dependencies: nnmem, libc, serde, toml"
+banner "library dependencies: nnmem, libc, toml"
 lib_deps=$(cargo tree --locked -e normal,build -p nnmem --prefix none --format '{p}' | awk '{print $1}' | sort -u | tr '\n' ' ')
-lib_expected="libc nnmem proc-macro2 quote serde serde_core serde_derive serde_spanned syn toml toml_datetime toml_parser unicode-ident winnow "
+lib_expected="libc nnmem serde_spanned toml toml_datetime toml_parser winnow "
 if [ "$lib_deps" = "$lib_expected" ]; then
-    summary+=("library dependencies: nnmem, libc, serde, toml")
+    summary+=("library dependencies: nnmem, libc, toml")
 else
     echo "the library's graph holds: $lib_deps(expected: $lib_expected)"
     summary+=("library dependencies: FAILED ($lib_deps)")

@@ -44,6 +44,7 @@ pub mod plan;
 pub mod pool;
 pub mod region;
 pub mod report_format;
+mod sort;
 pub mod status;
 mod svg;
 pub mod workbuffer;

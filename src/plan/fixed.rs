@@ -157,9 +157,9 @@ pub(crate) fn union_blocks(rects: &[Rect]) -> Vec<Block> {
     times.sort_unstable();
     times.dedup();
     let mut by_start: Vec<usize> = (0..rects.len()).collect();
-    by_start.sort_by_key(|&k| rects[k].start);
+    crate::sort::sort_by_key(&mut by_start, |&k| rects[k].start);
     let mut by_end = by_start.clone();
-    by_end.sort_by_key(|&k| rects[k].end);
+    crate::sort::sort_by_key(&mut by_end, |&k| rects[k].end);
     let (mut next_start, mut next_end) = (0, 0);
     // Live rectangles by (lo, k) -> hi.
     let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();

@@ -227,7 +227,7 @@ impl<'a> Work<'a> {
         // Description order, per-tensor instances in model order (the order
         // they were created in).
         let mut given: Vec<usize> = (0..self.instances.len()).collect();
-        given.sort_by_key(|&i| self.instances[i].description);
+        crate::sort::sort_by_key(&mut given, |&i| self.instances[i].description);
         // A per-tensor description with a base address stacks its
         // instances from there, in model order, each at its alignment.
         let mut blocks: Vec<Block> = Vec::with_capacity(given.len());

@@ -59,12 +59,10 @@
 //! [`RegionConfig::validate`] refuse (at the level or region, the `spill`
 //! key for spill targets).
 
-use std::fmt;
 use std::ops::Range;
 use std::path::Path;
 
-use serde::de::{MapAccess, Visitor};
-use serde::{Deserialize, Deserializer};
+use toml::de::{DeTable, DeValue};
 use toml::Spanned;
 
 use super::config::RegionConfig;
@@ -74,6 +72,11 @@ use super::rule::Rule;
 use super::tensor::TensorKind;
 use crate::plan::Algorithm;
 use crate::status::{Error, Result, Status};
+use read::{
+    array, attributes, boolean, fail, invalid_type, located, spanned, string, structure, unsigned32, Read, Shape,
+};
+
+mod read;
 
 impl RegionConfig {
     /// Reads a configuration from TOML text (the format is in this module's
@@ -84,7 +87,9 @@ impl RegionConfig {
     /// defaults); `defaults = false` never adds them.
     pub fn from_toml_str(text: &str) -> Result<RegionConfig> {
         let source = Source { text };
-        let file: FileToml = toml::from_str(text).map_err(|e| source.toml_error(&e))?;
+        let root = DeTable::parse(text).map_err(|e| source.toml_error(&e))?;
+        let file = read_file(&root)
+            .map_err(|e| source.at(e.span.unwrap_or_else(|| root.span()), Error::invalid(e.message.trim_end())))?;
         source.build(&file)
     }
 
@@ -102,26 +107,18 @@ impl RegionConfig {
 }
 
 /// The file as written; `Spanned` keeps where each part is, for errors that
-/// are found after parsing.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+/// are found after reading.
 struct FileToml {
     defaults: Option<Spanned<bool>>,
-    #[serde(default)]
     level: Vec<Spanned<LevelToml>>,
-    #[serde(default)]
     region: Vec<Spanned<RegionToml>>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct LevelToml {
     name: String,
     rank: u32,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct RegionToml {
     name: String,
     id: Option<u32>,
@@ -140,8 +137,7 @@ struct RegionToml {
     attributes: Option<Attributes>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Default)]
 struct RuleToml {
     all_tensors: Option<Spanned<bool>>,
     kind: Option<Spanned<String>>,
@@ -162,8 +158,6 @@ struct RuleToml {
 const RULE_KEYS: &str =
     "all_tensors, kind, name, name_prefix, name_glob, size, dtype, tag, function, view, and, or, not";
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
 struct SizeToml {
     min: Option<Bytes>,
     max: Option<Bytes>,
@@ -216,59 +210,186 @@ fn parse_bytes(text: &str) -> std::result::Result<u64, String> {
     number.checked_mul(scale).ok_or_else(|| format!("'{text}' overflows 64 bits"))
 }
 
-impl<'de> Deserialize<'de> for Bytes {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        struct BytesVisitor;
-        impl Visitor<'_> for BytesVisitor {
-            type Value = Bytes;
+/// `[region.attributes]`: string values, in file order.
+struct Attributes(Vec<(String, String)>);
 
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "a byte count: a non-negative integer, or a string such as \"256 KiB\"")
-            }
+/// What a byte count may be, for the error on a value of another type.
+const BYTES_EXPECTED: &str = "a byte count: a non-negative integer, or a string such as \"256 KiB\"";
 
-            fn visit_i64<E: serde::de::Error>(self, v: i64) -> std::result::Result<Bytes, E> {
-                u64::try_from(v).map(Bytes).map_err(|_| E::custom(format!("negative byte count {v}")))
-            }
-
-            fn visit_u64<E: serde::de::Error>(self, v: u64) -> std::result::Result<Bytes, E> {
-                Ok(Bytes(v))
-            }
-
-            fn visit_str<E: serde::de::Error>(self, v: &str) -> std::result::Result<Bytes, E> {
-                parse_bytes(v).map(Bytes).map_err(E::custom)
+fn bytes(v: &DeValue<'_>) -> Read<Bytes> {
+    match v {
+        DeValue::Integer(i) => {
+            match (i64::from_str_radix(i.as_str(), i.radix()), u64::from_str_radix(i.as_str(), i.radix())) {
+                (Ok(signed), _) => {
+                    u64::try_from(signed).map(Bytes).or_else(|_| fail(format!("negative byte count {signed}")))
+                }
+                (Err(_), Ok(unsigned)) => Ok(Bytes(unsigned)),
+                (Err(_), Err(_)) => invalid_type(v, BYTES_EXPECTED),
             }
         }
-        deserializer.deserialize_any(BytesVisitor)
+        DeValue::String(text) => parse_bytes(text).map(Bytes).or_else(fail),
+        _ => invalid_type(v, BYTES_EXPECTED),
     }
 }
 
-/// `[region.attributes]`: string values, in file order (the TOML reader
-/// hands tables over sorted by key; the keys' positions give the order back
-/// without an ordered map).
-#[derive(Default)]
-struct Attributes(Vec<(String, String)>);
+const FILE: Shape = Shape { name: "FileToml", fields: &["defaults", "level", "region"], required: &[] };
 
-impl<'de> Deserialize<'de> for Attributes {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        struct AttributesVisitor;
-        impl<'de> Visitor<'de> for AttributesVisitor {
-            type Value = Attributes;
-
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                write!(f, "a table of string attributes")
-            }
-
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Attributes, A::Error> {
-                let mut entries: Vec<(Spanned<String>, String)> = Vec::new();
-                while let Some(entry) = map.next_entry::<Spanned<String>, String>()? {
-                    entries.push(entry);
-                }
-                entries.sort_by_key(|(key, _)| key.span().start);
-                Ok(Attributes(entries.into_iter().map(|(key, value)| (key.into_inner(), value)).collect()))
-            }
+fn read_file(root: &Spanned<DeTable<'_>>) -> Read<FileToml> {
+    let mut file = FileToml { defaults: None, level: Vec::new(), region: Vec::new() };
+    read::table_fields(root.get_ref(), &FILE, &mut |k, v| {
+        match k {
+            0 => file.defaults = Some(spanned(v, boolean)?),
+            1 => file.level = located(v, |v| array(v, |e| spanned(e, read_level)))?,
+            _ => file.region = located(v, |v| array(v, |e| spanned(e, read_region)))?,
         }
-        deserializer.deserialize_map(AttributesVisitor)
-    }
+        Ok(())
+    })
+    .map_err(|mut e| {
+        e.span.get_or_insert_with(|| root.span());
+        e
+    })?;
+    Ok(file)
+}
+
+const LEVEL: Shape = Shape { name: "LevelToml", fields: &["name", "rank"], required: &["name", "rank"] };
+
+fn read_level(v: &DeValue<'_>) -> Read<LevelToml> {
+    let (mut name, mut rank) = (None, None);
+    structure(v, &LEVEL, &mut |k, v| {
+        match k {
+            0 => name = Some(located(v, string)?),
+            _ => rank = Some(located(v, unsigned32)?),
+        }
+        Ok(())
+    })?;
+    Ok(LevelToml {
+        name: name.expect("structure() refuses a level without a name"),
+        rank: rank.expect("structure() refuses a level without a rank"),
+    })
+}
+
+const REGION: Shape = Shape {
+    name: "RegionToml",
+    fields: &[
+        "name",
+        "id",
+        "level",
+        "planner",
+        "reuse",
+        "per_tensor",
+        "alignment",
+        "base_address",
+        "capacity",
+        "reserved_front",
+        "reserved_back",
+        "spill",
+        "mix_constants",
+        "rule",
+        "attributes",
+    ],
+    required: &["name", "rule"],
+};
+
+fn read_region(v: &DeValue<'_>) -> Read<RegionToml> {
+    let (mut name, mut rule) = (None, None);
+    let mut r = RegionToml {
+        name: String::new(),
+        id: None,
+        level: None,
+        planner: None,
+        reuse: None,
+        per_tensor: None,
+        alignment: None,
+        base_address: None,
+        capacity: None,
+        reserved_front: None,
+        reserved_back: None,
+        spill: None,
+        mix_constants: None,
+        rule: Spanned::new(0..0, RuleToml::default()),
+        attributes: None,
+    };
+    structure(v, &REGION, &mut |k, v| {
+        match k {
+            0 => name = Some(located(v, string)?),
+            1 => r.id = Some(located(v, unsigned32)?),
+            2 => r.level = Some(located(v, string)?),
+            3 => r.planner = Some(spanned(v, string)?),
+            4 => r.reuse = Some(located(v, boolean)?),
+            5 => r.per_tensor = Some(located(v, boolean)?),
+            6 => r.alignment = Some(located(v, bytes)?),
+            7 => r.base_address = Some(located(v, bytes)?),
+            8 => r.capacity = Some(spanned(v, bytes)?),
+            9 => r.reserved_front = Some(located(v, bytes)?),
+            10 => r.reserved_back = Some(located(v, bytes)?),
+            11 => r.spill = Some(spanned(v, string)?),
+            12 => r.mix_constants = Some(located(v, boolean)?),
+            13 => rule = Some(spanned(v, read_rule)?),
+            _ => r.attributes = Some(Attributes(located(v, attributes)?)),
+        }
+        Ok(())
+    })?;
+    r.name = name.expect("structure() refuses a region without a name");
+    r.rule = rule.expect("structure() refuses a region without a rule");
+    Ok(r)
+}
+
+const RULE: Shape = Shape {
+    name: "RuleToml",
+    fields: &[
+        "all_tensors",
+        "kind",
+        "name",
+        "name_prefix",
+        "name_glob",
+        "size",
+        "dtype",
+        "tag",
+        "function",
+        "view",
+        "and",
+        "or",
+        "not",
+    ],
+    required: &[],
+};
+
+fn read_rule(v: &DeValue<'_>) -> Read<RuleToml> {
+    let mut r = RuleToml::default();
+    let rules = |v: &Spanned<DeValue<'_>>| spanned(v, |v| array(v, |e| spanned(e, read_rule)));
+    structure(v, &RULE, &mut |k, v| {
+        match k {
+            0 => r.all_tensors = Some(spanned(v, boolean)?),
+            1 => r.kind = Some(spanned(v, string)?),
+            2 => r.name = Some(spanned(v, string)?),
+            3 => r.name_prefix = Some(spanned(v, string)?),
+            4 => r.name_glob = Some(spanned(v, string)?),
+            5 => r.size = Some(spanned(v, read_size)?),
+            6 => r.dtype = Some(spanned(v, string)?),
+            7 => r.tag = Some(spanned(v, string)?),
+            8 => r.function = Some(spanned(v, string)?),
+            9 => r.view = Some(spanned(v, boolean)?),
+            10 => r.and = Some(rules(v)?),
+            11 => r.or = Some(rules(v)?),
+            _ => r.not = Some(Box::new(spanned(v, read_rule)?)),
+        }
+        Ok(())
+    })?;
+    Ok(r)
+}
+
+const SIZE: Shape = Shape { name: "SizeToml", fields: &["min", "max"], required: &[] };
+
+fn read_size(v: &DeValue<'_>) -> Read<SizeToml> {
+    let mut s = SizeToml { min: None, max: None };
+    structure(v, &SIZE, &mut |k, v| {
+        match k {
+            0 => s.min = Some(located(v, bytes)?),
+            _ => s.max = Some(located(v, bytes)?),
+        }
+        Ok(())
+    })?;
+    Ok(s)
 }
 
 /// The text being read, to turn byte offsets into lines and columns.

@@ -42,7 +42,7 @@ pub struct Layout {
 /// Lays out `blocks`, given in description order.
 pub fn lay_out(blocks: &[Block]) -> Result<Layout> {
     let mut order: Vec<usize> = (0..blocks.len()).collect();
-    order.sort_by_key(|&i| (blocks[i].rank, blocks[i].level));
+    crate::sort::sort_by_key(&mut order, |&i| (blocks[i].rank, blocks[i].level));
     let mut addresses = vec![0u64; blocks.len()];
     let mut levels = Vec::new();
     let mut rest = &order[..];

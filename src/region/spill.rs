@@ -179,7 +179,7 @@ impl Fitting<'_> {
         // The plan's peak as tensors leave: the highest end not moved.
         let mut by_end: Vec<usize> =
             (0..ends.len()).filter(|&at| !ctx.planned_lifetime(self.tensors[at], self.props).is_empty()).collect();
-        by_end.sort_unstable_by_key(|&at| Reverse(ends[at]));
+        crate::sort::sort_unstable_by_key(&mut by_end, |&at| Reverse(ends[at]));
         let mut top = 0;
         let (name, props) = (self.name, self.props);
         let moved = self.sweep(ctx, &weights, 0, |_, moved| {

@@ -267,7 +267,7 @@ impl RegionTable {
         let merge = regions.len() > ONE_BY_ONE;
         let mut order: Vec<usize> = regions.to_vec();
         if merge {
-            order.sort_by_key(|&r| (self.regions[r].base_address, r));
+            crate::sort::sort_by_key(&mut order, |&r| (self.regions[r].base_address, r));
         }
         // A run of merged bands: its first and last region, its pixels.
         let mut run: Option<(usize, usize, usize, f64, f64)> = None;
@@ -347,7 +347,9 @@ impl RegionTable {
         let mut drawn: Vec<usize> = (0..ids.len()).collect();
         if !one_by_one {
             drawn.retain(|&k| boxes[k].2 >= MIN_BOX && boxes[k].3 >= MIN_BOX);
-            drawn.sort_by(|&a, &b| (boxes[b].2 * boxes[b].3).total_cmp(&(boxes[a].2 * boxes[a].3)).then(a.cmp(&b)));
+            crate::sort::sort_by(&mut drawn, |&a, &b| {
+                (boxes[b].2 * boxes[b].3).total_cmp(&(boxes[a].2 * boxes[a].3)).then(a.cmp(&b))
+            });
             drawn.truncate(ONE_BY_ONE);
         }
         let mut is_drawn = vec![false; ids.len()];
@@ -355,7 +357,7 @@ impl RegionTable {
             is_drawn[k] = true;
         }
         // Views over their origins.
-        drawn.sort_by_key(|&k| (self.placements[ids[k]].kind == TensorKind::View, ids[k]));
+        crate::sort::sort_by_key(&mut drawn, |&k| (self.placements[ids[k]].kind == TensorKind::View, ids[k]));
         let _ = writeln!(body, r#"<g class="tensors">"#);
         for &k in &drawn {
             let (id, (tx, ty, tw, th)) = (ids[k], boxes[k]);
@@ -465,7 +467,7 @@ fn end_of(r: &RegionInstance) -> u64 {
 /// than those rows.
 fn place_labels(labels: &[(f64, String)], right: f64) -> Vec<(usize, f64)> {
     let mut order: Vec<usize> = (0..labels.len()).collect();
-    order.sort_by(|&a, &b| labels[a].0.total_cmp(&labels[b].0).then(a.cmp(&b)));
+    crate::sort::sort_by(&mut order, |&a, &b| labels[a].0.total_cmp(&labels[b].0).then(a.cmp(&b)));
     let mut row_ends: Vec<f64> = Vec::new();
     let mut placed = vec![(MAX_LABEL_ROWS, 0.0); labels.len()];
     for i in order {

@@ -54,7 +54,7 @@ impl PlacementAlgorithm for Conflict {
         let buffers = problem.buffers();
         let weights = conflict_weights(problem);
         let mut order = unfixed(problem);
-        order.sort_unstable_by(|&a, &b| {
+        crate::sort::sort_unstable_by(&mut order, |&a, &b| {
             weights[b].cmp(&weights[a]).then(buffers[b].size.cmp(&buffers[a].size)).then(a.cmp(&b))
         });
         Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())

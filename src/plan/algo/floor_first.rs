@@ -305,7 +305,7 @@ mod tests {
             (Reverse((total(i), w, buffers[i].size as u128 * w as u128)), i)
         };
         let mut ranked = movable.clone();
-        ranked.sort_by_key(|&i| key(i));
+        crate::sort::sort_by_key(&mut ranked, |&i| key(i));
         let mut placed: Vec<usize> =
             (0..buffers.len()).filter(|&i| occupying(i) && buffers[i].fixed_offset.is_some()).collect();
         let mut unplaced = ranked;

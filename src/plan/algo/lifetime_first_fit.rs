@@ -16,7 +16,7 @@ impl PlacementAlgorithm for LifetimeFirstFit {
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
         let buffers = problem.buffers();
         let mut order = unfixed(problem);
-        order.sort_unstable_by(|&a, &b| {
+        crate::sort::sort_unstable_by(&mut order, |&a, &b| {
             let (x, y) = (&buffers[a], &buffers[b]);
             y.lifetime.len().cmp(&x.lifetime.len()).then(y.size.cmp(&x.size)).then(a.cmp(&b))
         });

@@ -59,7 +59,7 @@ pub(super) fn live_step_order(problem: &Problem) -> Vec<usize> {
         }
     }
     for list in &mut lists {
-        list.sort_unstable_by(|&x, &y| buffers[y].size.cmp(&buffers[x].size).then(y.cmp(&x)));
+        crate::sort::sort_unstable_by(list, |&x, &y| buffers[y].size.cmp(&buffers[x].size).then(y.cmp(&x)));
     }
     let mut cursor = vec![0usize; 2 * leaves];
     let mut placed = vec![false; buffers.len()];

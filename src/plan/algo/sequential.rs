@@ -18,7 +18,7 @@ impl PlacementAlgorithm for Sequential {
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
         let buffers = problem.buffers();
         let mut order = unfixed(problem);
-        order.sort_by_key(|&i| (buffers[i].lifetime.start, i));
+        crate::sort::sort_by_key(&mut order, |&i| (buffers[i].lifetime.start, i));
         Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
     }
 }

@@ -14,7 +14,7 @@ pub struct SizeFirstFit;
 pub(super) fn size_descending(problem: &Problem) -> Vec<usize> {
     let mut order = unfixed(problem);
     let buffers = problem.buffers();
-    order.sort_unstable_by(|&a, &b| buffers[b].size.cmp(&buffers[a].size).then(b.cmp(&a)));
+    crate::sort::sort_unstable_by(&mut order, |&a, &b| buffers[b].size.cmp(&buffers[a].size).then(b.cmp(&a)));
     order
 }
 
@@ -26,7 +26,7 @@ pub(super) fn size_descending(problem: &Problem) -> Vec<usize> {
 pub(super) fn size_descending_by_lifetime(problem: &Problem) -> Vec<usize> {
     let mut order = unfixed(problem);
     let buffers = problem.buffers();
-    order.sort_unstable_by_key(|&i| {
+    crate::sort::sort_unstable_by_key(&mut order, |&i| {
         let b = &buffers[i];
         (std::cmp::Reverse(b.size), b.lifetime.start, b.lifetime.end, i)
     });

@@ -32,7 +32,7 @@ pub(super) fn tflm_order(problem: &Problem) -> Vec<usize> {
     let mut fixed: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].fixed_offset.is_some()).collect();
     // Reverse order of addition, then a stable sort by size descending.
     let mut online: Vec<usize> = (0..buffers.len()).rev().filter(|&i| buffers[i].fixed_offset.is_none()).collect();
-    online.sort_by(|&a, &b| buffers[b].size.cmp(&buffers[a].size));
+    crate::sort::sort_by(&mut online, |&a, &b| buffers[b].size.cmp(&buffers[a].size));
     fixed.extend(online);
     fixed
 }

@@ -475,3 +475,45 @@ fn file_errors_name_the_path() {
     let want = format!("{}: line 4, column 17: unknown tensor kind 'weights'", path.display());
     assert!(e.message().starts_with(&want), "{}", e.message());
 }
+
+/// The reader walks the parsed document by hand; these are the serde
+/// derive's answers it keeps for values of unusual types.
+#[test]
+fn unusual_values_keep_the_derives_messages() {
+    let invalid = Status::InvalidArgument;
+    let region = |line: &str| format!("[[region]]\nname = \"a\"\n{ANY}{line}\n");
+    fails_at(&region("id = 4294967296"), 4, 6, invalid, "invalid value: integer `4294967296`, expected u32");
+    fails_at(
+        &region("id = 18446744073709551616"),
+        4,
+        6,
+        invalid,
+        "invalid type: integer `18446744073709551616` as i128, expected u32",
+    );
+    fails_at(&region("alignment = 2.0"), 4, 13, invalid, "invalid type: floating point `2.0`, expected a byte count");
+    fails_at(&region("reuse = 1979-05-27"), 4, 9, invalid, "invalid type: map, expected a boolean");
+    fails_at(&region("attributes = 1979-05-27"), 4, 14, invalid, "invalid type: string \"$__toml_private_datetime\"");
+    fails_at(
+        "[[region]]\nname = \"a\"\nrule = 1979-05-27\n",
+        3,
+        8,
+        invalid,
+        "unknown field `$__toml_private_datetime`, expected one of `all_tensors`",
+    );
+    // An array stands for a structure's fields in declaration order.
+    fails_at(
+        "[[region]]\nname = \"a\"\nrule = { size = [1] }\n",
+        3,
+        17,
+        invalid,
+        "invalid length 1, expected struct SizeToml with 2 elements",
+    );
+    fails_at("level = [[\"a\"]]\n", 1, 10, invalid, "invalid length 1, expected struct LevelToml with 2 elements");
+    let c = RegionConfig::from_toml_str("defaults = false\nlevel = [[\"sram\", 3]]\n").unwrap();
+    assert!(c.levels().iter().any(|l| l.name == "sram" && l.rank == 3));
+    // Attributes come back in file order, not the reader's key order.
+    let c = RegionConfig::from_toml_str(&format!("{}[region.attributes]\nz = \"1\"\na = \"2\"\n", region(""))).unwrap();
+    let attributes: Vec<(&str, &str)> =
+        c.descriptions()[0].attributes.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    assert_eq!(attributes, [("z", "1"), ("a", "2")]);
+}

@@ -112,7 +112,7 @@ pub fn split(problem: &Problem) -> Result<Vec<Part>, TooLarge> {
     let buffers = problem.buffers();
     let mut order: Vec<usize> =
         (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_none()).collect();
-    order.sort_by_key(|&i| (buffers[i].lifetime.start, buffers[i].lifetime.end, i));
+    crate::sort::sort_by_key(&mut order, |&i| (buffers[i].lifetime.start, buffers[i].lifetime.end, i));
     let fixed: Vec<usize> =
         (0..buffers.len()).filter(|&i| buffers[i].occupies() && buffers[i].fixed_offset.is_some()).collect();
 
