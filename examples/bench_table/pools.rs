@@ -556,10 +556,11 @@ pub fn render(replays: &[TraceReplay], criterion: &Medians) -> String {
          searches the bins. Leaving small freed blocks unmerged until the device would be asked made this \
          stream faster than glibc malloc in development, but a request then no longer takes the best fit \
          (three placement tests of the strategy fail), so it is not shipped. `page-unit` rounds every request \
-         to 4 KiB pages: a 16 B block spans a page of its own, and the stream's checks touch more memory than \
-         with a packed allocator. `replay` serves one recorded sequence, so its pool has one shard and one lock \
-         for every thread: it does not scale with threads (its fallback is the same `caching`); the recording \
-         itself stops at 2^20 requests when no iteration ends."
+         to whole 4 KiB pages and finds each freed block in its address table before it goes back on its \
+         size's list; glibc serves most of these sizes from per-thread caches without a lock. `replay` serves \
+         one recorded sequence, so its pool has one shard and one lock for every thread: it does not scale \
+         with threads, and with 8 threads on 2 cores most of its time is spent waiting for that lock (its \
+         fallback is the same `caching`); the recording itself stops at 2^20 requests when no iteration ends."
     );
     let _ = writeln!(w, "\n### Threads sharing one pool\n");
     let _ = writeln!(
