@@ -306,8 +306,11 @@ struct ShardState {
 /// handed out, and the next identical request takes it back without
 /// calling the strategy: a runtime's alloc+free pairs of one size (a
 /// kernel's scratch, a tensor per step) cost a comparison each. Any other
-/// call of the shard gives the idle block to the strategy first, so the
-/// strategy sees the same frees in the same order as without it.
+/// call of the shard gives the idle block to the strategy first. The
+/// strategy so sees one alloc and free where the caller made several
+/// identical pairs, and every other free in its order: the same state for
+/// a strategy that hands an identical request the block just freed (what
+/// [`Strategy::reuses_identical_requests`] asks of it).
 #[derive(Copy, Clone)]
 struct Hot {
     ptr: Option<DevicePtr>,
@@ -794,8 +797,9 @@ impl Pool {
     /// [`Pool::live_blocks`] read after it that finds 0 stays 0 for good:
     /// the registry relies on that to forget a retired pool. Why it holds,
     /// with the flag `Relaxed`: an allocation reads the flag and counts
-    /// its block in one section under its shard's lock
-    /// (`alloc_on`); this stores the flag before it takes each
+    /// its block in one section under its shard's lock (`serve`, and the
+    /// hot block's and the plan's paths in `alloc`); this stores the flag
+    /// before it takes each
     /// shard's lock (in `release_cached`, and again in `live_blocks`).
     /// For each shard, either the allocation's section comes first, and
     /// the count read here (or later) includes the block, or this
