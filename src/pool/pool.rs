@@ -336,6 +336,23 @@ impl ShardState {
             debug_assert!(freed.is_ok(), "the strategy held the hot block as live");
         }
     }
+
+    /// A free of the hot block: `Some(true)` when it was out and is now
+    /// idle (counted as freed), `Some(false)` when it is idle already (a
+    /// second free: the strategy must not see it), `None` for any other
+    /// pointer.
+    #[inline]
+    fn free_hot(&mut self, ptr: DevicePtr) -> Option<bool> {
+        if self.hot.ptr != Some(ptr) {
+            return None;
+        }
+        if self.hot.idle {
+            return Some(false);
+        }
+        self.hot.idle = true;
+        self.counters.freed(self.hot.size, self.hot.bytes);
+        Some(true)
+    }
 }
 
 /// One shard, on cache lines of its own so that shards used by different
@@ -587,10 +604,7 @@ impl Pool {
     pub fn free(&self, ptr: DevicePtr) -> Result<()> {
         let home = self.home_shard();
         let mut s = self.shards[home].lock();
-        if s.hot.ptr == Some(ptr) && !s.hot.idle {
-            s.hot.idle = true;
-            let (size, bytes) = (s.hot.size, s.hot.bytes);
-            s.counters.freed(size, bytes);
+        if s.free_hot(ptr) == Some(true) {
             drop(s);
             self.after_free();
             return Ok(());
@@ -636,15 +650,8 @@ impl Pool {
     /// handed it out and it is live.
     #[inline]
     fn take_back(&self, s: &mut ShardState, ptr: DevicePtr) -> bool {
-        if s.hot.ptr == Some(ptr) {
-            if s.hot.idle {
-                // Freed already: the strategy must not see it twice.
-                return false;
-            }
-            s.hot.idle = true;
-            let (size, bytes) = (s.hot.size, s.hot.bytes);
-            s.counters.freed(size, bytes);
-            return true;
+        if let Some(taken) = s.free_hot(ptr) {
+            return taken;
         }
         s.settle_hot(&self.device);
         match s.strategy.free(ptr, &self.device) {
