@@ -40,19 +40,21 @@
 /*
  * The declarations, one header per topic, each opening with its own
  * ownership and thread-safety rules and includable alone:
- *   <nnmem/common.h>      status codes, errors, version, cancellation and
- *                         text callbacks
- *   <nnmem/planner.h>     the offline memory planner (nnm_planner) and plan
- *                         validation
- *   <nnmem/arena.h>       tensor arenas (nnm_arena)
- *   <nnmem/net.h>         nets of tensors, parameters and layer caches on
- *                         kernel-style lists (nnm_net)
- *   <nnmem/pool.h>        device allocators, memory pools, pool strategies
- *                         and the device registry
- *   <nnmem/region.h>      memory regions: configurations, tensor models,
- *                         rules and region tables
- *   <nnmem/workbuffer.h>  work buffers of compiled models: models, compiled
- *                         layouts and execution pools
+ *   <nnmem/common.h>           status codes, errors, version, cancellation
+ *                              and text callbacks
+ *   <nnmem/planner.h>          the offline memory planner (nnm_planner) and
+ *                              plan validation
+ *   <nnmem/scratch_planner.h>  the planner in the caller's scratch memory
+ *                              (nnm_scratch_planner): no heap
+ *   <nnmem/arena.h>            tensor arenas (nnm_arena)
+ *   <nnmem/net.h>              nets of tensors, parameters and layer caches
+ *                              on kernel-style lists (nnm_net)
+ *   <nnmem/pool.h>             device allocators, memory pools, pool
+ *                              strategies and the device registry
+ *   <nnmem/region.h>           memory regions: configurations, tensor models,
+ *                              rules and region tables
+ *   <nnmem/workbuffer.h>       work buffers of compiled models: models,
+ *                              compiled layouts and execution pools
  */
 
 #ifndef NNMEM_H
@@ -60,6 +62,7 @@
 
 #include "nnmem/common.h"
 #include "nnmem/planner.h"
+#include "nnmem/scratch_planner.h"
 #include "nnmem/arena.h"
 #include "nnmem/net.h"
 #include "nnmem/pool.h"

@@ -32,24 +32,47 @@
 //! The safe core never panics on bad input: every fallible call returns an
 //! [`Error`] naming what was wrong, and changes nothing.
 
+//!
+//! Without the default `std` feature the crate is `no_std` and uses no
+//! `alloc`: the embedded build for microcontrollers, which holds what needs
+//! no heap (the scratch planner, [`plan::scratch`], the heap-free
+//! algorithms it shares with the heap planner, [`plan::heapless`], and
+//! their C calls). README.md, "The embedded build", says how to build it.
+
+#![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "std")]
 pub mod arena;
+#[cfg(feature = "std")]
 pub mod cancel;
 pub mod ffi;
+#[cfg(feature = "std")]
 pub mod json;
+pub mod message;
 pub mod names;
+#[cfg(feature = "std")]
 pub mod net;
+#[cfg(all(not(feature = "std"), target_os = "none"))]
+mod panic_handler;
 pub mod plan;
+#[cfg(feature = "std")]
 pub mod pool;
+#[cfg(feature = "std")]
 pub mod region;
+#[cfg(feature = "std")]
 pub mod report_format;
+#[cfg(feature = "std")]
 mod sort;
 pub mod status;
+#[cfg(feature = "std")]
 mod svg;
+#[cfg(feature = "std")]
 pub mod workbuffer;
 
-pub use status::{Error, Result, Status};
+pub use status::Status;
+#[cfg(feature = "std")]
+pub use status::{Error, Result};
 
 /// The crate version, from `Cargo.toml`.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");

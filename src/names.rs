@@ -9,12 +9,15 @@
 //! time, so a variant added to the enum but not to the list, or listed out of
 //! numeric order, does not build.
 
+#[cfg(feature = "std")]
 use std::ffi::{c_char, CStr};
 
+#[cfg(feature = "std")]
 use crate::status::{Error, Result};
 
 /// A fieldless `#[repr(C)]` enum whose values are `0..ALL.len()` and have
 /// names. Implemented by [`c_enum!`].
+#[cfg(feature = "std")]
 pub trait CEnum: Copy + PartialEq + 'static {
     /// Every value, in numeric order: `ALL[i] as u32 == i`.
     const ALL: &'static [Self];
@@ -65,6 +68,7 @@ pub trait CEnum: Copy + PartialEq + 'static {
     }
 }
 
+#[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
 fn unknown_name<E: CEnum>(name: &str) -> Error {
@@ -100,17 +104,27 @@ macro_rules! c_enum {
                 }
             }
 
+            /// Its name followed by a NUL (a static C string).
+            pub const fn name_nul(self) -> &'static str {
+                match self {
+                    $($ty::$variant => concat!($name, "\0"),)+
+                }
+            }
+
             /// The value named `name`; the error lists the known names.
+            #[cfg(feature = "std")]
             pub fn from_name(name: &str) -> $crate::status::Result<Self> {
                 <Self as $crate::names::CEnum>::from_name(name)
             }
 
             /// The value with C value `value`.
+            #[cfg(feature = "std")]
             pub fn from_value(value: u32) -> $crate::status::Result<Self> {
                 <Self as $crate::names::CEnum>::from_value(value)
             }
         }
 
+        #[cfg(feature = "std")]
         impl $crate::names::CEnum for $ty {
             const ALL: &'static [Self] = <$ty>::ALL;
             const WHAT: &'static str = $what;
@@ -118,9 +132,7 @@ macro_rules! c_enum {
 
             #[inline]
             fn name_nul(self) -> &'static str {
-                match self {
-                    $($ty::$variant => concat!($name, "\0"),)+
-                }
+                <$ty>::name_nul(self)
             }
 
             #[cold]
@@ -131,7 +143,7 @@ macro_rules! c_enum {
 
         // Listed in numeric order from 0: `from_value` indexes ALL.
         const _: () = {
-            let all = <$ty as $crate::names::CEnum>::ALL;
+            let all = <$ty>::ALL;
             let mut i = 0;
             while i < all.len() {
                 assert!(all[i] as usize == i, concat!(stringify!($ty), ": c_enum! must list the values 0, 1, 2, ... in order"));

@@ -5,6 +5,7 @@
 //! plus a message precise enough to act on. The C layer turns it into the
 //! returned `nnm_status` and the thread-local `nnm_last_error()` text.
 
+#[cfg(feature = "std")]
 use std::fmt;
 
 use crate::names::c_enum;
@@ -89,6 +90,7 @@ impl Status {
 
     /// Its C identifier, `NNM_` and the variant in SCREAMING_SNAKE_CASE
     /// (`NNM_NULL_ARGUMENT`), as the header names it.
+    #[cfg(feature = "std")]
     pub fn c_identifier(self) -> String {
         let mut id = String::from("NNM_");
         for (i, c) in format!("{self:?}").chars().enumerate() {
@@ -103,12 +105,14 @@ impl Status {
 
 /// An error of the safe core: what kind of failure, and a message that says
 /// exactly what was wrong.
+#[cfg(feature = "std")]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     status: Status,
     message: String,
 }
 
+#[cfg(feature = "std")]
 impl Error {
     /// Builds an error. `status` must not be [`Status::Ok`].
     pub fn new(status: Status, message: impl Into<String>) -> Self {
@@ -142,15 +146,18 @@ impl Error {
     }
 }
 
+#[cfg(feature = "std")]
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}: {}", self.status.description(), self.message)
     }
 }
 
+#[cfg(feature = "std")]
 impl std::error::Error for Error {}
 
 /// Result type of the safe core.
+#[cfg(feature = "std")]
 pub type Result<T> = std::result::Result<T, Error>;
 
 #[cfg(test)]

@@ -470,9 +470,10 @@ fn topic_header(items: &[Item], topic: usize, includes: &[usize]) -> String {
     let mut out = format!(
         "/*\n * {}.\n *\n * {GENERATED}\n * Regenerate with: {REGENERATE}\n *\n \
          * Included by <nnmem.h>; may also be included alone. The conventions all\n \
-         * topics share are in <nnmem.h> and docs/c-abi.md.\n *\n{} */\n\n",
+         * topics share are in <nnmem.h> and docs/c-abi.md.\n *\n{} *\n{} */\n\n",
         wrap(&format!("<nnmem/{}>: {}", t.file, t.title)),
-        comment_lines(t.rules)
+        comment_lines(t.rules),
+        comment_lines(t.embedded)
     );
     let g = guard(t.file);
     if topic == 0 {

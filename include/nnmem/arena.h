@@ -24,6 +24,9 @@
  *   not overlap; functions taking `const nnm_arena *` (sizes, report, check,
  *   categories) may run concurrently with each other. Different arenas may
  *   be used from different threads at once.
+ *
+ * Embedded build: leaves this header out (the arena still keeps its
+ *   records on the heap).
  */
 
 #ifndef NNMEM_ARENA_H

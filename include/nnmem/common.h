@@ -28,6 +28,11 @@
  *   from any thread while another thread runs nnm_planner_plan() with the
  *   token (the search stops within about a millisecond with its best plan)
  *   or waits in nnm_exec_pool_acquire() with it (the wait ends).
+ *
+ * Embedded build (no_std, no heap; README.md, "The embedded build"):
+ *   holds nnm_status, nnm_status_str(), nnm_version() and nnm_last_error()
+ *   (one static buffer of NNM_BARE_ERROR_BYTES bytes shared by every caller,
+ *   not one per thread); leaves out the cancel token and text callbacks.
  */
 
 #if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
@@ -250,12 +255,23 @@ enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *tok
  * ------------------------------------------------------------------------- */
 
 /**
+ * Bytes of the embedded build's last-error buffer, its NUL included
+ * (messages are cut to fit).
+ */
+#define NNM_BARE_ERROR_BYTES 160
+
+/**
  * The text of the last failure on the calling thread: what was wrong,
  * precisely enough to act on. Returns "" when nothing has failed yet on
  * this thread. Never NULL.
  *
  * The pointer stays valid until the next failing nnmem call on the same
  * thread; copy the text to keep it. Successful calls do not clear it.
+ *
+ * Embedded build: one static buffer of NNM_BARE_ERROR_BYTES bytes (the
+ * text cut to fit) shared by every caller, since a bare-metal target has
+ * no thread-local storage; the last failure anywhere (an interrupt
+ * handler's included) is the one it holds.
  */
 const char *nnm_last_error(void);
 

@@ -32,6 +32,8 @@
  *   other; nnm_net_from_list reads no net and is safe from any thread at any
  *   time. An nnm_stack_cache, attached to a net or not, is used by one
  *   thread at a time (an attached one with its net).
+ *
+ * Embedded build: leaves this header out (it needs the heap).
  */
 
 #ifndef NNMEM_NET_H

@@ -23,6 +23,9 @@
  *   taking `const nnm_planner *` may run concurrently with each other.
  * - nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
  *   are safe from any thread.
+ *
+ * Embedded build: leaves out everything here but nnm_algorithm; its
+ *   planner is <nnmem/scratch_planner.h>.
  */
 
 #ifndef NNMEM_PLANNER_H

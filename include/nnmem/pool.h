@@ -34,6 +34,8 @@
  *   another call on the handle runs). The functions of an
  *   nnm_device_allocator_vtable are called from any thread, concurrently:
  *   the caller makes them safe.
+ *
+ * Embedded build: leaves this header out (it needs the heap).
  */
 
 #ifndef NNMEM_POOL_H

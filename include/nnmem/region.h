@@ -28,6 +28,8 @@
  *   calls on it.
  * - nnm_tensor_kind_name() and nnm_tensor_kind_from_name() are safe from any
  *   thread.
+ *
+ * Embedded build: leaves this header out (it needs the heap).
  */
 
 #ifndef NNMEM_REGION_H

@@ -29,6 +29,8 @@
  *   which no call (a waiting acquire included) may overlap.
  *   nnm_cancel_token_cancel() from any thread wakes every
  *   nnm_exec_pool_acquire waiting with that token.
+ *
+ * Embedded build: leaves this header out (it needs the heap).
  */
 
 #ifndef NNMEM_WORKBUFFER_H

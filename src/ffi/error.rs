@@ -1,20 +1,81 @@
 //! Status reporting across the C boundary: the panic-catching wrapper, the
-//! thread-local last-error text, and the static status strings.
+//! last-error text, and the static status strings.
+//!
+//! The last error is thread-local on the host. The embedded build has no
+//! threads to tell apart and no thread-local storage: there the text lives
+//! in one static buffer of [`NNM_BARE_ERROR_BYTES`] bytes (longer messages are
+//! cut), shared by every caller, so a failing call from an interrupt
+//! handler replaces the text of the main loop's last failure.
 
+use core::ffi::c_char;
+#[cfg(not(feature = "std"))]
+use core::sync::atomic::{AtomicU8, Ordering};
+#[cfg(feature = "std")]
 use std::cell::RefCell;
-use std::ffi::{c_char, CString};
+#[cfg(feature = "std")]
+use std::ffi::CString;
+#[cfg(feature = "std")]
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::status::{Error, Result, Status};
+#[cfg(not(feature = "std"))]
+use crate::message::Text;
+use crate::status::Status;
+#[cfg(feature = "std")]
+use crate::status::{Error, Result};
 
+#[cfg(feature = "std")]
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
 }
 
 /// Records `message` as this thread's last error.
+#[cfg(feature = "std")]
 pub(crate) fn set_last_error(message: &str) {
     let text = CString::new(message.replace('\0', "\\0")).expect("NULs were replaced");
     LAST_ERROR.with(|e| *e.borrow_mut() = text);
+}
+
+/// Bytes of the embedded build's last-error buffer, its NUL included
+/// (messages are cut to fit).
+pub const NNM_BARE_ERROR_BYTES: usize = 160;
+
+/// The embedded build's last error: bytes stored one by one with relaxed
+/// atomic stores (plain byte stores on every Cortex-M, v6-M included), so
+/// the buffer needs no lock and no `unsafe`.
+#[cfg(not(feature = "std"))]
+static LAST_ERROR: [AtomicU8; NNM_BARE_ERROR_BYTES] = [const { AtomicU8::new(0) }; NNM_BARE_ERROR_BYTES];
+
+/// Appends to [`LAST_ERROR`], cutting what does not fit.
+#[cfg(not(feature = "std"))]
+struct BareError {
+    at: usize,
+}
+
+#[cfg(not(feature = "std"))]
+impl Text for BareError {
+    fn put(&mut self, piece: &str) {
+        for &b in piece.as_bytes() {
+            // The last byte stays for the NUL.
+            if self.at + 1 >= NNM_BARE_ERROR_BYTES {
+                return;
+            }
+            if let Some(slot) = LAST_ERROR.get(self.at) {
+                slot.store(if b == 0 { b'?' } else { b }, Ordering::Relaxed);
+            }
+            self.at += 1;
+        }
+    }
+}
+
+/// Records the message `describe` writes as the embedded build's last
+/// error.
+#[cfg(not(feature = "std"))]
+pub(crate) fn set_last_error_with(describe: impl FnOnce(&mut dyn Text)) {
+    let mut out = BareError { at: 0 };
+    describe(&mut out);
+    if let Some(slot) = LAST_ERROR.get(out.at) {
+        slot.store(0, Ordering::Relaxed);
+    }
 }
 
 /// Runs `body`, catching panics; records the error of a failure and returns
@@ -23,6 +84,7 @@ pub(crate) fn set_last_error(message: &str) {
 /// Inlined into every export, with the failure paths out of line and cold:
 /// the success path of a cheap call (an arena allocation) stays a handful
 /// of instructions around the body.
+#[cfg(feature = "std")]
 #[inline(always)]
 pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> Status {
     match catch_unwind(AssertUnwindSafe(body)) {
@@ -32,6 +94,7 @@ pub(crate) fn guard(body: impl FnOnce() -> Result<()>) -> Status {
     }
 }
 
+#[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
 fn failed(e: Error) -> Status {
@@ -39,6 +102,7 @@ fn failed(e: Error) -> Status {
     e.status()
 }
 
+#[cfg(feature = "std")]
 #[cold]
 #[inline(never)]
 fn panicked(payload: Box<dyn std::any::Any + Send>) -> Status {
@@ -53,6 +117,7 @@ fn panicked(payload: Box<dyn std::any::Any + Send>) -> Status {
 
 /// Like [`guard`] for lookups that return a pointer instead of a status:
 /// NULL on failure (error or panic), with the last error set.
+#[cfg(feature = "std")]
 #[inline]
 pub(crate) fn guard_ptr<T>(body: impl FnOnce() -> Result<*mut T>) -> *mut T {
     let mut found = std::ptr::null_mut();
@@ -69,6 +134,7 @@ pub(crate) fn guard_ptr<T>(body: impl FnOnce() -> Result<*mut T>) -> *mut T {
 
 /// Like [`guard`] for functions that return no status (frees): failures
 /// only set the last error.
+#[cfg(feature = "std")]
 pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
     let _ = guard(body);
 }
@@ -79,20 +145,28 @@ pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
 ///
 /// The pointer stays valid until the next failing nnmem call on the same
 /// thread; copy the text to keep it. Successful calls do not clear it.
+///
+/// Embedded build: one static buffer of NNM_BARE_ERROR_BYTES bytes (the
+/// text cut to fit) shared by every caller, since a bare-metal target has
+/// no thread-local storage; the last failure anywhere (an interrupt
+/// handler's included) is the one it holds.
 #[no_mangle]
 pub extern "C" fn nnm_last_error() -> *const c_char {
-    LAST_ERROR.with(|e| e.borrow().as_ptr())
+    #[cfg(feature = "std")]
+    return LAST_ERROR.with(|e| e.borrow().as_ptr());
+    // An AtomicU8 has the size and alignment of a u8: the buffer is a C
+    // string, NUL-terminated by its last byte, which is never written.
+    #[cfg(not(feature = "std"))]
+    return LAST_ERROR.as_ptr().cast();
 }
 
 /// A static, human-readable description of a status code; "unknown status"
 /// for values outside `nnm_status`. Never NULL; never freed.
 #[no_mangle]
 pub extern "C" fn nnm_status_str(status: i32) -> *const c_char {
-    let text = u32::try_from(status).map_or(std::ptr::null(), super::args::c_name::<Status>);
-    if text.is_null() {
-        c"unknown status".as_ptr()
-    } else {
-        text
+    match usize::try_from(status).ok().and_then(|i| Status::ALL.get(i)) {
+        Some(s) => s.name_nul().as_ptr().cast(),
+        None => c"unknown status".as_ptr(),
     }
 }
 

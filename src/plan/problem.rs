@@ -172,9 +172,13 @@ impl Problem {
 
     /// Adds a buffer; `size` is rounded up to the alignment (zero sizes are
     /// legal and take no space). Returns its index. Errors, changing nothing,
-    /// on a fixed offset that is not aligned and on sizes or offsets that
-    /// could overflow 64 bits.
+    /// on a fixed offset that is not aligned, on sizes or offsets that
+    /// could overflow 64 bits, and past `u32::MAX` buffers.
     pub fn push(&mut self, size: u64, lifetime: Lifetime, fixed_offset: Option<u64>) -> Result<usize> {
+        // The heap-free algorithms index buffers with u32s.
+        if self.buffers.len() >= u32::MAX as usize {
+            return Err(Error::overflow(format!("a problem holds at most {} buffers", u32::MAX)));
+        }
         let size = align_up(size, self.alignment)?;
         let total_size = self.total_size.checked_add(size).ok_or_else(|| {
             Error::overflow(format!(
@@ -246,6 +250,37 @@ impl Problem {
             .iter()
             .all(|b| b.fixed_offset.is_none_or(|o| !b.occupies() || o + b.size <= self.fixed_top)));
         Problem { buffers, alignment: self.alignment, total_size: self.total_size, fixed_top: self.fixed_top }
+    }
+}
+
+/// The heap planner's buffers as the heap-free algorithms read them.
+impl super::heapless::Tensors for Problem {
+    type Bytes = u64;
+    type Step = i64;
+
+    #[inline]
+    fn count(&self) -> usize {
+        self.buffers.len()
+    }
+
+    #[inline]
+    fn size(&self, i: usize) -> u64 {
+        self.buffers[i].size
+    }
+
+    #[inline]
+    fn start(&self, i: usize) -> i64 {
+        self.buffers[i].lifetime.start
+    }
+
+    #[inline]
+    fn end(&self, i: usize) -> i64 {
+        self.buffers[i].lifetime.end
+    }
+
+    #[inline]
+    fn fixed(&self, i: usize) -> Option<u64> {
+        self.buffers[i].fixed_offset
     }
 }
 

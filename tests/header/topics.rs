@@ -17,6 +17,8 @@ pub struct Topic {
     pub modules: &'static [&'static str],
     /// Its opening comment after the title: ownership and thread safety.
     pub rules: &'static str,
+    /// What the embedded build (`no_std`, no heap) holds of it.
+    pub embedded: &'static str,
     /// Hand-written C placed after the includes (cbindgen cannot write it).
     pub code: &'static str,
 }
@@ -48,6 +50,11 @@ Thread safety:
   from any thread while another thread runs nnm_planner_plan() with the
   token (the search stops within about a millisecond with its best plan)
   or waits in nnm_exec_pool_acquire() with it (the wait ends).",
+        embedded: "\
+Embedded build (no_std, no heap; README.md, \"The embedded build\"):
+  holds nnm_status, nnm_status_str(), nnm_version() and nnm_last_error()
+  (one static buffer of NNM_BARE_ERROR_BYTES bytes shared by every caller,
+  not one per thread); leaves out the cancel token and text callbacks.",
         code: "",
     },
     Topic {
@@ -70,12 +77,52 @@ Thread safety:
   taking `const nnm_planner *` may run concurrently with each other.
 - nnm_algorithm_name(), nnm_algorithm_from_name() and nnm_plan_validate()
   are safe from any thread.",
+        embedded: "\
+Embedded build: leaves out everything here but nnm_algorithm; its
+  planner is <nnmem/scratch_planner.h>.",
         code: "\
 /**
  * `first_use` and `last_use` of a buffer that is never used (TFLite
  * Micro's convention).
  */
 #define NNM_UNUSED_STEP (-1)
+",
+    },
+    Topic {
+        file: "scratch_planner.h",
+        title: "the planner in the caller's scratch memory (nnm_scratch_planner): no heap",
+        modules: &["scratch_plan"],
+        rules: "\
+Ownership:
+- nnm_scratch_planner lives inside the scratch memory the caller hands
+  nnm_scratch_planner_init: NNM_SCRATCH_PLANNER_HEADER_BYTES, plus
+  NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER per buffer, plus up to 3 bytes to
+  align the start (NNM_SCRATCH_PLANNER_BYTES(n) in all). nnmem allocates
+  nothing and keeps nothing elsewhere, so there is nothing to free: the
+  planner ends when the caller reuses its scratch.
+- Offsets and results are copied into the caller's memory.
+
+Thread safety:
+- nnm_scratch_planner: not thread-safe, like TFLite Micro's planners.
+  Calls on one planner must not overlap; planners in different scratch
+  buffers may be used from different threads at once.",
+        embedded: "\
+Embedded build: holds all of it.",
+        code: "\
+/**
+ * Bytes of scratch nnm_scratch_planner_init needs for `n` buffers, at any
+ * address (3 bytes for aligning the start to 4 included).
+ */
+#define NNM_SCRATCH_PLANNER_BYTES(n) \\
+    (NNM_SCRATCH_PLANNER_HEADER_BYTES + 3u + (size_t)(n) * NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER)
+
+/**
+ * Whether the scratch planner runs `algorithm` (an nnm_algorithm value):
+ * TFLM, LINEAR and SIZE_FIRST_FIT; the others need nnm_planner's heap.
+ */
+#define NNM_SCRATCH_PLANNER_RUNS(algorithm) \\
+    ((nnm_algorithm)(algorithm) == NNM_ALGORITHM_TFLM || (nnm_algorithm)(algorithm) == NNM_ALGORITHM_LINEAR || \\
+     (nnm_algorithm)(algorithm) == NNM_ALGORITHM_SIZE_FIRST_FIT)
 ",
     },
     Topic {
@@ -100,6 +147,9 @@ Thread safety:
   not overlap; functions taking `const nnm_arena *` (sizes, report, check,
   categories) may run concurrently with each other. Different arenas may
   be used from different threads at once.",
+        embedded: "\
+Embedded build: leaves this header out (the arena still keeps its
+  records on the heap).",
         code: "",
     },
     Topic {
@@ -131,6 +181,8 @@ Thread safety:
   other; nnm_net_from_list reads no net and is safe from any thread at any
   time. An nnm_stack_cache, attached to a net or not, is used by one
   thread at a time (an attached one with its net).",
+        embedded: "\
+Embedded build: leaves this header out (it needs the heap).",
         code: "\
 /*
  * The kernel-style list node of nnm_net's lists (walk them with the macros of
@@ -187,6 +239,8 @@ Thread safety:
   another call on the handle runs). The functions of an
   nnm_device_allocator_vtable are called from any thread, concurrently:
   the caller makes them safe.",
+        embedded: "\
+Embedded build: leaves this header out (it needs the heap).",
         code: "",
     },
     Topic {
@@ -214,6 +268,8 @@ Thread safety:
   calls on it.
 - nnm_tensor_kind_name() and nnm_tensor_kind_from_name() are safe from any
   thread.",
+        embedded: "\
+Embedded build: leaves this header out (it needs the heap).",
         code: "",
     },
     Topic {
@@ -242,6 +298,8 @@ Thread safety:
   which no call (a waiting acquire included) may overlap.
   nnm_cancel_token_cancel() from any thread wakes every
   nnm_exec_pool_acquire waiting with that token.",
+        embedded: "\
+Embedded build: leaves this header out (it needs the heap).",
         code: "",
     },
 ];

@@ -3,6 +3,7 @@
 //! and the stack starts above the highest of them.
 
 use super::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
+use crate::plan::heapless;
 use crate::plan::problem::Problem;
 
 /// Buffers stacked in order of addition.
@@ -14,24 +15,8 @@ impl PlacementAlgorithm for Linear {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        let buffers = problem.buffers();
-        let mut next = buffers
-            .iter()
-            .filter(|b| b.occupies())
-            .filter_map(|b| b.fixed_offset.map(|o| o + b.size))
-            .max()
-            .unwrap_or(0);
-        let offsets = buffers
-            .iter()
-            .map(|b| match b.fixed_offset {
-                Some(o) => o,
-                None => {
-                    let o = next;
-                    next += b.size;
-                    o
-                }
-            })
-            .collect();
+        let mut offsets = vec![0u64; problem.len()];
+        heapless::linear(problem, &mut offsets);
         Placement::heuristic(offsets, self.algorithm())
     }
 }

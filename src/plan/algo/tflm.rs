@@ -21,69 +21,18 @@
 //! plan (without fixed buffers) in O(n log n · log m).
 
 use super::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
-use crate::plan::problem::{Buffer, Problem};
+use crate::plan::heapless::{self, Walk};
+use crate::plan::problem::Problem;
 
 /// The TFLite Micro greedy planner.
 pub struct Tflm;
 
 /// The order TFLM places buffers in.
+#[cfg(test)]
 pub(super) fn tflm_order(problem: &Problem) -> Vec<usize> {
-    let buffers = problem.buffers();
-    let mut fixed: Vec<usize> = (0..buffers.len()).filter(|&i| buffers[i].fixed_offset.is_some()).collect();
-    // Reverse order of addition, then a stable sort by size descending.
-    let mut online: Vec<usize> = (0..buffers.len()).rev().filter(|&i| buffers[i].fixed_offset.is_none()).collect();
-    crate::sort::sort_by(&mut online, |&a, &b| buffers[b].size.cmp(&buffers[a].size));
-    fixed.extend(online);
-    fixed
-}
-
-/// One placed buffer in the offset-sorted list.
-#[derive(Copy, Clone)]
-struct Entry {
-    offset: u64,
-    end: u64,
-    first_step: i64,
-    end_step: i64,
-}
-
-impl Entry {
-    fn of(buffers: &[Buffer], i: usize, offset: u64) -> Entry {
-        let b = &buffers[i];
-        Entry { offset, end: offset + b.size, first_step: b.lifetime.start, end_step: b.lifetime.end }
-    }
-}
-
-/// Places the buffers of `order` (TFLM's order, or its tail) one after the
-/// other into `list` (the entries already placed, sorted by offset), writing
-/// their offsets.
-fn place_in_tflm_order(buffers: &[Buffer], order: &[usize], list: &mut Vec<Entry>, offsets: &mut [u64]) {
-    for &i in order {
-        let b = &buffers[i];
-        if b.lifetime.is_empty() {
-            // Never used: the planner hands tflm TFLite Micro's (-1, -1)
-            // live at step -1 (as TFLM plans it); other empty lifetimes, and
-            // (-1, -1) from another caller (auto's portfolio), meet nothing.
-            offsets[i] = b.fixed_offset.unwrap_or(0);
-            continue;
-        }
-        let (s, e) = (b.lifetime.start, b.lifetime.end);
-        let offset = match b.fixed_offset {
-            Some(o) => o,
-            None => {
-                let mut candidate = 0u64;
-                for entry in list.iter().filter(|x| x.first_step < e && s < x.end_step) {
-                    if entry.offset >= candidate && entry.offset - candidate >= b.size {
-                        break;
-                    }
-                    candidate = candidate.max(entry.end);
-                }
-                candidate
-            }
-        };
-        offsets[i] = offset;
-        let at = list.partition_point(|x| x.offset <= offset);
-        list.insert(at, Entry::of(buffers, i, offset));
-    }
+    let mut order = vec![0u32; problem.len()];
+    heapless::tflm_order(problem, &mut order);
+    order.into_iter().map(heapless::ix).collect()
 }
 
 /// TFLM's plan of `problem` when its first `previous.len()` buffers were
@@ -95,28 +44,27 @@ fn place_in_tflm_order(buffers: &[Buffer], order: &[usize], list: &mut Vec<Entry
 /// k new buffers instead of O(n^2). `None` when the order changed (plan
 /// afresh).
 pub(crate) fn replan(problem: &Problem, previous: &[u64]) -> Option<Placement> {
-    let buffers = problem.buffers();
+    let n = problem.len();
     let old = previous.len();
-    if old > buffers.len() {
+    if old > n {
         return None;
     }
-    let order = tflm_order(problem);
-    if order[..old].iter().any(|&i| i >= old) {
+    let mut order = vec![0u32; n];
+    heapless::tflm_order(problem, &mut order);
+    if order[..old].iter().any(|&i| heapless::ix(i) >= old) {
         return None;
     }
-    let mut offsets = Vec::with_capacity(buffers.len());
+    let mut offsets = Vec::with_capacity(n);
     offsets.extend_from_slice(previous);
-    offsets.resize(buffers.len(), 0);
+    offsets.resize(n, 0);
     // TFLM inserts an entry after those at its offset, so its list is the
     // placement order sorted stably by offset.
-    let mut list: Vec<Entry> = order[..old]
-        .iter()
-        .filter(|&&i| !buffers[i].lifetime.is_empty())
-        .map(|&i| Entry::of(buffers, i, offsets[i]))
-        .collect();
-    list.sort_by_key(|x| x.offset);
-    list.reserve(buffers.len() - old);
-    place_in_tflm_order(buffers, &order[old..], &mut list, &mut offsets);
+    let mut list: Vec<u32> =
+        order[..old].iter().copied().filter(|&i| !problem.buffers()[heapless::ix(i)].lifetime.is_empty()).collect();
+    crate::sort::sort_by_key(&mut list, |&i| offsets[heapless::ix(i)]);
+    let listed = list.len();
+    list.resize(n, 0);
+    heapless::walk(problem, &order[old..], &mut list, listed, &mut offsets, Walk::Tflm);
     Some(Placement::heuristic(offsets, Algorithm::Tflm))
 }
 
@@ -126,10 +74,10 @@ impl PlacementAlgorithm for Tflm {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        let buffers = problem.buffers();
-        let mut offsets = vec![0u64; buffers.len()];
-        let mut list: Vec<Entry> = Vec::with_capacity(buffers.len());
-        place_in_tflm_order(buffers, &tflm_order(problem), &mut list, &mut offsets);
+        let n = problem.len();
+        let (mut order, mut list, mut offsets) = (vec![0u32; n], vec![0u32; n], vec![0u64; n]);
+        heapless::tflm_order(problem, &mut order);
+        heapless::walk(problem, &order, &mut list, 0, &mut offsets, Walk::Tflm);
         Placement::heuristic(offsets, self.algorithm())
     }
 }

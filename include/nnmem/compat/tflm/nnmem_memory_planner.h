@@ -2,12 +2,15 @@
  * nnmem's planner as a TensorFlow Lite Micro memory planner.
  *
  * tflite::NnmemMemoryPlanner implements the whole of
- * tflite::MicroMemoryPlanner over nnmem's static planner (<nnmem.h>). With
- * NNM_ALGORITHM_TFLM (the default) it gives the offsets and arena size of
- * TFLite Micro's own GreedyMemoryPlanner, byte for byte; any other nnmem
- * algorithm picked in the constructor plans the same buffers its own way
- * (NNM_ALGORITHM_EXACT: the smallest arena its search proves or finds
- * within its work budget, which is where a smaller arena comes from).
+ * tflite::MicroMemoryPlanner over nnmem's scratch planner
+ * (<nnmem/scratch_planner.h>). With NNM_ALGORITHM_TFLM (the default) it
+ * gives the offsets and arena size of TFLite Micro's own GreedyMemoryPlanner,
+ * byte for byte; NNM_ALGORITHM_LINEAR stacks the buffers like
+ * LinearMemoryPlanner; NNM_ALGORITHM_SIZE_FIRST_FIT is greedy by size
+ * without TFLite Micro's quirks. Any other nnmem algorithm
+ * (NNM_ALGORITHM_EXACT: the smallest arena its search proves or finds within
+ * its work budget, which is where a smaller arena comes from) runs on the
+ * heap planner, on hosts only: see "Heap" below.
  *
  * Compile it inside a TFLite Micro build (where the base class is declared)
  * and hand it to the allocator:
@@ -19,21 +22,36 @@
  *         tflite::MicroAllocator::Create(arena, arena_size, &planner);
  *     tflite::MicroInterpreter interpreter(model, resolver, allocator);
  *
- * and link nnmem (CMake: nnmem::nnmem; pkg-config: nnmem).
+ * and link nnmem (CMake: nnmem::nnmem; pkg-config: nnmem; on a
+ * microcontroller, the embedded build's libnnmem.a and -DNNMEM_NO_HEAP:
+ * README.md, "The embedded build").
  *
- * What it keeps: one nnm_planner (nnmem's heap, see nnm_planner_add_buffer
- * for the bytes per buffer); it keeps no copy of the buffers. Buffers may be
- * added after a query: the next query plans again, as GreedyMemoryPlanner
- * does. Init() starts over (it drops every buffer). nnmem never writes the
- * scratch buffer Init() is given; with NNM_ALGORITHM_TFLM its size bounds
- * the number of buffers as GreedyMemoryPlanner's does (per_buffer_size()
- * bytes each), so a model fails for lack of scratch exactly where TFLite
- * Micro's would; other algorithms take any number of buffers.
+ * Memory: like GreedyMemoryPlanner, it plans inside the scratch buffer that
+ * MicroAllocator hands Init() and keeps nothing anywhere else: no heap, no
+ * destructor needed (TFLite Micro places planners in its arena and never
+ * destroys them). The scratch holds NNM_SCRATCH_PLANNER_HEADER_BYTES plus
+ * per_buffer_size() bytes per buffer (32, against GreedyMemoryPlanner's 40),
+ * so a scratch too small for one more buffer makes AddBuffer fail, with
+ * the bytes missing in the message, as GreedyMemoryPlanner's does. Init()
+ * starts over. Buffers may be added after a query: the next query plans
+ * again, as GreedyMemoryPlanner does. The class caches the arena size, so
+ * GetMaximumMemorySize() answers after MicroAllocator has released the
+ * scratch (as it asks once the plan is committed).
+ *
+ * Heap: with an algorithm the scratch planner does not run, planning makes a
+ * heap planner (nnm_planner), plans, copies the offsets into the scratch
+ * (nnm_scratch_planner_set_plan) and frees it before returning, so nothing
+ * stays on the heap either. Define NNMEM_NO_HEAP (the embedded build has no
+ * heap planner) to compile without that path; such algorithms are then
+ * refused at construction.
  *
  * What it refuses that GreedyMemoryPlanner accepts (AddBuffer returns
  * kTfLiteError and MicroPrintf says why): a negative size, a step below -1,
  * a last use before the first use (or -1 after a first use of 0 or more),
- * and an offline offset below -1. The interpreter never passes these.
+ * and an offline offset below -1; with NNM_ALGORITHM_LINEAR, an offline
+ * offset that shares bytes with another offline buffer (LinearMemoryPlanner
+ * refuses offline offsets, and preserves_all_tensors() promises that no two
+ * tensors share memory). The interpreter never passes the others.
  *
  * Errors are printed with MicroPrintf, as TFLite Micro's planners do, and
  * returned as kTfLiteError; GetMaximumMemorySize() returns 0 when planning
@@ -46,9 +64,13 @@
 #include <climits>
 #include <cstddef>
 #include <cstdint>
+
+#include <nnmem/scratch_planner.h>
+#ifndef NNMEM_NO_HEAP
 #include <vector>
 
-#include <nnmem.h>
+#include <nnmem/planner.h>
+#endif
 
 #include "tensorflow/lite/micro/memory_planner/micro_memory_planner.h"
 #include "tensorflow/lite/micro/micro_log.h"
@@ -57,49 +79,52 @@ namespace tflite {
 
 class NnmemMemoryPlanner : public MicroMemoryPlanner {
  public:
-  // `algorithm`: an nnm_algorithm value. An unknown one (or a planner nnmem
-  // cannot make) is printed and every later call fails.
+  // `algorithm`: an nnm_algorithm value. An unknown one (or, with
+  // NNMEM_NO_HEAP, one that needs the heap) is printed and every later call
+  // fails.
   explicit NnmemMemoryPlanner(uint32_t algorithm = NNM_ALGORITHM_TFLM)
-      : planner_(nullptr), algorithm_(algorithm), max_buffer_count_(-1), planned_(false) {
-    if (!Check(nnm_planner_new(&planner_))) {
-      planner_ = nullptr;
-      return;
+      : planner_(nullptr), algorithm_(algorithm), required_(0), planned_(false), usable_(true) {
+#ifdef NNMEM_NO_HEAP
+    if (!NNM_SCRATCH_PLANNER_RUNS(algorithm)) {
+      MicroPrintf("nnmem: algorithm value %u is not one the scratch planner runs (tflm, linear, size-first-fit); "
+                  "the others need the heap planner, which NNMEM_NO_HEAP leaves out",
+                  static_cast<unsigned>(algorithm));
+      usable_ = false;
     }
-    // TFLite Micro trusts an offline plan whose tensors share memory; so
-    // does every nnmem algorithm with this setting (TFLM always does).
-    if (!Check(nnm_planner_set_algorithm(planner_, algorithm)) ||
-        !Check(nnm_planner_set_trust_fixed(planner_, 1))) {
-      nnm_planner_free(planner_);
-      planner_ = nullptr;
+#else
+    if (nnm_algorithm_name(algorithm) == nullptr) {
+      MicroPrintf("nnmem: unknown algorithm value %u", static_cast<unsigned>(algorithm));
+      usable_ = false;
     }
+#endif
   }
 
-  ~NnmemMemoryPlanner() override { nnm_planner_free(planner_); }
+  ~NnmemMemoryPlanner() override {}
 
   NnmemMemoryPlanner(const NnmemMemoryPlanner&) = delete;
   NnmemMemoryPlanner& operator=(const NnmemMemoryPlanner&) = delete;
 
-  // GreedyMemoryPlanner's scratch bytes per buffer (ten ints: its buffer
-  // record of four, two sort keys, a list entry of three, the offset), by
-  // which Init()'s scratch size bounds the buffer count under
-  // NNM_ALGORITHM_TFLM.
-  static size_t per_buffer_size() { return 10 * sizeof(int); }
+  // Scratch bytes per buffer (besides NNM_SCRATCH_PLANNER_HEADER_BYTES and
+  // up to 3 bytes for aligning the scratch).
+  static size_t per_buffer_size() { return NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER; }
 
-  // Starts over: drops every buffer. nnmem plans in its own memory and never
-  // touches `scratch_buffer`; under NNM_ALGORITHM_TFLM at most
-  // scratch_buffer_size / per_buffer_size() buffers may then be added, as
-  // with GreedyMemoryPlanner.
+  // Starts over inside `scratch_buffer`: every buffer added later lives
+  // there until the next Init().
   TfLiteStatus Init(unsigned char* scratch_buffer, int scratch_buffer_size) override {
-    (void)scratch_buffer;
-    if (planner_ == nullptr) return Unusable();
-    if (!Check(nnm_planner_reset(planner_))) return kTfLiteError;
+    if (!usable_) return Unusable();
+    planner_ = nullptr;
     planned_ = false;
-    if (algorithm_ == NNM_ALGORITHM_TFLM) {
-      max_buffer_count_ =
-          scratch_buffer_size > 0 ? static_cast<int>(static_cast<size_t>(scratch_buffer_size) / per_buffer_size()) : 0;
-    } else {
-      max_buffer_count_ = -1;
+    required_ = 0;
+    if (scratch_buffer_size < 0) {
+      MicroPrintf("nnmem: scratch buffer size %d is negative", scratch_buffer_size);
+      return kTfLiteError;
     }
+    const uint32_t runs = NNM_SCRATCH_PLANNER_RUNS(algorithm_) ? algorithm_ : NNM_ALGORITHM_SIZE_FIRST_FIT;
+    nnm_scratch_planner* planner = nullptr;
+    if (!Check(nnm_scratch_planner_init(scratch_buffer, static_cast<size_t>(scratch_buffer_size), runs, &planner))) {
+      return kTfLiteError;
+    }
+    planner_ = planner;
     return kTfLiteOk;
   }
 
@@ -120,14 +145,14 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // The arena bytes the plan needs (planning first if buffers were added);
   // 0 when planning fails.
   size_t GetMaximumMemorySize() override {
-    uint64_t bytes = 0;
-    if (Plan() != kTfLiteOk || !Check(nnm_planner_required_bytes(planner_, &bytes))) return 0;
-    return static_cast<size_t>(bytes);
+    if (planner_ == nullptr) return 0;
+    if (Plan() != kTfLiteOk) return 0;
+    return required_;
   }
 
   int GetBufferCount() override {
     size_t count = 0;
-    if (planner_ == nullptr || !Check(nnm_planner_buffer_count(planner_, &count))) return 0;
+    if (planner_ == nullptr || nnm_scratch_planner_buffer_count(planner_, &count, nullptr) != NNM_OK) return 0;
     return static_cast<int>(count);
   }
 
@@ -140,15 +165,14 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
       MicroPrintf("buffer index %d is outside range 0 to %d", buffer_index, count);
       return kTfLiteError;
     }
-    uint64_t at = 0;
     if (offset == nullptr) {
       MicroPrintf("nnmem: GetOffsetForBuffer: offset is NULL");
       return kTfLiteError;
     }
-    if (!Check(nnm_planner_get_offset(planner_, static_cast<size_t>(buffer_index), &at))) return kTfLiteError;
-    if (at > static_cast<uint64_t>(INT_MAX)) {
-      MicroPrintf("nnmem: offset %llu of buffer %d does not fit an int", static_cast<unsigned long long>(at),
-                  buffer_index);
+    uint32_t at = 0;
+    if (!Check(nnm_scratch_planner_get_offset(planner_, static_cast<size_t>(buffer_index), &at))) return kTfLiteError;
+    if (at > static_cast<uint32_t>(INT_MAX)) {
+      MicroPrintf("nnmem: offset %lu of buffer %d does not fit an int", static_cast<unsigned long>(at), buffer_index);
       return kTfLiteError;
     }
     *offset = static_cast<int>(at);
@@ -157,23 +181,22 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
 
   // Whether tensors keep their data after invocation: only when nothing
   // shares memory (NNM_ALGORITHM_LINEAR, like TFLite Micro's
-  // LinearMemoryPlanner).
+  // LinearMemoryPlanner, which refuses offline buffers that share bytes).
   bool preserves_all_tensors() const override { return algorithm_ == NNM_ALGORITHM_LINEAR; }
 
-  // nnmem's picture of the plan (nnm_planner_draw), a line per MicroPrintf.
+  // The plan, a line per buffer (index, size, inclusive steps, offsets) and
+  // the arena size, through MicroPrintf.
   void PrintMemoryPlan() override {
-    size_t needed = 0;
-    if (Plan() != kTfLiteOk || !Check(nnm_planner_draw(planner_, nullptr, 0, &needed))) return;
-    std::vector<char> text(needed);
-    if (!Check(nnm_planner_draw(planner_, text.data(), text.size(), &needed))) return;
-    size_t line = 0;
-    for (size_t i = 0; i + 1 < text.size(); ++i) {
-      if (text[i] == '\n') {
-        text[i] = '\0';
-        MicroPrintf("%s", &text[line]);
-        line = i + 1;
-      }
+    if (Plan() != kTfLiteOk) return;
+    const int count = GetBufferCount();
+    for (int i = 0; i < count; ++i) {
+      nnm_scratch_buffer b;
+      if (!Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(i), &b))) return;
+      MicroPrintf("%d: %lu B, steps %d..%d, at %lu..%lu%s", i, static_cast<unsigned long>(b.size),
+                  static_cast<int>(b.first_use), static_cast<int>(b.last_use), static_cast<unsigned long>(b.offset),
+                  static_cast<unsigned long>(b.offset + b.size), b.fixed ? " (offline)" : "");
     }
+    MicroPrintf("%d buffers, peak %lu B", count, static_cast<unsigned long>(required_));
   }
 
   // TFLite Micro's check: whether two buffers live at a common step
@@ -182,32 +205,34 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // overlaps it. Each overlapping pair is printed (both ways round) as
   // GreedyMemoryPlanner prints it. O(n^2): for tests.
   bool DoAnyBuffersOverlap() {
-    const int count = GetBufferCount();
     if (Plan() != kTfLiteOk) return false;
-    std::vector<nnm_plan_buffer> b(static_cast<size_t>(count));
-    for (size_t i = 0; i < b.size(); ++i) {
-      if (!Check(nnm_planner_get_buffer(planner_, i, &b[i]))) return false;
-    }
+    const int count = GetBufferCount();
     bool found = false;
-    for (size_t i = 0; i < b.size(); ++i) {
-      for (size_t j = 0; j < b.size(); ++j) {
-        if (i == j || b[i].first_use > b[j].last_use || b[j].first_use > b[i].last_use) continue;
-        const uint64_t a_end = b[i].offset + b[i].size, b_end = b[j].offset + b[j].size;
-        if (b[i].offset >= b_end || b[j].offset >= a_end) continue;
+    for (int i = 0; i < count; ++i) {
+      for (int j = 0; j < count; ++j) {
+        nnm_scratch_buffer a, b;
+        if (i == j || !Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(i), &a)) ||
+            !Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(j), &b))) {
+          continue;
+        }
+        if (a.first_use > b.last_use || b.first_use > a.last_use) continue;
+        const uint32_t a_end = a.offset + a.size, b_end = b.offset + b.size;
+        if (a.offset >= b_end || b.offset >= a_end) continue;
         found = true;
-        MicroPrintf("Overlap: %d (%d=>%d, %d->%d) vs %d (%d=>%d, %d->%d)", static_cast<int>(i),
-                    static_cast<int>(b[i].first_use), static_cast<int>(b[i].last_use), static_cast<int>(b[i].offset),
-                    static_cast<int>(a_end), static_cast<int>(j), static_cast<int>(b[j].first_use),
-                    static_cast<int>(b[j].last_use), static_cast<int>(b[j].offset), static_cast<int>(b_end));
+        MicroPrintf("Overlap: %d (%d=>%d, %d->%d) vs %d (%d=>%d, %d->%d)", i, static_cast<int>(a.first_use),
+                    static_cast<int>(a.last_use), static_cast<int>(a.offset), static_cast<int>(a_end), j,
+                    static_cast<int>(b.first_use), static_cast<int>(b.last_use), static_cast<int>(b.offset),
+                    static_cast<int>(b_end));
       }
     }
     return found;
   }
 
-  // The nnmem planner underneath, for nnmem's own queries (nnm_planner_get_result,
-  // nnm_planner_lower_bound, ...); NULL when the constructor failed. Calls
-  // that change it (other than through this class) are not supported.
-  const nnm_planner* planner() const { return planner_; }
+  // The scratch planner underneath, for nnmem's own queries
+  // (nnm_scratch_planner_lower_bound, ...); NULL before Init() and when the
+  // constructor failed. Calls that change it (other than through this class)
+  // are not supported.
+  nnm_scratch_planner* planner() const { return planner_; }
 
  private:
   // Prints nnmem's message for a failed call.
@@ -217,44 +242,109 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     return false;
   }
 
-  static TfLiteStatus Unusable() {
+  TfLiteStatus Unusable() const {
     MicroPrintf("nnmem: this NnmemMemoryPlanner has no planner (its construction failed)");
     return kTfLiteError;
   }
 
-  TfLiteStatus Add(int size, int first_time_used, int last_time_used, int offline_offset) {
-    if (planner_ == nullptr) return Unusable();
-    if (max_buffer_count_ >= 0 && GetBufferCount() >= max_buffer_count_) {
-      MicroPrintf("Too many buffers (max is %d)", max_buffer_count_);
+  TfLiteStatus Ready() const {
+    if (!usable_) return Unusable();
+    if (planner_ == nullptr) {
+      MicroPrintf("nnmem: Init() first: the planner lives in the scratch buffer Init() is given");
       return kTfLiteError;
     }
+    return kTfLiteOk;
+  }
+
+  TfLiteStatus Add(int size, int first_time_used, int last_time_used, int offline_offset) {
+    if (Ready() != kTfLiteOk) return kTfLiteError;
     if (size < 0 || offline_offset < -1) {
       MicroPrintf("nnmem: buffer size %d or offline offset %d is negative", size, offline_offset);
       return kTfLiteError;
     }
+    if (offline_offset != -1 && algorithm_ == NNM_ALGORITHM_LINEAR && SharesOfflineBytes(size, offline_offset)) {
+      return kTfLiteError;
+    }
     const nnm_status status =
         offline_offset == -1
-            ? nnm_planner_add_buffer(planner_, static_cast<uint64_t>(size), first_time_used, last_time_used, nullptr)
-            : nnm_planner_add_fixed_buffer(planner_, static_cast<uint64_t>(size), first_time_used, last_time_used,
-                                           static_cast<uint64_t>(offline_offset), nullptr);
+            ? nnm_scratch_planner_add_buffer(planner_, static_cast<uint32_t>(size), first_time_used, last_time_used,
+                                             nullptr)
+            : nnm_scratch_planner_add_fixed_buffer(planner_, static_cast<uint32_t>(size), first_time_used,
+                                                   last_time_used, static_cast<uint32_t>(offline_offset), nullptr);
     if (!Check(status)) return kTfLiteError;
     planned_ = false;
     return kTfLiteOk;
   }
 
+  // Under NNM_ALGORITHM_LINEAR: whether an offline buffer of `size` bytes at
+  // `offset` shares a byte with one added before (printed when it does).
+  bool SharesOfflineBytes(int size, int offset) {
+    const int count = GetBufferCount();
+    const uint32_t lo = static_cast<uint32_t>(offset), hi = lo + static_cast<uint32_t>(size);
+    for (int i = 0; i < count; ++i) {
+      nnm_scratch_buffer b;
+      if (!Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(i), &b))) return true;
+      if (b.fixed && b.size > 0 && size > 0 && lo < b.offset + b.size && b.offset < hi) {
+        MicroPrintf(
+            "nnmem: offline buffer at %d..%lu shares bytes with offline buffer %d at %lu..%lu; "
+            "NNM_ALGORITHM_LINEAR preserves all tensors, so no two may share memory",
+            offset, static_cast<unsigned long>(hi), i, static_cast<unsigned long>(b.offset),
+            static_cast<unsigned long>(b.offset + b.size));
+        return true;
+      }
+    }
+    return false;
+  }
+
   // Plans if buffers were added since the last plan.
   TfLiteStatus Plan() {
-    if (planner_ == nullptr) return Unusable();
+    if (Ready() != kTfLiteOk) return kTfLiteError;
     if (planned_) return kTfLiteOk;
-    if (!Check(nnm_planner_plan(planner_))) return kTfLiteError;
+    uint32_t bytes = 0;
+    if (NNM_SCRATCH_PLANNER_RUNS(algorithm_)) {
+      if (!Check(nnm_scratch_planner_plan(planner_, &bytes))) return kTfLiteError;
+    } else if (PlanOnTheHeap(&bytes) != kTfLiteOk) {
+      return kTfLiteError;
+    }
+    required_ = bytes;
     planned_ = true;
     return kTfLiteOk;
   }
 
-  nnm_planner* planner_;
+#ifdef NNMEM_NO_HEAP
+  TfLiteStatus PlanOnTheHeap(uint32_t*) { return Unusable(); }
+#else
+  // Plans the buffers with the heap planner and the chosen algorithm, and
+  // hands the offsets to the scratch planner; the heap planner and the
+  // offsets' copy are freed before returning, so nothing stays on the heap.
+  TfLiteStatus PlanOnTheHeap(uint32_t* bytes) {
+    const int count = GetBufferCount();
+    nnm_planner* heap = nullptr;
+    if (!Check(nnm_planner_new(&heap))) return kTfLiteError;
+    bool ok = Check(nnm_planner_set_algorithm(heap, algorithm_)) && Check(nnm_planner_set_trust_fixed(heap, 1));
+    for (int i = 0; ok && i < count; ++i) {
+      nnm_scratch_buffer b;
+      ok = Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(i), &b)) &&
+           Check(b.fixed ? nnm_planner_add_fixed_buffer(heap, b.size, b.first_use, b.last_use, b.offset, nullptr)
+                         : nnm_planner_add_buffer(heap, b.size, b.first_use, b.last_use, nullptr));
+    }
+    ok = ok && Check(nnm_planner_plan(heap));
+    std::vector<uint64_t> wide(ok ? static_cast<size_t>(count) : 0);
+    ok = ok && Check(nnm_planner_get_offsets(heap, wide.data(), wide.size()));
+    nnm_planner_free(heap);
+    if (!ok) return kTfLiteError;
+    // Each fits 32 bits: the scratch planner bounded the sizes' sum.
+    std::vector<uint32_t> offsets(wide.begin(), wide.end());
+    return Check(nnm_scratch_planner_set_plan(planner_, offsets.data(), offsets.size(), bytes)) ? kTfLiteOk
+                                                                                               : kTfLiteError;
+  }
+#endif
+
+  nnm_scratch_planner* planner_;  // inside the scratch Init() was given
   uint32_t algorithm_;
-  int max_buffer_count_;  // -1: no bound
+  size_t required_;  // the arena size, once planned
   bool planned_;
+  bool usable_;
 };
 
 }  // namespace tflite

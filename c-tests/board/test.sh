@@ -1,0 +1,123 @@
+#!/bin/sh
+# Builds the board programs beside this script for the three emulated boards
+# and runs them under QEMU (run.sh), checking each exit status:
+#   selftest.c, selftest_cpp.cpp  0 (startup, .data/.bss, constructors, heap, FPU)
+#   selftest.c -DSELFTEST_EXIT=3  3 (QEMU passes main's status on)
+#   selftest.c -DSELFTEST_FAULT   99 and "HardFault" (the fault handler)
+#   udiv.c                        0 on mps2, 99 on microbit (a v6-M check)
+#   calibrate.c                   0 under -icount shift=0 (icount.h)
+#
+#   c-tests/board/test.sh [BUILD_DIR]     (default: a temporary directory)
+#
+# Needs arm-none-eabi-gcc/g++ with newlib (nano.specs, rdimon.specs) and
+# qemu-system-arm; exits 0 when every check passes, 1 when one fails, and 77
+# (skipped) when the toolchain or QEMU is missing.
+set -u
+for tool in arm-none-eabi-gcc arm-none-eabi-g++ "${QEMU_SYSTEM_ARM:-qemu-system-arm}"; do
+  if ! command -v "$tool" >/dev/null 2>&1; then
+    echo "board tests skipped: $tool not found"
+    exit 77
+  fi
+done
+here=$(cd "$(dirname "$0")" && pwd)
+out=${1:-$(mktemp -d)}
+mkdir -p "$out"
+
+M4="-mcpu=cortex-m4 -mthumb -mfloat-abi=hard -mfpu=fpv4-sp-d16"
+M0="-mcpu=cortex-m0plus -mthumb -mfloat-abi=soft"
+WARN="-Wall -Wextra -Werror"
+CFLAGS="-std=c99 -pedantic $WARN -Os -g -ffunction-sections -fdata-sections"
+CXXFLAGS="-std=c++17 $WARN -Os -g -ffunction-sections -fdata-sections -fno-exceptions -fno-rtti"
+LDFLAGS="--specs=nano.specs --specs=rdimon.specs -nostartfiles -Wl,--gc-sections"
+
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# build NAME CORE(m4|m0) LDSCRIPT SOURCE [extra flags]
+build() {
+  name=$1 core=$2 ld=$3 src=$4
+  shift 4
+  if [ "$core" = m4 ]; then flags=$M4; else flags=$M0; fi
+  objs=""
+  for c in startup.c icount.c; do
+    # shellcheck disable=SC2086
+    arm-none-eabi-gcc $flags $CFLAGS -c "$here/$c" -o "$out/$name.${c%.c}.o" || return 1
+    objs="$objs $out/$name.${c%.c}.o"
+  done
+  case $src in
+  *.cpp) cc="arm-none-eabi-g++ $CXXFLAGS" ;;
+  *) cc="arm-none-eabi-gcc $CFLAGS" ;;
+  esac
+  # shellcheck disable=SC2086
+  $cc $flags "$@" -c "$here/$src" -o "$out/$name.o" || return 1
+  # shellcheck disable=SC2086
+  arm-none-eabi-g++ $flags $LDFLAGS -T "$here/$ld" $objs "$out/$name.o" -o "$out/$name.elf" \
+    -Wl,-Map,"$out/$name.map"
+}
+
+# check BOARD NAME EXPECTED_STATUS [--icount] [TEXT expected in the output]
+check() {
+  board=$1 name=$2 want=$3
+  shift 3
+  icount=""
+  if [ "${1:-}" = --icount ]; then
+    icount=--icount
+    shift
+  fi
+  text=${1:-}
+  if [ ! -f "$out/$name.elf" ]; then
+    fail "$name was not built"
+    return
+  fi
+  "$here/run.sh" $icount "$board" "$out/$name.elf" >"$out/$name.$board.log" 2>&1
+  got=$?
+  if [ "$got" != "$want" ]; then
+    fail "$name on $board exited $got, expected $want"
+    sed 's/^/    /' "$out/$name.$board.log"
+  elif [ -n "$text" ] && ! grep -q "$text" "$out/$name.$board.log"; then
+    fail "$name on $board did not print \"$text\""
+    sed 's/^/    /' "$out/$name.$board.log"
+  else
+    echo "ok: $name on $board (exit $got)"
+  fi
+}
+
+for core in m4 m0; do
+  build selftest-$core $core mps2.ld selftest.c || fail "build selftest-$core"
+  build selftest_cpp-$core $core mps2.ld selftest_cpp.cpp || fail "build selftest_cpp-$core"
+  build exit3-$core $core mps2.ld selftest.c -DSELFTEST_EXIT=3 || fail "build exit3-$core"
+  build fault-$core $core mps2.ld selftest.c -DSELFTEST_FAULT || fail "build fault-$core"
+  build udiv-$core $core mps2.ld udiv.c || fail "build udiv-$core"
+  build calibrate-$core $core mps2.ld calibrate.c || fail "build calibrate-$core"
+done
+build selftest-microbit m0 microbit.ld selftest.c || fail "build selftest-microbit"
+build selftest_cpp-microbit m0 microbit.ld selftest_cpp.cpp || fail "build selftest_cpp-microbit"
+build exit3-microbit m0 microbit.ld selftest.c -DSELFTEST_EXIT=3 || fail "build exit3-microbit"
+build fault-microbit m0 microbit.ld selftest.c -DSELFTEST_FAULT || fail "build fault-microbit"
+build udiv-microbit m0 microbit.ld udiv.c || fail "build udiv-microbit"
+build calibrate-microbit m0 microbit.ld calibrate.c || fail "build calibrate-microbit"
+
+for pair in "mps2-an386 m4" "mps2-an385 m0"; do
+  set -- $pair
+  check "$1" selftest-$2 0
+  check "$1" selftest_cpp-$2 0
+  check "$1" exit3-$2 3
+  check "$1" fault-$2 99 HardFault
+  check "$1" udiv-$2 0
+  check "$1" calibrate-$2 0 --icount
+done
+check microbit selftest-microbit 0
+check microbit selftest_cpp-microbit 0
+check microbit exit3-microbit 3
+check microbit fault-microbit 99 HardFault
+check microbit udiv-microbit 99 HardFault
+check microbit calibrate-microbit 0 --icount
+
+if [ "$failures" != 0 ]; then
+  echo "board tests: $failures failed (outputs in $out)"
+  exit 1
+fi
+echo "board tests: all passed (outputs in $out)"
