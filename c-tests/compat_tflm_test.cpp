@@ -13,8 +13,13 @@
 
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "nnm_check.h"
 
@@ -46,8 +51,18 @@ struct Buffer {
   int offline;  // -1: planned online (TFLite Micro's kOnlinePlannedBuffer)
 };
 
-// Adds the buffers through the base class, as TFLite Micro's CreatePlan does.
-static void add_all(tflite::MicroMemoryPlanner& planner, const std::vector<Buffer>& buffers) {
+// Scratch buffers for planners, as MicroAllocator hands its planner the
+// free part of the arena: a ring of 16 KB blocks, aligned as the arena's.
+static unsigned char* fresh_scratch() {
+  alignas(16) static unsigned char ring[8][16384];
+  static size_t next = 0;
+  return ring[next++ % 8];
+}
+
+// Inits a planner that has no scratch yet, then adds the buffers through the
+// base class, as TFLite Micro's CreatePlan does.
+static void add_all(tflite::NnmemMemoryPlanner& planner, const std::vector<Buffer>& buffers) {
+  if (planner.planner() == nullptr) CHECK(planner.Init(fresh_scratch(), 16384) == kTfLiteOk);
   for (size_t i = 0; i < buffers.size(); ++i) {
     const Buffer& b = buffers[i];
     if (b.offline == -1) {
@@ -120,24 +135,33 @@ static void test_greedy_planner_tests() {
   CHECK(!exact.DoAnyBuffersOverlap());
   CHECK(exact.GetMaximumMemorySize() <= greedy.GetMaximumMemorySize());
   // The lower bound: 9,216 B live throughout plus 36,864 + 18,432 B at step 2.
-  uint64_t bound = 0;
-  CHECK_OK(nnm_planner_lower_bound(exact.planner(), &bound));
+  uint32_t bound = 0;
+  CHECK_OK(nnm_scratch_planner_lower_bound(exact.planner(), &bound));
   CHECK(bound == 9216 + 36864 + 18432);
   CHECK(exact.GetMaximumMemorySize() == bound);
   CHECK(take_log().empty());
 
-  // TestSmallScratch: 40 B of scratch holds one buffer.
-  unsigned char small[40];
+  // TestSmallScratch: 40 B of scratch holds one buffer (12 B of header and
+  // 24 B per buffer, at any address; TFLite Micro: 40 B per buffer); the
+  // message gives the bytes missing.
+  alignas(4) unsigned char small[40];
   tflite::NnmemMemoryPlanner planner;
   CHECK(planner.Init(small, sizeof small) == kTfLiteOk);
   CHECK(planner.AddBuffer(100, 0, 1) == kTfLiteOk);
   CHECK(planner.AddBuffer(50, 2, 3) == kTfLiteError);
-  CHECK(logged(take_log(), "Too many buffers (max is 1)"));
+  CHECK(logged(take_log(), "scratch of 40 B holds 1 buffers; one more needs 60 B (20 B missing)"));
   CHECK(planner.GetBufferCount() == 1);
-  // Other algorithms need no scratch.
+  CHECK(planner.GetMaximumMemorySize() == 100u);
+  // Every algorithm keeps its buffers in the scratch, the heap ones too.
   tflite::NnmemMemoryPlanner any(NNM_ALGORITHM_EXACT);
   CHECK(any.Init(small, sizeof small) == kTfLiteOk);
-  CHECK(any.AddBuffer(100, 0, 1) == kTfLiteOk && any.AddBuffer(50, 2, 3) == kTfLiteOk);
+  CHECK(any.AddBuffer(100, 0, 1) == kTfLiteOk && any.AddBuffer(50, 2, 3) == kTfLiteError);
+  CHECK(logged(take_log(), "20 B missing"));
+  // Init without a scratch, as GreedyMemoryPlanner allows: no buffer fits.
+  CHECK(any.Init(nullptr, 0) == kTfLiteOk);
+  CHECK(any.GetBufferCount() == 0 && any.GetMaximumMemorySize() == 0);
+  CHECK(any.AddBuffer(8, 0, 1) == kTfLiteError);
+  CHECK(logged(take_log(), "no scratch: Init() gave 0 B"));
 }
 
 // micro_allocator_test.cc, the offline-planning cases: 48 B tensors, offline
@@ -211,6 +235,7 @@ static void test_add_after_a_query() {
   }
   // TestGreedyMedium's buffers, a query after each: TFLite Micro's figures.
   tflite::NnmemMemoryPlanner planner;
+  CHECK(planner.Init(fresh_scratch(), 16384) == kTfLiteOk);
   const std::vector<Buffer> medium = {{10, 0, 1, -1}, {20, 1, 2, -1}, {30, 2, 3, -1}, {40, 3, 4, -1}, {50, 0, 1, -1}};
   for (const Buffer& b : medium) {
     CHECK(planner.AddBuffer(b.size, b.first, b.last) == kTfLiteOk);
@@ -219,7 +244,7 @@ static void test_add_after_a_query() {
   CHECK(offsets_of(planner) == std::vector<int>({50, 70, 40, 0, 0}));
   CHECK(planner.GetMaximumMemorySize() == 90u);
   // Init starts over.
-  CHECK(planner.Init(nullptr, 0) == kTfLiteOk);
+  CHECK(planner.Init(fresh_scratch(), 16384) == kTfLiteOk);
   CHECK(planner.GetBufferCount() == 0 && planner.GetMaximumMemorySize() == 0);
   CHECK(take_log().empty());
 }
@@ -261,6 +286,7 @@ static void test_do_any_buffers_overlap() {
   CHECK(logged(log, "Overlap: 1 (0=>1, 50->50) vs 0 (0=>1, 0->100)\n"));
   // An empty planner has nothing to overlap.
   tflite::NnmemMemoryPlanner empty;
+  CHECK(empty.Init(fresh_scratch(), 16384) == kTfLiteOk);
   CHECK(!empty.DoAnyBuffersOverlap() && empty.GetMaximumMemorySize() == 0 && empty.GetBufferCount() == 0);
 }
 
@@ -268,13 +294,16 @@ static void test_do_any_buffers_overlap() {
 // errors: kTfLiteError, a message through MicroPrintf, nothing added.
 static void test_errors() {
   tflite::NnmemMemoryPlanner planner;
+  CHECK(planner.AddBuffer(16, 0, 1) == kTfLiteError);
+  CHECK(logged(take_log(), "Init() first"));
+  CHECK(planner.Init(fresh_scratch(), 16384) == kTfLiteOk);
   CHECK(planner.AddBuffer(16, 0, 1) == kTfLiteOk);
   CHECK(planner.AddBuffer(-1, 0, 1) == kTfLiteError);
   CHECK(logged(take_log(), "nnmem: buffer size -1"));
   CHECK(planner.AddBuffer(8, 3, 2) == kTfLiteError);
-  CHECK(logged(take_log(), "last_use 2 is before first_use 3"));
+  CHECK(logged(take_log(), "lifetime first_use 3, last_use 2 is not allowed"));
   CHECK(planner.AddBuffer(8, -2, 2) == kTfLiteError);
-  CHECK(logged(take_log(), "negative step"));
+  CHECK(logged(take_log(), "lifetime first_use -2, last_use 2 is not allowed"));
   CHECK(planner.AddBuffer(8, 0, 1, -2) == kTfLiteError);
   CHECK(logged(take_log(), "offline offset -2"));
   CHECK(planner.GetBufferCount() == 1);
@@ -295,7 +324,7 @@ static void test_errors() {
   CHECK(unknown.AddBuffer(8, 0, 1) == kTfLiteError);
   CHECK(unknown.GetMaximumMemorySize() == 0 && unknown.GetBufferCount() == 0);
   CHECK(unknown.GetOffsetForBuffer(0, &offset) == kTfLiteError);
-  CHECK(unknown.Init(nullptr, 0) == kTfLiteError);
+  CHECK(unknown.Init(fresh_scratch(), 16384) == kTfLiteError);
   CHECK(!unknown.DoAnyBuffersOverlap());
   unknown.PrintMemoryPlan();
   CHECK(logged(take_log(), "construction failed"));
@@ -308,12 +337,45 @@ static void test_the_interface() {
   CHECK(!base->preserves_all_tensors());
   base = &linear;
   CHECK(base->preserves_all_tensors());  // nothing shares memory
-  CHECK(tflite::NnmemMemoryPlanner::per_buffer_size() == 10 * sizeof(int));
-  // A planner deleted through the base class frees its nnmem planner
-  // (valgrind and ASan check).
-  tflite::MicroMemoryPlanner* owned = new tflite::NnmemMemoryPlanner(NNM_ALGORITHM_AUTO);
-  CHECK(owned->AddBuffer(8, 0, 0) == kTfLiteOk && owned->GetMaximumMemorySize() == 8);
-  delete owned;
+  CHECK(tflite::NnmemMemoryPlanner::per_buffer_size() == NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER);
+  CHECK(tflite::NnmemMemoryPlanner::per_buffer_size() == 24);
+  // So linear refuses offline buffers that share bytes (TFLite Micro's
+  // LinearMemoryPlanner refuses every offline buffer).
+  CHECK(linear.Init(fresh_scratch(), 16384) == kTfLiteOk);
+  CHECK(linear.AddBuffer(16, 0, 1, 0) == kTfLiteOk);
+  CHECK(linear.AddBuffer(16, 0, 1, 0) == kTfLiteError);
+  CHECK(logged(take_log(), "offline buffer at 0..16 shares bytes with offline buffer 0 at 0..16"));
+  CHECK(linear.AddBuffer(16, 0, 1, 8) == kTfLiteError);
+  CHECK(linear.AddBuffer(16, 0, 1, 16) == kTfLiteOk && linear.AddBuffer(8, 0, 1) == kTfLiteOk);
+  CHECK(offsets_of(linear) == std::vector<int>({0, 16, 32}));
+  CHECK(base->preserves_all_tensors() && !linear.DoAnyBuffersOverlap());
+  take_log();
+}
+
+// TFLite Micro places its planner in the arena and never destroys it: the
+// planner holds no heap memory, whatever the algorithm (the heap planner
+// of EXACT is freed before planning returns). glibc's count of bytes in use
+// does not move, and ASan and valgrind find no leak.
+static void test_never_destroyed() {
+  const uint32_t algorithms[] = {NNM_ALGORITHM_TFLM, NNM_ALGORITHM_SIZE_FIRST_FIT, NNM_ALGORITHM_EXACT,
+                                 NNM_ALGORITHM_AUTO};
+  for (uint32_t algorithm : algorithms) {
+    alignas(tflite::NnmemMemoryPlanner) static unsigned char place[sizeof(tflite::NnmemMemoryPlanner)];
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    const size_t before = mallinfo2().uordblks;
+#endif
+    tflite::MicroMemoryPlanner* planner = new (place) tflite::NnmemMemoryPlanner(algorithm);
+    CHECK(planner->Init(fresh_scratch(), 16384) == kTfLiteOk);
+    CHECK(planner->AddBuffer(48, 0, 1) == kTfLiteOk && planner->AddBuffer(48, 1, 2) == kTfLiteOk &&
+          planner->AddBuffer(16, 0, 2, 96) == kTfLiteOk);
+    CHECK(planner->GetMaximumMemorySize() == 112u);
+    int offset = -1;
+    CHECK(planner->GetOffsetForBuffer(2, &offset) == kTfLiteOk && offset == 96);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 33))
+    CHECK(mallinfo2().uordblks == before);
+#endif
+    // Never destroyed, as in TFLite Micro.
+  }
 }
 
 int main() {
@@ -324,5 +386,6 @@ int main() {
   test_do_any_buffers_overlap();
   test_errors();
   test_the_interface();
+  test_never_destroyed();
   return nnm_check_report();
 }

@@ -6,6 +6,13 @@
 #   selftest.c -DSELFTEST_FAULT   99 and "HardFault" (the fault handler)
 #   udiv.c                        0 on mps2, 99 on microbit (a v6-M check)
 #   calibrate.c                   0 under -icount shift=0 (icount.h)
+# and, with NNMEM_LIB_M4 and NNMEM_LIB_M0 set to the embedded build's
+# libnnmem.a for thumbv7em-none-eabihf and thumbv6m-none-eabi
+# (scripts/board-test.sh sets them), nnmem on the boards:
+#   planner_board.c               0 (the scratch planner's C tests)
+#   tflm_class_board.cpp          0 (the TFLite Micro class, NNMEM_NO_HEAP)
+#   plan_digest.c                 0, and output identical to the host's
+#                                 ($NNMEM_DIGEST_HOST, when set)
 #
 #   c-tests/board/test.sh [BUILD_DIR]     (default: a temporary directory)
 #
@@ -31,6 +38,7 @@ CXXFLAGS="-std=c++17 $WARN -Os -g -ffunction-sections -fdata-sections -fno-excep
 LDFLAGS="--specs=nano.specs --specs=rdimon.specs -nostartfiles -Wl,--gc-sections"
 
 failures=0
+passes=0
 fail() {
   echo "FAIL: $*"
   failures=$((failures + 1))
@@ -53,8 +61,9 @@ build() {
   esac
   # shellcheck disable=SC2086
   $cc $flags "$@" -c "$here/$src" -o "$out/$name.o" || return 1
+  # LIB: a library to link after the program (nnmem's embedded build).
   # shellcheck disable=SC2086
-  arm-none-eabi-g++ $flags $LDFLAGS -T "$here/$ld" $objs "$out/$name.o" -o "$out/$name.elf" \
+  arm-none-eabi-g++ $flags $LDFLAGS -T "$here/$ld" $objs "$out/$name.o" ${LIB:-} -o "$out/$name.elf" \
     -Wl,-Map,"$out/$name.map"
 }
 
@@ -82,6 +91,7 @@ check() {
     sed 's/^/    /' "$out/$name.$board.log"
   else
     echo "ok: $name on $board (exit $got)"
+    passes=$((passes + 1))
   fi
 }
 
@@ -116,8 +126,40 @@ check microbit fault-microbit 99 HardFault
 check microbit udiv-microbit 99 HardFault
 check microbit calibrate-microbit 0 --icount
 
-if [ "$failures" != 0 ]; then
-  echo "board tests: $failures failed (outputs in $out)"
-  exit 1
+# nnmem's embedded build on the boards: the M4F build on mps2-an386, the
+# M0+ build on mps2-an385 and on microbit (a true v6-M core).
+if [ -n "${NNMEM_LIB_M4:-}" ] && [ -n "${NNMEM_LIB_M0:-}" ]; then
+  inc="-I$here/../../include"
+  tflm="-I$here/../compat/tflm -DNNMEM_NO_HEAP"
+  for target in "m4 mps2 mps2-an386 $NNMEM_LIB_M4" "m0 mps2 mps2-an385 $NNMEM_LIB_M0" \
+    "m0 microbit microbit $NNMEM_LIB_M0"; do
+    # shellcheck disable=SC2086
+    set -- $target
+    # build() sets name, core, ld and src: keep ours apart.
+    on_core=$1 script=$2.ld board=$3
+    export LIB=$4
+    build planner_board-$board "$on_core" "$script" planner_board.c "$inc" || fail "build planner_board-$board"
+    # shellcheck disable=SC2086
+    build tflm_class_board-$board "$on_core" "$script" tflm_class_board.cpp "$inc" $tflm \
+      || fail "build tflm_class_board-$board"
+    build plan_digest-$board "$on_core" "$script" plan_digest.c "$inc" || fail "build plan_digest-$board"
+    unset LIB
+    check "$board" planner_board-$board 0 passed
+    check "$board" tflm_class_board-$board 0 passed
+    check "$board" plan_digest-$board 0 "all "
+    if [ -n "${NNMEM_DIGEST_HOST:-}" ]; then
+      # run.sh's output is the program's: the host's must be the same.
+      if diff "$NNMEM_DIGEST_HOST" "$out/plan_digest-$board.$board.log" >"$out/digest-$board.diff"; then
+        echo "ok: plan_digest on $board gives the host's plans, byte for byte"
+        passes=$((passes + 1))
+      else
+        fail "plan_digest on $board differs from the host's ($out/digest-$board.diff)"
+        head -n 5 "$out/digest-$board.diff" | sed 's/^/    /'
+      fi
+    fi
+  done
 fi
-echo "board tests: all passed (outputs in $out)"
+
+echo "outputs in $out"
+echo "board: $passes passed, $failures failed"
+[ "$failures" = 0 ]

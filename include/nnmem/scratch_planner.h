@@ -57,13 +57,13 @@ extern "C" {
 /**
  * Bytes of scratch each buffer takes (its record and working space).
  */
-#define NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER 32
+#define NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER 24
 
 /**
  * Bytes of scratch the planner takes besides its buffers (its header), not
  * counting up to 3 bytes lost to aligning an unaligned scratch to 4.
  */
-#define NNM_SCRATCH_PLANNER_HEADER_BYTES 32
+#define NNM_SCRATCH_PLANNER_HEADER_BYTES 12
 
 /**
  * A planner inside caller memory (opaque; its address is the scratch's
@@ -128,8 +128,8 @@ enum nnm_status nnm_scratch_planner_set_alignment(struct nnm_scratch_planner *pl
  * for one more needs and how many are missing); INVALID_ARGUMENT for a
  * lifetime TFLite Micro cannot state (last use below 0 or before the first
  * use, first use below -1, last use 2^31 - 1) or a handle whose scratch
- * holds no planner; OVERFLOW when the sizes of all buffers plus the highest
- * fixed end would pass 2^32 - 1 bytes.
+ * holds no planner; OVERFLOW when the size rounded up to the alignment
+ * passes 2^32 - 1 (planning checks the sizes' sum).
  *
  * # Safety
  * `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -171,7 +171,9 @@ enum nnm_status nnm_scratch_planner_add_fixed_buffer(struct nnm_scratch_planner 
  * memory beyond the scratch.
  *
  * Errors: NULL_ARGUMENT for planner; INVALID_ARGUMENT for a handle whose
- * scratch holds no planner.
+ * scratch holds no planner; OVERFLOW, nothing planned, when the sizes of
+ * all buffers plus the highest fixed end pass 2^32 - 1 bytes (the message
+ * names the buffer where the sum does).
  *
  * # Safety
  * `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -180,11 +182,36 @@ enum nnm_status nnm_scratch_planner_add_fixed_buffer(struct nnm_scratch_planner 
 enum nnm_status nnm_scratch_planner_plan(struct nnm_scratch_planner *planner, uint32_t *out_bytes);
 
 /**
+ * Takes `count` offsets (one per buffer, in the order added) planned
+ * elsewhere as the plan: by the heap planner (nnm_planner) with an
+ * algorithm the scratch planner does not run, for example. Fixed buffers
+ * must keep their offsets. The offsets are not checked for overlaps
+ * (nnm_plan_validate checks a plan). Writes the bytes the plan needs to
+ * *out_bytes unless that is NULL. Queries then answer from this plan until
+ * a buffer is added.
+ *
+ * Errors, changing nothing: NULL_ARGUMENT; INVALID_ARGUMENT when `count`
+ * is not the number of buffers (both given), when a fixed buffer moves
+ * (its index and both offsets given), or for a handle whose scratch holds
+ * no planner; OVERFLOW when an offset + size passes 2^32 - 1.
+ *
+ * # Safety
+ * `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
+ * scratch is still lent to it; `offsets` NULL (with `count` 0) or valid for
+ * reads of `count` values; `out_bytes` NULL or valid for one write.
+ */
+enum nnm_status nnm_scratch_planner_set_plan(struct nnm_scratch_planner *planner,
+                                             const uint32_t *offsets,
+                                             size_t count,
+                                             uint32_t *out_bytes);
+
+/**
  * The offset of buffer `index` (in the order added), planning first when
  * buffers were added since the last plan.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an index out of range (the
- * message gives the count) or a handle whose scratch holds no planner.
+ * message gives the count) or a handle whose scratch holds no planner;
+ * OVERFLOW as nnm_scratch_planner_plan.
  *
  * # Safety
  * `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -227,7 +254,8 @@ typedef struct nnm_scratch_buffer {
  * the last plan.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an index out of range or a
- * handle whose scratch holds no planner.
+ * handle whose scratch holds no planner; OVERFLOW as
+ * nnm_scratch_planner_plan.
  *
  * # Safety
  * `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -256,11 +284,13 @@ enum nnm_status nnm_scratch_planner_buffer_count(struct nnm_scratch_planner *pla
 /**
  * The lower bound of the buffers added: the most bytes live at one step,
  * where bytes fixed buffers share count once; no plan needs fewer.
- * O(n log n) (plus O(steps x fixed buffers) when fixed buffers share
- * memory); uses the scratch's working space, not the plan.
+ * O(steps x buffers), s distinct start steps (the scratch's one word of
+ * working space per buffer leaves no room for a sorted sweep), plus a sort
+ * of the fixed buffers per step when they share memory. Uses the
+ * scratch's working space, not the plan.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for a handle whose scratch holds
- * no planner.
+ * no planner; OVERFLOW as nnm_scratch_planner_plan.
  *
  * # Safety
  * `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose

@@ -19,11 +19,11 @@ pub struct nnm_scratch_planner {
 }
 
 /// Bytes of scratch each buffer takes (its record and working space).
-pub const NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER: usize = 32;
+pub const NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER: usize = 24;
 
 /// Bytes of scratch the planner takes besides its buffers (its header), not
 /// counting up to 3 bytes lost to aligning an unaligned scratch to 4.
-pub const NNM_SCRATCH_PLANNER_HEADER_BYTES: usize = 32;
+pub const NNM_SCRATCH_PLANNER_HEADER_BYTES: usize = 12;
 
 // Literals above, for cbindgen, which cannot evaluate a path.
 const _: () = assert!(
@@ -202,8 +202,8 @@ unsafe fn add(
 /// for one more needs and how many are missing); INVALID_ARGUMENT for a
 /// lifetime TFLite Micro cannot state (last use below 0 or before the first
 /// use, first use below -1, last use 2^31 - 1) or a handle whose scratch
-/// holds no planner; OVERFLOW when the sizes of all buffers plus the highest
-/// fixed end would pass 2^32 - 1 bytes.
+/// holds no planner; OVERFLOW when the size rounded up to the alignment
+/// passes 2^32 - 1 (planning checks the sizes' sum).
 ///
 /// # Safety
 /// `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -253,7 +253,9 @@ pub unsafe extern "C" fn nnm_scratch_planner_add_fixed_buffer(
 /// memory beyond the scratch.
 ///
 /// Errors: NULL_ARGUMENT for planner; INVALID_ARGUMENT for a handle whose
-/// scratch holds no planner.
+/// scratch holds no planner; OVERFLOW, nothing planned, when the sizes of
+/// all buffers plus the highest fixed end pass 2^32 - 1 bytes (the message
+/// names the buffer where the sum does).
 ///
 /// # Safety
 /// `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -263,7 +265,7 @@ pub unsafe extern "C" fn nnm_scratch_planner_plan(planner: *mut nnm_scratch_plan
     run(|| {
         // SAFETY: the caller's promise is `planner_at`'s.
         let mut p = unsafe { planner_at(planner) }?;
-        let bytes = p.plan();
+        let bytes = p.plan()?;
         if let Some(out) = NonNull::new(out_bytes) {
             // SAFETY: a non-NULL out_bytes is the caller's out-parameter.
             unsafe { write_out(out, bytes) };
@@ -314,7 +316,8 @@ pub unsafe extern "C" fn nnm_scratch_planner_set_plan(
 /// buffers were added since the last plan.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an index out of range (the
-/// message gives the count) or a handle whose scratch holds no planner.
+/// message gives the count) or a handle whose scratch holds no planner;
+/// OVERFLOW as nnm_scratch_planner_plan.
 ///
 /// # Safety
 /// `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -341,7 +344,8 @@ pub unsafe extern "C" fn nnm_scratch_planner_get_offset(
 /// the last plan.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an index out of range or a
-/// handle whose scratch holds no planner.
+/// handle whose scratch holds no planner; OVERFLOW as
+/// nnm_scratch_planner_plan.
 ///
 /// # Safety
 /// `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -396,11 +400,13 @@ pub unsafe extern "C" fn nnm_scratch_planner_buffer_count(
 
 /// The lower bound of the buffers added: the most bytes live at one step,
 /// where bytes fixed buffers share count once; no plan needs fewer.
-/// O(n log n) (plus O(steps x fixed buffers) when fixed buffers share
-/// memory); uses the scratch's working space, not the plan.
+/// O(steps x buffers), s distinct start steps (the scratch's one word of
+/// working space per buffer leaves no room for a sorted sweep), plus a sort
+/// of the fixed buffers per step when they share memory. Uses the
+/// scratch's working space, not the plan.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT for a handle whose scratch holds
-/// no planner.
+/// no planner; OVERFLOW as nnm_scratch_planner_plan.
 ///
 /// # Safety
 /// `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
@@ -414,7 +420,7 @@ pub unsafe extern "C" fn nnm_scratch_planner_lower_bound(
         let out = non_null(out_bytes, "out_bytes")?;
         // SAFETY: the caller's promise is `planner_at`'s.
         let mut p = unsafe { planner_at(planner) }?;
-        let bound = p.lower_bound();
+        let bound = p.lower_bound()?;
         // SAFETY: out_bytes is the caller's out-parameter, non-NULL.
         unsafe { write_out(out, bound) };
         Ok(())

@@ -59,12 +59,12 @@ pub(crate) fn replan(problem: &Problem, previous: &[u64]) -> Option<Placement> {
     offsets.resize(n, 0);
     // TFLM inserts an entry after those at its offset, so its list is the
     // placement order sorted stably by offset.
-    let mut list: Vec<u32> =
+    let mut work: Vec<u32> =
         order[..old].iter().copied().filter(|&i| !problem.buffers()[heapless::ix(i)].lifetime.is_empty()).collect();
-    crate::sort::sort_by_key(&mut list, |&i| offsets[heapless::ix(i)]);
-    let listed = list.len();
-    list.resize(n, 0);
-    heapless::walk(problem, &order[old..], &mut list, listed, &mut offsets, Walk::Tflm);
+    crate::sort::sort_by_key(&mut work, |&i| offsets[heapless::ix(i)]);
+    let listed = work.len();
+    work.extend_from_slice(&order[old..]);
+    heapless::walk(problem, &mut work, listed, &mut offsets, Walk::Tflm);
     Some(Placement::heuristic(offsets, Algorithm::Tflm))
 }
 
@@ -75,9 +75,9 @@ impl PlacementAlgorithm for Tflm {
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
         let n = problem.len();
-        let (mut order, mut list, mut offsets) = (vec![0u32; n], vec![0u32; n], vec![0u64; n]);
-        heapless::tflm_order(problem, &mut order);
-        heapless::walk(problem, &order, &mut list, 0, &mut offsets, Walk::Tflm);
+        let (mut work, mut offsets) = (vec![0u32; n], vec![0u64; n]);
+        heapless::tflm_order(problem, &mut work);
+        heapless::walk(problem, &mut work, 0, &mut offsets, Walk::Tflm);
         Placement::heuristic(offsets, self.algorithm())
     }
 }

@@ -58,46 +58,39 @@ pub fn fixed_overlap_count<T: Tensors>(tensors: &T, work: &mut [u32]) -> u64 {
 
 /// The lower bound: the most bytes live at one step, where bytes that
 /// fixed buffers share count once (their union). No plan needs fewer
-/// bytes. `by_start`, `by_end` and `fixed` need one entry per buffer each.
-/// O(n log n) when no fixed buffers share memory, O(n log n + s·f) when
-/// they do (s distinct start steps, f fixed buffers).
-pub fn lower_bound<T: Tensors>(tensors: &T, by_start: &mut [u32], by_end: &mut [u32], fixed: &mut [u32]) -> T::Bytes {
-    let f = fixed_by_offset(tensors, fixed);
-    let fixed: &[u32] = fixed.get(..f).unwrap_or_default();
-    let shared = overlapping_pairs(tensors, fixed, 1) > 0;
-    // Summed one by one: every occupying buffer, or with shared fixed bytes
-    // the unfixed ones (the fixed ones' union is added per step).
-    let summed = |i: usize| occupies(tensors, i) && !(shared && tensors.fixed(i).is_some());
-    let mut m = 0;
-    let occupying = (0..tensors.count()).filter(|&i| occupies(tensors, i));
-    for ((s, e), i) in by_start.iter_mut().zip(by_end.iter_mut()).zip(occupying) {
-        (*s, *e) = (i as u32, i as u32);
-        m += 1;
-    }
-    let by_start = by_start.get_mut(..m).unwrap_or_default();
-    let by_end = by_end.get_mut(..m).unwrap_or_default();
-    let start = |k: u32| tensors.start(ix(k));
-    let end = |k: u32| tensors.end(ix(k));
-    heap_sort(by_start, |a, b| start(a) < start(b) || (start(a) == start(b) && a < b));
-    heap_sort(by_end, |a, b| end(a) < end(b) || (end(a) == end(b) && a < b));
-    let (mut live, mut best) = (T::Bytes::ZERO, T::Bytes::ZERO);
-    let (mut p, mut q) = (0, 0);
-    while let Some(&first) = by_start.get(p) {
-        let step = start(first);
-        // Half-open lifetimes: what ends at `step` is gone before it.
-        while let Some(&k) = by_end.get(q).filter(|&&k| end(k) <= step) {
-            if summed(ix(k)) {
-                live = live - tensors.size(ix(k));
-            }
-            q += 1;
+/// bytes. `work` needs one entry per buffer. The most is reached where a
+/// buffer starts, so each start step is summed over all buffers: O(s·n)
+/// for s distinct start steps (one working array leaves no room for a
+/// sorted sweep), plus O(f log f) per step for the union when fixed
+/// buffers share memory.
+pub fn lower_bound<T: Tensors>(tensors: &T, work: &mut [u32]) -> T::Bytes {
+    let f = fixed_by_offset(tensors, work);
+    let shared = overlapping_pairs(tensors, work.get(..f).unwrap_or_default(), 1) > 0;
+    let n = tensors.count();
+    let mut best = T::Bytes::ZERO;
+    for candidate in (0..n).filter(|&i| occupies(tensors, i)) {
+        let step = tensors.start(candidate);
+        // Each step once: at the first buffer that starts there.
+        if (0..candidate).any(|j| occupies(tensors, j) && tensors.start(j) == step) {
+            continue;
         }
-        while let Some(&k) = by_start.get(p).filter(|&&k| start(k) == step) {
-            if summed(ix(k)) {
-                live = live + tensors.size(ix(k));
+        let live = |i: &usize| occupies(tensors, *i) && tensors.start(*i) <= step && step < tensors.end(*i);
+        let mut here = T::Bytes::ZERO;
+        let mut live_fixed = 0;
+        for i in (0..n).filter(live) {
+            if !shared || tensors.fixed(i).is_none() {
+                here = here + tensors.size(i);
+            } else if let Some(slot) = work.get_mut(live_fixed) {
+                *slot = i as u32;
+                live_fixed += 1;
             }
-            p += 1;
         }
-        let here = if shared { live + fixed_union_at(tensors, fixed, step) } else { live };
+        if shared {
+            let sorted = work.get_mut(..live_fixed).unwrap_or_default();
+            let at = |k: u32| tensors.fixed(ix(k)).unwrap_or(T::Bytes::ZERO);
+            heap_sort(sorted, |a, b| at(a) < at(b) || (at(a) == at(b) && a < b));
+            here = here + union_of(tensors, sorted);
+        }
         if here > best {
             best = here;
         }
@@ -105,15 +98,11 @@ pub fn lower_bound<T: Tensors>(tensors: &T, by_start: &mut [u32], by_end: &mut [
     best
 }
 
-/// The bytes covered by the fixed buffers of `sorted` (by offset) live at
-/// `step`.
-fn fixed_union_at<T: Tensors>(tensors: &T, sorted: &[u32], step: T::Step) -> T::Bytes {
+/// The bytes covered by the fixed buffers of `sorted` (by offset).
+fn union_of<T: Tensors>(tensors: &T, sorted: &[u32]) -> T::Bytes {
     let (mut total, mut covered_to) = (T::Bytes::ZERO, T::Bytes::ZERO);
     for &k in sorted {
         let k = ix(k);
-        if tensors.start(k) > step || step >= tensors.end(k) {
-            continue;
-        }
         let lo = tensors.fixed(k).unwrap_or(T::Bytes::ZERO);
         let hi = lo + tensors.size(k);
         if hi <= covered_to {

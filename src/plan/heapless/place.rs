@@ -18,11 +18,13 @@ pub enum Walk {
     FirstFit,
 }
 
-/// Places the buffers of `order`, one after the other, into `list`, which
-/// holds the `listed` buffers placed before, sorted by offset (a new entry
-/// goes after those at its offset), and writes their offsets; fixed
-/// buffers keep theirs. Returns the new length of the list. `list` must
-/// have room for every buffer of `order` that enters it.
+/// Places the buffers of `work[listed..]`, in that order, one after the
+/// other; `work[..listed]` holds the buffers placed before, sorted by
+/// offset (a new entry goes after those at its offset), and the list grows
+/// into the order's slots as they are consumed (it never has more entries
+/// than buffers taken from the order), so one array of one entry per
+/// buffer holds both. Writes the offsets; fixed buffers keep theirs.
+/// Returns the length of the list.
 ///
 /// Each buffer walks the entries live with it from the lowest offset, and
 /// takes the first candidate (0, then the running maximum of the ends
@@ -31,20 +33,21 @@ pub enum Walk {
 /// gap. O(n) per buffer, O(n^2) in all, as in TFLite Micro.
 pub fn walk<T: Tensors>(
     tensors: &T,
-    order: &[u32],
-    list: &mut [u32],
+    work: &mut [u32],
     mut listed: usize,
     offsets: &mut [T::Bytes],
     kind: Walk,
 ) -> usize {
-    for &i in order {
+    let mut next = listed;
+    while let Some(&i) = work.get(next) {
+        next += 1;
         let i = ix(i);
         let size = tensors.size(i);
         let enters = match kind {
             Walk::Tflm => !tensors.never_live(i),
             Walk::FirstFit => size > T::Bytes::ZERO && !tensors.never_live(i),
         };
-        let placed = list.get(..listed).unwrap_or_default();
+        let placed = work.get(..listed).unwrap_or_default();
         let offset = match tensors.fixed(i) {
             Some(o) => o,
             None if !enters => T::Bytes::ZERO,
@@ -53,13 +56,13 @@ pub fn walk<T: Tensors>(
         if let Some(slot) = offsets.get_mut(i) {
             *slot = offset;
         }
-        // One more entry after the placed ones (a full list: none).
-        let window = match list.get_mut(..=listed) {
-            Some(w) if enters => w,
-            _ => continue,
-        };
-        // After the entries at the same offset: shift the higher ones up
-        // by one, from the top (no call out for a few words).
+        if !enters {
+            continue;
+        }
+        // One more entry: `listed < next`, so slot `listed` is the list's
+        // end or an order entry already taken. After the entries at the
+        // same offset: shift the higher ones up by one, from the top.
+        let Some(window) = work.get_mut(..=listed) else { break };
         let mut at = window.len() - 1;
         while let Some(&below) = at.checked_sub(1).and_then(|k| window.get(k)) {
             if offsets.get(ix(below)).is_some_and(|&o| o <= offset) {

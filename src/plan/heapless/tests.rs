@@ -50,10 +50,10 @@ fn first_fit_walk_is_size_first_fit_over_occupancy() {
     for round in 0..300 {
         let problem = random_problem(&mut rng, 1 + round % 40, false);
         let n = problem.len();
-        let (mut order, mut list, mut offsets) = (vec![0u32; n], vec![0u32; n], vec![0u64; n]);
-        let fixed = tflm_order(&problem, &mut order);
+        let (mut work, mut offsets) = (vec![0u32; n], vec![0u64; n]);
+        let fixed = tflm_order(&problem, &mut work);
         assert_eq!(fixed, 0);
-        walk(&problem, &order, &mut list, 0, &mut offsets, Walk::FirstFit);
+        walk(&problem, &mut work, 0, &mut offsets, Walk::FirstFit);
         let limits = crate::plan::SearchLimits::unlimited(0);
         let expected = Algorithm::SizeFirstFit.implementation().place(&problem, &limits).offsets;
         assert_eq!(offsets, expected, "round {round}");
@@ -66,8 +66,8 @@ fn lower_bound_counts_shared_fixed_bytes_once_like_the_heap_planner() {
     for round in 0..300 {
         let problem = random_problem(&mut rng, 1 + round % 30, true);
         let n = problem.len();
-        let (mut a, mut b, mut c) = (vec![0u32; n], vec![0u32; n], vec![0u32; n]);
-        let ours = lower_bound(&problem, &mut a, &mut b, &mut c);
+        let mut a = vec![0u32; n];
+        let ours = lower_bound(&problem, &mut a);
         let mut planner = Planner::new();
         planner.set_algorithm(Algorithm::SizeFirstFit);
         for buffer in problem.buffers() {

@@ -61,7 +61,14 @@ pub enum ScratchError {
         /// The alignment.
         alignment: u32,
     },
-    /// Sizes plus the highest fixed end would pass 2^32 - 1 bytes.
+    /// A size that passes 2^32 - 1 bytes when rounded up to the alignment.
+    SizeOverflow {
+        /// The size.
+        size: u32,
+        /// The alignment.
+        alignment: u32,
+    },
+    /// Sizes plus the highest fixed end pass 2^32 - 1 bytes.
     Overflow {
         /// The index the buffer would have had.
         index: usize,
@@ -98,7 +105,7 @@ impl ScratchError {
     pub fn status(&self) -> Status {
         match self {
             ScratchError::ScratchTooSmall { .. } | ScratchError::Full { .. } => Status::DoesNotFit,
-            ScratchError::Overflow { .. } => Status::Overflow,
+            ScratchError::Overflow { .. } | ScratchError::SizeOverflow { .. } => Status::Overflow,
             ScratchError::AlignmentAfterAdd { .. } => Status::WrongState,
             _ => Status::InvalidArgument,
         }
@@ -166,12 +173,19 @@ impl ScratchError {
                 out.number(alignment as usize);
                 out.put(" (or is 2^32 - 1)");
             }
+            ScratchError::SizeOverflow { size, alignment } => {
+                out.put("size ");
+                out.number(size as usize);
+                out.put(" B rounded up to the alignment ");
+                out.number(alignment as usize);
+                out.put(" passes 2^32 - 1 B");
+            }
             ScratchError::Overflow { index, size } => {
                 out.put("buffer ");
                 out.number(index);
                 out.put(" of ");
                 out.number(size as usize);
-                out.put(" B: the sizes of all buffers plus the highest fixed end would pass 2^32 - 1 B");
+                out.put(" B: the sizes of the buffers up to it plus the highest fixed end pass 2^32 - 1 B");
             }
             ScratchError::PlanLength { given, count } => {
                 out.put("a plan of ");

@@ -14,15 +14,21 @@
 //! Layout of the scratch, in 32-bit words:
 //!
 //! ```text
-//! | header (8 words) | size | start | end | fixed | offset | order | list | work |
-//!                      each array `capacity` words long
+//! | tag, flags | capacity | count | size | start | end | fixed | offset | work |
+//!   header (3 words)                  each array `capacity` words long
 //! ```
 //!
-//! so each buffer costs [`BYTES_PER_BUFFER`] (32) bytes and the planner
-//! [`HEADER_BYTES`] more. The header holds a tag and the length, so a
-//! scratch that is not a planner (never initialised, or overwritten) is
-//! refused instead of read as one. `order`, `list` and `work` are working
-//! space: planning and the lower bound overwrite them, the offsets stay.
+//! so each buffer costs [`BYTES_PER_BUFFER`] (24) bytes (TFLite Micro's
+//! planner: 40) and the planner [`HEADER_BYTES`] (12) more: a scratch of
+//! 40 bytes holds one buffer at any address, as TFLite Micro's does. The
+//! first word holds a tag beside the algorithm, the planned flag and the
+//! alignment, so a scratch that is not a planner (never initialised, or
+//! overwritten) is refused instead of read as one. `work` is working
+//! space: the placement order, and the placed buffers sorted by offset
+//! growing into the order's consumed slots (see `heapless::walk`);
+//! planning and the lower bound overwrite it, the offsets stay. Neither
+//! the arena size nor the sum of the sizes is stored: recomputing them is
+//! O(n).
 
 mod error;
 #[cfg(test)]
@@ -34,29 +40,33 @@ use super::heapless::{self, Tensors, Walk};
 use crate::plan::algorithm::Algorithm;
 
 /// Words of the header.
-pub const HEADER_WORDS: usize = 8;
+pub const HEADER_WORDS: usize = 3;
 /// Bytes of the header.
 pub const HEADER_BYTES: usize = HEADER_WORDS * 4;
 /// Words each buffer takes: its size, start, end, fixed offset and offset,
-/// and one entry in each of the three working arrays.
-pub const WORDS_PER_BUFFER: usize = 8;
+/// and one entry of working space.
+pub const WORDS_PER_BUFFER: usize = 6;
 /// Bytes each buffer takes.
 pub const BYTES_PER_BUFFER: usize = WORDS_PER_BUFFER * 4;
 
-/// Tags the first word of an initialised scratch ("nnmS").
-const TAG: u32 = 0x6e6e_6d53;
+/// Tags the high half of the first word of an initialised scratch ("nm").
+const TAG: u32 = 0x6e6d_0000;
+/// The first word's fields: the tag, the algorithm, planned, alignment.
+const TAG_MASK: u32 = 0xffff_0000;
+const ALGORITHM_MASK: u32 = 0xf;
+const PLANNED_BIT: u32 = 0x10;
+/// Words given past the last whole buffer (0 to 5), for messages.
+const SLACK_SHIFT: u32 = 5;
+const SLACK_MASK: u32 = 0x7 << SLACK_SHIFT;
+const ALIGN_SHIFT: u32 = 8;
+const ALIGN_MASK: u32 = 0x1f << ALIGN_SHIFT;
 /// A fixed offset of this value means "not fixed".
 const NOT_FIXED: u32 = u32::MAX;
 
 /// Header words.
-const H_TAG: usize = 0;
-const H_WORDS: usize = 1;
-const H_CAPACITY: usize = 2;
-const H_COUNT: usize = 3;
-const H_ALGORITHM: usize = 4;
-const H_PLANNED: usize = 5;
-const H_PEAK: usize = 6;
-const H_ALIGNMENT: usize = 7;
+const H_FLAGS: usize = 0;
+const H_CAPACITY: usize = 1;
+const H_COUNT: usize = 2;
 
 /// The algorithms this planner runs.
 pub const ALGORITHMS: [Algorithm; 3] = [Algorithm::Tflm, Algorithm::Linear, Algorithm::SizeFirstFit];
@@ -92,6 +102,29 @@ struct Records<'a> {
     start: &'a [u32],
     end: &'a [u32],
     fixed: &'a [u32],
+}
+
+impl<'a> Records<'a> {
+    /// The first `count` records of the arrays.
+    fn new(size: &'a [u32], start: &'a [u32], end: &'a [u32], fixed: &'a [u32], count: usize) -> Self {
+        Records { size: cut(size, count), start: cut(start, count), end: cut(end, count), fixed: cut(fixed, count) }
+    }
+
+    /// Checks that the sizes of all buffers plus the highest fixed end fit
+    /// in 32 bits: every sum the algorithms make is below it.
+    fn check_sums(&self) -> Result<(), ScratchError> {
+        let (mut sum, mut fixed_top) = (0u64, 0u64);
+        for (index, (&size, &fixed)) in self.size.iter().zip(self.fixed).enumerate() {
+            sum += u64::from(size);
+            if fixed != NOT_FIXED {
+                fixed_top = fixed_top.max(u64::from(fixed) + u64::from(size));
+            }
+            if sum + fixed_top > u64::from(u32::MAX) {
+                return Err(ScratchError::Overflow { index, size });
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Tensors for Records<'_> {
@@ -140,9 +173,11 @@ impl<'a> ScratchPlanner<'a> {
         if words.len() < HEADER_WORDS {
             return Err(ScratchError::ScratchTooSmall { bytes: words.len() * 4, needed: HEADER_BYTES });
         }
-        let total = words.len().min(u32::MAX as usize);
-        let header = [TAG, total as u32, capacity_of(total) as u32, 0, algorithm as u32, 0, 0, 1];
-        let words = words.get_mut(..total).unwrap_or_default();
+        let capacity = capacity_of(words.len()).min(u32::MAX as usize);
+        let used = HEADER_WORDS + capacity * WORDS_PER_BUFFER;
+        let slack = (words.len() - used).min(WORDS_PER_BUFFER - 1) as u32;
+        let header = [TAG | algorithm as u32 | slack << SLACK_SHIFT, capacity as u32, 0];
+        let words = words.get_mut(..used).unwrap_or_default();
         for (word, value) in words.iter_mut().zip(header) {
             *word = value;
         }
@@ -154,7 +189,10 @@ impl<'a> ScratchPlanner<'a> {
     /// the header is not one [`ScratchPlanner::init`] wrote.
     pub fn recorded_words(header: &[u32]) -> Result<usize, ScratchError> {
         match header.get(..HEADER_WORDS) {
-            Some(h) if h[H_TAG] == TAG && h[H_WORDS] as usize >= HEADER_WORDS => Ok(h[H_WORDS] as usize),
+            Some(&[flags, capacity, _]) if flags & TAG_MASK == TAG => (capacity as usize)
+                .checked_mul(WORDS_PER_BUFFER)
+                .and_then(|w| w.checked_add(HEADER_WORDS))
+                .ok_or(ScratchError::NotAPlanner),
             _ => Err(ScratchError::NotAPlanner),
         }
     }
@@ -163,17 +201,15 @@ impl<'a> ScratchPlanner<'a> {
     /// words, or at least as many as it was given). Errors: `NotAPlanner`
     /// when the header is not one `init` wrote.
     pub fn open(words: &'a mut [u32]) -> Result<Self, ScratchError> {
-        let header = match words.get(..HEADER_WORDS) {
-            Some(h) if h[H_TAG] == TAG => h,
-            _ => return Err(ScratchError::NotAPlanner),
+        let total = Self::recorded_words(words)?;
+        let valid = match words.get(..HEADER_WORDS) {
+            Some(&[flags, capacity, count]) => {
+                count <= capacity
+                    && ALGORITHMS.iter().any(|&a| a as u32 == flags & ALGORITHM_MASK)
+                    && (flags & ALIGN_MASK) >> ALIGN_SHIFT < 32
+            }
+            _ => false,
         };
-        let total = header[H_WORDS] as usize;
-        let valid = total >= HEADER_WORDS
-            && total <= words.len()
-            && header[H_CAPACITY] as usize == capacity_of(total)
-            && header[H_COUNT] <= header[H_CAPACITY]
-            && ALGORITHMS.iter().any(|&a| a as u32 == header[H_ALGORITHM])
-            && header[H_ALIGNMENT].is_power_of_two();
         match words.get_mut(..total) {
             Some(words) if valid => Ok(ScratchPlanner { words }),
             _ => Err(ScratchError::NotAPlanner),
@@ -216,27 +252,32 @@ impl<'a> ScratchPlanner<'a> {
 
     /// The algorithm it plans with.
     pub fn algorithm(&self) -> Algorithm {
-        let value = self.header(H_ALGORITHM);
+        let value = self.header(H_FLAGS) & ALGORITHM_MASK;
         ALGORITHMS.iter().copied().find(|&a| a as u32 == value).unwrap_or(Algorithm::Tflm)
     }
 
     /// The alignment of sizes and fixed offsets.
     pub fn alignment(&self) -> u32 {
-        self.header(H_ALIGNMENT)
+        1 << ((self.header(H_FLAGS) & ALIGN_MASK) >> ALIGN_SHIFT)
     }
 
     /// Whether the buffers added are planned.
     pub fn is_planned(&self) -> bool {
-        self.header(H_PLANNED) != 0
+        self.header(H_FLAGS) & PLANNED_BIT != 0
     }
 
-    /// The eight arrays, each `capacity` long. Inlined: returned, the
-    /// eight slices would be copied out with a call to `memcpy`.
+    fn set_planned(&mut self, planned: bool) {
+        let flags = self.header(H_FLAGS) & !PLANNED_BIT;
+        self.set_header(H_FLAGS, if planned { flags | PLANNED_BIT } else { flags });
+    }
+
+    /// The six arrays, each `capacity` long. Inlined: returned, the six
+    /// slices would be copied out with a call to `memcpy`.
     #[inline(always)]
-    fn arrays(&mut self) -> [&mut [u32]; 8] {
+    fn arrays(&mut self) -> [&mut [u32]; WORDS_PER_BUFFER] {
         let capacity = self.capacity();
         let body = self.words.get_mut(HEADER_WORDS..).unwrap_or_default();
-        let mut arrays: [&mut [u32]; 8] = Default::default();
+        let mut arrays: [&mut [u32]; WORDS_PER_BUFFER] = Default::default();
         let mut rest = body;
         for array in arrays.iter_mut() {
             let Some((this, tail)) = rest.split_at_mut_checked(capacity) else { break };
@@ -256,7 +297,8 @@ impl<'a> ScratchPlanner<'a> {
         if !self.is_empty() {
             return Err(ScratchError::AlignmentAfterAdd { count: self.len() });
         }
-        self.set_header(H_ALIGNMENT, alignment);
+        let flags = self.header(H_FLAGS) & !ALIGN_MASK;
+        self.set_header(H_FLAGS, flags | alignment.trailing_zeros() << ALIGN_SHIFT);
         Ok(())
     }
 
@@ -266,8 +308,9 @@ impl<'a> ScratchPlanner<'a> {
     /// at step -1 as TFLite Micro does and the others let occupy nothing),
     /// at `fixed_offset` if given. Returns its index; drops the plan.
     /// Errors, changing nothing: `Full` when the scratch holds no more
-    /// (with the bytes missing), `BadLifetime`, `UnalignedOffset`,
-    /// `Overflow` when the sizes of all buffers plus the highest fixed end
+    /// (with the bytes missing), `BadLifetime`, `BadOffset`, `SizeOverflow`
+    /// when the size rounded up to the alignment passes 2^32 - 1 (planning
+    /// checks that the sizes of all buffers plus the highest fixed end
     /// would pass 2^32 - 1 bytes (every sum the algorithms make then fits).
     pub fn add(
         &mut self,
@@ -278,7 +321,8 @@ impl<'a> ScratchPlanner<'a> {
     ) -> Result<usize, ScratchError> {
         let count = self.len();
         if count >= self.capacity() {
-            return Err(ScratchError::Full { capacity: self.capacity(), bytes: self.words.len() * 4 });
+            let slack = ((self.header(H_FLAGS) & SLACK_MASK) >> SLACK_SHIFT) as usize;
+            return Err(ScratchError::Full { capacity: self.capacity(), bytes: (self.words.len() + slack) * 4 });
         }
         let never_used = first_use == -1 && last_use == -1;
         if !never_used && (first_use < -1 || last_use < 0 || last_use < first_use || last_use == i32::MAX) {
@@ -287,7 +331,7 @@ impl<'a> ScratchPlanner<'a> {
         let alignment = self.alignment();
         let size = match size.checked_add(alignment - 1) {
             Some(s) => s & !(alignment - 1),
-            None => return Err(ScratchError::Overflow { index: count, size }),
+            None => return Err(ScratchError::SizeOverflow { size, alignment }),
         };
         if let Some(offset) = fixed_offset {
             if offset & (alignment - 1) != 0 || offset == NOT_FIXED {
@@ -301,20 +345,6 @@ impl<'a> ScratchPlanner<'a> {
             (true, _) => (-1, -1),
             (false, _) => (first_use, last_use + 1),
         };
-        // The sums the algorithms make stay below the total size plus the
-        // highest fixed end.
-        let [sizes, _, _, fixed, ..] = self.arrays();
-        let mut total = u64::from(size) + fixed_offset.map_or(0, |o| u64::from(o) + u64::from(size));
-        let mut fixed_top = 0u64;
-        for (&s, &f) in sizes.iter().zip(fixed.iter()).take(count) {
-            total += u64::from(s);
-            if f != NOT_FIXED {
-                fixed_top = fixed_top.max(u64::from(f) + u64::from(s));
-            }
-        }
-        if total + fixed_top > u64::from(u32::MAX) {
-            return Err(ScratchError::Overflow { index: count, size });
-        }
         let [sizes, starts, ends, fixed, offsets, ..] = self.arrays();
         let record = [size, start as u32, end as u32, fixed_offset.unwrap_or(NOT_FIXED), 0];
         for (array, value) in [sizes, starts, ends, fixed, offsets].into_iter().zip(record) {
@@ -323,51 +353,49 @@ impl<'a> ScratchPlanner<'a> {
             }
         }
         self.set_header(H_COUNT, count as u32 + 1);
-        self.set_header(H_PLANNED, 0);
+        self.set_planned(false);
         Ok(count)
     }
 
     /// Drops every buffer and the plan; keeps algorithm and alignment.
     pub fn reset(&mut self) {
         self.set_header(H_COUNT, 0);
-        self.set_header(H_PLANNED, 0);
-        self.set_header(H_PEAK, 0);
+        self.set_planned(false);
     }
 
-    /// Plans the buffers added (once: later calls return the same peak
-    /// until a buffer is added) and returns the bytes the plan needs: the
-    /// highest offset + size, zero-size buffers included under `tflm` (its
-    /// arena size). O(n^2) for `tflm` and `size-first-fit`, like TFLite
-    /// Micro, O(n) for `linear`; never fails.
-    pub fn plan(&mut self) -> u32 {
-        if self.is_planned() {
-            return self.header(H_PEAK);
-        }
+    /// Plans the buffers added (once: later calls only recompute the
+    /// bytes, O(n), until a buffer is added) and returns the bytes the plan
+    /// needs: the highest offset + size, zero-size buffers included under
+    /// `tflm` (its arena size). O(n^2) for `tflm` and `size-first-fit`,
+    /// like TFLite Micro, O(n) for `linear`. Errors: `Overflow` (nothing
+    /// planned) when the sizes of all buffers plus the highest fixed end
+    /// pass 2^32 - 1 bytes, naming the buffer where the sum does (every sum
+    /// the algorithms make stays below it otherwise).
+    pub fn plan(&mut self) -> Result<u32, ScratchError> {
         let count = self.len();
         let algorithm = self.algorithm();
-        let [size, start, end, fixed, offsets, order, list, _] = self.arrays();
-        let records = Records {
-            size: cut(size, count),
-            start: cut(start, count),
-            end: cut(end, count),
-            fixed: cut(fixed, count),
-        };
+        let planned = self.is_planned();
+        let [size, start, end, fixed, offsets, work] = self.arrays();
+        let records = Records::new(size, start, end, fixed, count);
         let offsets = cut_mut(offsets, count);
-        match algorithm {
-            Algorithm::Linear => heapless::linear(&records, offsets),
-            _ => {
-                let order = cut_mut(order, count);
-                // size-first-fit's order is TFLite Micro's: fixed buffers
-                // first (their offsets stand), then by size descending.
-                heapless::tflm_order(&records, order);
-                let kind = if algorithm == Algorithm::Tflm { Walk::Tflm } else { Walk::FirstFit };
-                heapless::walk(&records, order, list, 0, offsets, kind);
+        if !planned {
+            records.check_sums()?;
+            match algorithm {
+                Algorithm::Linear => heapless::linear(&records, offsets),
+                _ => {
+                    let work = cut_mut(work, count);
+                    // size-first-fit's order is TFLite Micro's: fixed
+                    // buffers first (their offsets stand), then by size
+                    // descending.
+                    heapless::tflm_order(&records, work);
+                    let kind = if algorithm == Algorithm::Tflm { Walk::Tflm } else { Walk::FirstFit };
+                    heapless::walk(&records, work, 0, offsets, kind);
+                }
             }
         }
         let peak = heapless::peak(&records, offsets, algorithm == Algorithm::Tflm);
-        self.set_header(H_PEAK, peak);
-        self.set_header(H_PLANNED, 1);
-        peak
+        self.set_planned(true);
+        Ok(peak)
     }
 
     /// Takes `offsets` (one per buffer, in the order added) as the plan,
@@ -392,19 +420,13 @@ impl<'a> ScratchPlanner<'a> {
             }
         }
         let tflm = self.algorithm() == Algorithm::Tflm;
-        let [size, start, end, fixed, planned, ..] = self.arrays();
+        let [size, start, end, fixed, planned, _] = self.arrays();
         for (slot, &o) in planned.iter_mut().zip(offsets) {
             *slot = o;
         }
-        let records = Records {
-            size: cut(size, count),
-            start: cut(start, count),
-            end: cut(end, count),
-            fixed: cut(fixed, count),
-        };
+        let records = Records::new(size, start, end, fixed, count);
         let peak = heapless::peak(&records, offsets, tflm);
-        self.set_header(H_PEAK, peak);
-        self.set_header(H_PLANNED, 1);
+        self.set_planned(true);
         Ok(peak)
     }
 
@@ -415,8 +437,8 @@ impl<'a> ScratchPlanner<'a> {
         if index >= count {
             return Err(ScratchError::Index { index, count });
         }
-        self.plan();
-        let [_, _, _, _, offsets, ..] = self.arrays();
+        self.plan()?;
+        let [_, _, _, _, offsets, _] = self.arrays();
         Ok(offsets.get(index).copied().unwrap_or(0))
     }
 
@@ -427,13 +449,13 @@ impl<'a> ScratchPlanner<'a> {
         if index >= count {
             return Err(ScratchError::Index { index, count });
         }
-        self.plan();
+        self.plan()?;
         Ok(self.buffer_record(index))
     }
 
     /// Buffer `index` as stored (zeros past the count), without planning.
     fn buffer_record(&mut self, index: usize) -> ScratchBuffer {
-        let [size, start, end, fixed, offset, ..] = self.arrays();
+        let [size, start, end, fixed, offset, _] = self.arrays();
         let at = |a: &[u32]| a.get(index).copied().unwrap_or(0);
         let (start, end) = (at(start) as i32, at(end) as i32);
         // tflm keeps never-used buffers at step -1 alone, [-1, 0), which no
@@ -451,33 +473,25 @@ impl<'a> ScratchPlanner<'a> {
 
     /// The lower bound of the buffers added: the most bytes live at one
     /// step, bytes that fixed buffers share counted once; no plan needs
-    /// fewer. Overwrites the working arrays (not the plan). O(n log n),
-    /// or O(n log n + s·f) when fixed buffers share memory.
-    pub fn lower_bound(&mut self) -> u32 {
+    /// fewer. Overwrites the working space (not the plan). O(s·n) for s
+    /// distinct start steps (one working array: no sorted sweep), plus
+    /// O(f log f) per step when fixed buffers share memory. Errors:
+    /// `Overflow` as [`ScratchPlanner::plan`].
+    pub fn lower_bound(&mut self) -> Result<u32, ScratchError> {
         let count = self.len();
-        let [size, start, end, fixed, _, order, list, work] = self.arrays();
-        let records = Records {
-            size: cut(size, count),
-            start: cut(start, count),
-            end: cut(end, count),
-            fixed: cut(fixed, count),
-        };
-        heapless::lower_bound(&records, order, list, work)
+        let [size, start, end, fixed, _, work] = self.arrays();
+        let records = Records::new(size, start, end, fixed, count);
+        records.check_sums()?;
+        Ok(heapless::lower_bound(&records, work))
     }
 
     /// Pairs of fixed buffers live at a common step that share a byte
     /// (TFLite Micro trusts such offline plans; every algorithm here plans
-    /// around them). Overwrites the working arrays (not the plan).
+    /// around them). Overwrites the working space (not the plan).
     pub fn fixed_overlap_count(&mut self) -> u64 {
         let count = self.len();
-        let [size, start, end, fixed, _, _, _, work] = self.arrays();
-        let records = Records {
-            size: cut(size, count),
-            start: cut(start, count),
-            end: cut(end, count),
-            fixed: cut(fixed, count),
-        };
-        heapless::fixed_overlap_count(&records, work)
+        let [size, start, end, fixed, _, work] = self.arrays();
+        heapless::fixed_overlap_count(&Records::new(size, start, end, fixed, count), work)
     }
 }
 

@@ -42,9 +42,9 @@ fn scratch_plan(algorithm: Algorithm, alignment: u32, specs: &[Spec]) -> (Vec<u3
     for &(size, first, last, fixed) in specs {
         p.add(size, first, last, fixed).unwrap();
     }
-    let peak = p.plan();
+    let peak = p.plan().unwrap();
     let offsets = (0..specs.len()).map(|i| p.offset(i).unwrap()).collect();
-    (offsets, peak, p.lower_bound(), p.fixed_overlap_count())
+    (offsets, peak, p.lower_bound().unwrap(), p.fixed_overlap_count())
 }
 
 fn heap_plan(algorithm: Algorithm, alignment: u32, specs: &[Spec]) -> (Vec<u32>, u32, u32, u64) {
@@ -103,10 +103,10 @@ fn a_full_scratch_names_the_bytes_missing_and_changes_nothing() {
     assert_eq!(e.status(), Status::DoesNotFit);
     let mut message = String::new();
     e.describe(&mut message);
-    // 8 + 2 * 8 + 3 words = 108 B; three buffers need 32 + 96 = 128 B.
-    assert_eq!(message, "scratch of 108 B holds 2 buffers; one more needs 128 B (20 B missing)");
+    // 3 + 2 * 6 + 3 words = 72 B; three buffers need 12 + 72 = 84 B.
+    assert_eq!(message, "scratch of 72 B holds 2 buffers; one more needs 84 B (12 B missing)");
     assert_eq!(p.len(), 2);
-    assert_eq!(p.plan(), 16);
+    assert_eq!(p.plan(), Ok(16));
 }
 
 #[test]
@@ -128,15 +128,25 @@ fn bad_input_is_refused_with_figures_and_changes_nothing() {
         );
     }
     p.add(u32::MAX - 10, 0, 0, None).unwrap();
-    let (status, m) = refused(p.add(11, 0, 0, None).unwrap_err());
+    p.add(11, 0, 0, None).unwrap();
+    let (status, m) = refused(p.plan().unwrap_err());
     assert_eq!(status, Status::Overflow);
-    assert_eq!(m, "buffer 1 of 11 B: the sizes of all buffers plus the highest fixed end would pass 2^32 - 1 B");
+    assert_eq!(m, "buffer 1 of 11 B: the sizes of the buffers up to it plus the highest fixed end pass 2^32 - 1 B");
+    assert!(!p.is_planned());
+    assert_eq!(p.offset(0).unwrap_err(), ScratchError::Overflow { index: 1, size: 11 });
+    assert_eq!(p.lower_bound().unwrap_err(), ScratchError::Overflow { index: 1, size: 11 });
     assert_eq!(refused(p.set_alignment(8).unwrap_err()).0, Status::WrongState);
     p.reset();
     assert_eq!(refused(p.set_alignment(3).unwrap_err()).1, "alignment 3 is not a power of two");
     p.set_alignment(8).unwrap();
     assert_eq!(p.add(8, 0, 0, Some(4)).unwrap_err(), ScratchError::BadOffset { offset: 4, alignment: 8 });
-    assert_eq!(p.add(8, 0, 0, Some(u32::MAX & !7)).unwrap_err(), ScratchError::Overflow { index: 0, size: 8 });
+    assert_eq!(
+        p.add(u32::MAX - 3, 0, 0, None).unwrap_err(),
+        ScratchError::SizeOverflow { size: u32::MAX - 3, alignment: 8 }
+    );
+    p.add(8, 0, 0, Some(u32::MAX & !7)).unwrap();
+    assert_eq!(p.plan().unwrap_err(), ScratchError::Overflow { index: 0, size: 8 });
+    p.reset();
     assert_eq!(p.offset(0).unwrap_err(), ScratchError::Index { index: 0, count: 0 });
     assert!(p.is_empty());
     // Size rounded up to the alignment.
@@ -154,17 +164,20 @@ fn heap_algorithms_are_refused_and_a_foreign_scratch_is_not_a_planner() {
         assert!(m.starts_with(&format!("algorithm {} needs the heap planner", algorithm.name())), "{m}");
     }
     assert_eq!(ScratchPlanner::open(&mut words).unwrap_err(), ScratchError::NotAPlanner);
-    assert_eq!(ScratchPlanner::init(&mut words[..7], Algorithm::Tflm).unwrap_err().status(), Status::DoesNotFit);
+    assert_eq!(ScratchPlanner::init(&mut words[..2], Algorithm::Tflm).unwrap_err().status(), Status::DoesNotFit);
+    assert_eq!(ScratchPlanner::init(&mut words[..8], Algorithm::Tflm).unwrap().capacity(), 0);
+    assert_eq!(ScratchPlanner::init(&mut words[..9], Algorithm::Tflm).unwrap().capacity(), 1);
     ScratchPlanner::init(&mut words, Algorithm::Linear).unwrap().add(4, 0, 0, None).unwrap();
     let mut p = ScratchPlanner::open(&mut words).unwrap();
-    assert_eq!((p.len(), p.algorithm(), p.capacity()), (1, Algorithm::Linear, 7));
-    assert_eq!(p.plan(), 4);
+    assert_eq!((p.len(), p.algorithm(), p.capacity()), (1, Algorithm::Linear, 10));
+    assert_eq!(p.plan(), Ok(4));
     // A header whose count passes its capacity is not one init wrote.
-    words[3] = 8;
+    words[2] = 11;
     assert_eq!(ScratchPlanner::open(&mut words).unwrap_err(), ScratchError::NotAPlanner);
-    // Fewer words than the header recorded.
-    words[3] = 1;
-    assert_eq!(ScratchPlanner::open(&mut words[..63]).unwrap_err(), ScratchError::NotAPlanner);
+    // Fewer words than the header recorded (3 + 10 * 6).
+    words[2] = 1;
+    assert!(ScratchPlanner::open(&mut words[..63]).is_ok());
+    assert_eq!(ScratchPlanner::open(&mut words[..62]).unwrap_err(), ScratchError::NotAPlanner);
 }
 
 #[test]
@@ -195,7 +208,7 @@ fn a_plan_made_elsewhere_is_adopted_when_fixed_buffers_keep_their_offsets() {
     assert_eq!(p.adopt(&[u32::MAX - 4, 32, 0]).unwrap_err(), ScratchError::Overflow { index: 0, size: 16 });
     assert!(!p.is_planned());
     assert_eq!(p.adopt(&[0, 32, 100]).unwrap(), 108);
-    assert_eq!((p.offset(2).unwrap(), p.plan()), (100, 108));
+    assert_eq!((p.offset(2).unwrap(), p.plan()), (100, Ok(108)));
     // Adding drops the adopted plan: the next query plans afresh.
     p.reset();
     assert!(!p.is_planned());

@@ -83,7 +83,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // NNMEM_NO_HEAP, one that needs the heap) is printed and every later call
   // fails.
   explicit NnmemMemoryPlanner(uint32_t algorithm = NNM_ALGORITHM_TFLM)
-      : planner_(nullptr), algorithm_(algorithm), required_(0), planned_(false), usable_(true) {
+      : planner_(nullptr), algorithm_(algorithm), required_(0), scratch_size_(-1), planned_(false), usable_(true) {
 #ifdef NNMEM_NO_HEAP
     if (!NNM_SCRATCH_PLANNER_RUNS(algorithm)) {
       MicroPrintf("nnmem: algorithm value %u is not one the scratch planner runs (tflm, linear, size-first-fit); "
@@ -110,16 +110,24 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
 
   // Starts over inside `scratch_buffer`: every buffer added later lives
   // there until the next Init().
+  // A scratch too small for the planner's header (NULL and 0 included) is
+  // accepted, as GreedyMemoryPlanner accepts it: no buffer can then be
+  // added, and AddBuffer says so.
   TfLiteStatus Init(unsigned char* scratch_buffer, int scratch_buffer_size) override {
     if (!usable_) return Unusable();
     planner_ = nullptr;
     planned_ = false;
     required_ = 0;
+    scratch_size_ = scratch_buffer_size;
     if (scratch_buffer_size < 0) {
       MicroPrintf("nnmem: scratch buffer size %d is negative", scratch_buffer_size);
       return kTfLiteError;
     }
-    const uint32_t runs = NNM_SCRATCH_PLANNER_RUNS(algorithm_) ? algorithm_ : NNM_ALGORITHM_SIZE_FIRST_FIT;
+    if (scratch_buffer == nullptr || static_cast<size_t>(scratch_buffer_size) < NNM_SCRATCH_PLANNER_BYTES(0)) {
+      return kTfLiteOk;
+    }
+    const uint32_t runs =
+        NNM_SCRATCH_PLANNER_RUNS(algorithm_) ? algorithm_ : static_cast<uint32_t>(NNM_ALGORITHM_SIZE_FIRST_FIT);
     nnm_scratch_planner* planner = nullptr;
     if (!Check(nnm_scratch_planner_init(scratch_buffer, static_cast<size_t>(scratch_buffer_size), runs, &planner))) {
       return kTfLiteError;
@@ -145,8 +153,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // The arena bytes the plan needs (planning first if buffers were added);
   // 0 when planning fails.
   size_t GetMaximumMemorySize() override {
-    if (planner_ == nullptr) return 0;
-    if (Plan() != kTfLiteOk) return 0;
+    if (planner_ == nullptr || Plan() != kTfLiteOk) return 0;
     return required_;
   }
 
@@ -249,8 +256,14 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
 
   TfLiteStatus Ready() const {
     if (!usable_) return Unusable();
-    if (planner_ == nullptr) {
+    if (planner_ == nullptr && scratch_size_ < 0) {
       MicroPrintf("nnmem: Init() first: the planner lives in the scratch buffer Init() is given");
+      return kTfLiteError;
+    }
+    if (planner_ == nullptr) {
+      MicroPrintf("nnmem: no scratch: Init() gave %d B, the planner needs %lu B and %lu B per buffer", scratch_size_,
+                  static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES(0)),
+                  static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER));
       return kTfLiteError;
     }
     return kTfLiteOk;
@@ -342,7 +355,8 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
 
   nnm_scratch_planner* planner_;  // inside the scratch Init() was given
   uint32_t algorithm_;
-  size_t required_;  // the arena size, once planned
+  size_t required_;    // the arena size, once planned
+  int scratch_size_;   // what Init() gave; -1 before Init()
   bool planned_;
   bool usable_;
 };
