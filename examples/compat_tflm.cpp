@@ -14,7 +14,9 @@
 // This program makes those calls itself, for the tensors of a small branching
 // model, so that it runs without TFLite Micro: with TFLite Micro's greedy
 // algorithm (the default, byte-identical to GreedyMemoryPlanner) and with
-// nnmem's exact search.
+// nnmem's exact search. Like TFLite Micro's allocator, it first hands each
+// planner the scratch memory it plans in (Init): the planner keeps nothing
+// anywhere else.
 #include <nnmem/compat/tflm/nnmem_memory_planner.h>
 
 #include <cstdio>
@@ -39,6 +41,11 @@ const Tensor kTensors[] = {
 };
 
 int Plan(tflite::MicroMemoryPlanner& planner, const char* what) {
+  // MicroAllocator gives its planner the free part of the arena; 24 B per
+  // tensor and 12 B more are enough for nnmem.
+  alignas(16) static unsigned char scratch[2][512];
+  static int next = 0;
+  if (planner.Init(scratch[next++ % 2], sizeof scratch[0]) != kTfLiteOk) return 1;
   for (const Tensor& t : kTensors) {
     if (planner.AddBuffer(t.bytes, t.first_used, t.last_used, t.offline_offset) != kTfLiteOk) return 1;
   }

@@ -19,17 +19,24 @@
 #                                          and 3.17 from PyPI) and the
 #                                          valgrind leg
 #   3. CMake build with NNMEM_SANITIZE=ON  the C tests under ASan + UBSan
-#   4. header check and lean library      include/nnmem.h matches the Rust
+#   4. scripts/board-test.sh               the embedded build (no std, no
+#                                          heap) for Cortex-M4F and M0+, its
+#                                          C and C++ tests under QEMU on three
+#                                          emulated boards, the same plans as
+#                                          the host's, nothing called out
+#                                          beyond mem*, no panic code linked
+#   5. header check and lean library      include/nnmem.h matches the Rust
 #                                          sources (tests/header.rs, run in 1), the
 #                                          library's graph is nnmem, libc and
 #                                          the TOML reader (toml), and
 #                                          THIRD-PARTY-NOTICES lists each of
 #                                          its crates at its version
-#   5. lint gates                          cargo fmt --check (rustfmt.toml) and
+#   6. lint gates                          cargo fmt --check (rustfmt.toml) and
 #                                          cargo clippy --all-targets with
 #                                          -D warnings (src/ffi also denies
 #                                          unsafe_op_in_unsafe_fn and
-#                                          undocumented unsafe blocks)
+#                                          undocumented unsafe blocks), also
+#                                          on the embedded build
 #
 # What is compiled, and how often: every cargo command here shares one
 # CARGO_TARGET_DIR (default: target/) and one profile (release), and each
@@ -43,9 +50,12 @@
 #     and CMake 3.18; consumer_fetchcontent alone compiles it into its own
 #     build folder, to show that a default build writes nothing into
 #     nnmem's source folder;
-#   - step 4 reads the header test's result from step 1's output instead
+#   - step 4 builds the embedded library for two targets (profile
+#     embedded, no default features: its own build) and finds the host
+#     library fresh;
+#   - step 5 reads the header test's result from step 1's output instead
 #     of running `cargo test` again (see there why that would compile);
-#   - clippy (step 5) type-checks the workspace and its dependencies
+#   - clippy (step 6) type-checks the workspace and its dependencies
 #     (check builds: no code generated), sharing step 1's build scripts and
 #     proc macros.
 # CMake build trees go to build/test-all and build/test-all-sanitize
@@ -67,7 +77,7 @@ started=$SECONDS
 summary=()
 failed=0 # every leg runs even when an earlier one failed; the exit status says
 log=$(mktemp)
-rust_log=$(mktemp) # step 1's output, read again by step 4
+rust_log=$(mktemp) # step 1's output, read again by step 5
 
 banner() { printf '\n==> %s\n' "$*"; }
 # leg_start, then leg_end sets $leg to "W s, CPU C s" since leg_start (CPU:
@@ -85,7 +95,7 @@ leg_end() { children_cpu; leg="$((SECONDS - leg_wall)) s, CPU $((cpu - leg_cpu))
 # --- 1. Rust -------------------------------------------------------------------
 banner "cargo test --release --locked --workspace --no-fail-fast"
 leg_start
-# --no-fail-fast: every test binary runs even after one fails (step 4 reads
+# --no-fail-fast: every test binary runs even after one fails (step 5 reads
 # tests/header.rs's result from this output).
 if cargo test --release --locked --workspace --no-fail-fast 2>&1 | tee "$rust_log"; then
     rust_passed=$(sed -n 's/^test result: ok\. \([0-9]*\) passed.*/\1/p' "$rust_log" | awk '{n += $1} END {print n + 0}')
@@ -122,7 +132,21 @@ cmake_leg() {
 cmake_leg default "$build_root/test-all" -DNNMEM_SANITIZE=OFF
 cmake_leg "ASan+UBSan" "$build_root/test-all-sanitize" -DNNMEM_SANITIZE=ON
 
-# --- 4. header, lean library ------------------------------------------------------
+# --- 4. the embedded build on emulated boards ----------------------------------------
+banner "the embedded build on emulated Cortex-M boards (scripts/board-test.sh)"
+leg_start
+if scripts/board-test.sh "$build_root/board" 2>&1 | tee "$log"; then
+    result=$(grep -E '^board: [0-9]+ passed' "$log" | tail -n 1)
+    leg_end
+    summary+=("${result:-board: no result} ($leg)")
+else
+    result=$(grep -E '^board: [0-9]+ passed' "$log" | tail -n 1)
+    leg_end
+    summary+=("board: FAILED ${result:+(${result#board: }) }($leg)")
+    failed=1
+fi
+
+# --- 5. header, lean library ------------------------------------------------------
 # tests/header.rs compares fresh cbindgen headers with include/nnmem.h and
 # the topic headers under include/nnmem/, and
 # fails with "Regenerate it with: NNMEM_UPDATE_HEADER=1 cargo test --release
@@ -174,7 +198,7 @@ else
     failed=1
 fi
 
-# --- 5. lint gates ---------------------------------------------------------------
+# --- 6. lint gates ---------------------------------------------------------------
 banner "cargo fmt --check"
 if cargo fmt --all --check; then
     summary+=("cargo fmt --check: clean")
@@ -182,9 +206,11 @@ else
     summary+=("cargo fmt --check: FAILED (run cargo fmt --all)")
     failed=1
 fi
-banner "cargo clippy --all-targets -- -D warnings"
+banner "cargo clippy --all-targets -- -D warnings (and on the embedded build)"
 leg_start
-if cargo clippy --release --locked --workspace --all-targets -- -D warnings; then
+if cargo clippy --release --locked --workspace --all-targets -- -D warnings \
+    && cargo clippy --locked -p nnmem --lib --no-default-features --target thumbv7em-none-eabihf \
+        --profile embedded -- -D warnings; then
     leg_end
     summary+=("cargo clippy: clean ($leg)")
 else

@@ -8,14 +8,14 @@
 
 #[panic_handler]
 fn panic(_: &core::panic::PanicInfo) -> ! {
+    // `udf` raises an UsageFault (a HardFault where that is masked).
+    #[cfg(target_arch = "arm")]
+    // SAFETY: `udf` only raises the fault; it reads and writes nothing.
+    unsafe {
+        core::arch::asm!("udf #0", options(noreturn, nomem, nostack))
+    }
+    #[cfg(not(target_arch = "arm"))]
     loop {
-        // `udf` raises an UsageFault (a HardFault where that is masked).
-        #[cfg(target_arch = "arm")]
-        // SAFETY: `udf` only raises the fault; it reads and writes nothing.
-        unsafe {
-            core::arch::asm!("udf #0", options(noreturn, nomem, nostack))
-        }
-        #[cfg(not(target_arch = "arm"))]
         core::hint::spin_loop();
     }
 }

@@ -144,7 +144,7 @@ fn bad_input_is_refused_with_figures_and_changes_nothing() {
         p.add(u32::MAX - 3, 0, 0, None).unwrap_err(),
         ScratchError::SizeOverflow { size: u32::MAX - 3, alignment: 8 }
     );
-    p.add(8, 0, 0, Some(u32::MAX & !7)).unwrap();
+    p.add(8, 0, 0, Some(!7)).unwrap();
     assert_eq!(p.plan().unwrap_err(), ScratchError::Overflow { index: 0, size: 8 });
     p.reset();
     assert_eq!(p.offset(0).unwrap_err(), ScratchError::Index { index: 0, count: 0 });
