@@ -35,7 +35,7 @@ grep -vE '^nnm_' "$tmp/exported" | sed 's/^/unprefixed exported symbol: /' | gre
 printf '#include <stddef.h>\n#include <stdint.h>\n' | "$cc" -dM -E -x c - | awk '{print $2}' \
     | sed 's/(.*//' | sort -u >"$tmp/base"
 "$cc" -dM -E -x c "$header" | awk '{print $2}' | sed 's/(.*//' | sort -u >"$tmp/all"
-comm -13 "$tmp/base" "$tmp/all" | grep -vE '^(NNM_[A-Z0-9_]+|NNMEM_H|NNMEM_[A-Z]+_H)$' \
+comm -13 "$tmp/base" "$tmp/all" | grep -vE '^(NNM_[A-Z0-9_]+|NNMEM_H|NNMEM_[A-Z_]+_H)$' \
     | sed 's/^/unprefixed macro: /' | grep . >&2 && status=1
 
 # Types and enum constants, from the header with comments stripped.

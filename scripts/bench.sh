@@ -26,6 +26,11 @@
 #                                       -> BENCHMARKS.md
 #   4. objcopy --strip-unneeded         the installed libnnmem.so's size
 #                                       -> BENCHMARKS.md, "Library size"
+#   5. scripts/board-bench.sh           the embedded build's flash and
+#                                       instruction counts on emulated
+#                                       Cortex-M boards -> BENCHMARKS.md,
+#                                       "The embedded build on Cortex-M
+#                                       boards" (the last section)
 #
 # About 9 minutes on 2 cores. Nothing else should run meanwhile: the numbers
 # are wall times. Extra arguments go to every `cargo bench` run (criterion's,
@@ -88,12 +93,16 @@ objcopy --strip-unneeded "$target_dir/release/libnnmem.so" "$so_copy"
     printf '\n'
 } >>"$tmp"
 rm -f "$so_copy"
-# The last section, "Downstream build", is measured by
-# scripts/downstream-build.sh (against an older checkout too), not here: keep it.
-sed -n '/^## Downstream build/,$p' "$out" >>"$tmp"
+# "Downstream build" is measured by scripts/downstream-build.sh (against an
+# older checkout too), not here: keep it, without the section after it,
+# which step 5 writes anew.
+sed -n '/^## Downstream build/,$p' "$out" | sed '/^## The embedded build on Cortex-M boards/,$d' >>"$tmp"
 chmod 0644 "$tmp"
 mv "$tmp" "$out"
 trap - EXIT
+
+banner "scripts/board-bench.sh: the embedded build on emulated boards -> $out"
+scripts/board-bench.sh
 
 banner "done in $((SECONDS - started)) s: $out"
 sed -n '/^## Targets/,/^## How to read/p' "$out" | sed '$d' >&2

@@ -35,6 +35,7 @@ use nnmem::ffi::region::{
     nnm_region_desc, nnm_region_info, nnm_region_spill, nnm_region_tensor_desc, nnm_tensor_placement,
     LifetimeConvention, NNM_REGION_FIXED_BASE, NNM_REGION_MIX_CONSTANTS, NNM_REGION_NO_REUSE, NNM_REGION_PER_TENSOR,
 };
+use nnmem::ffi::scratch_plan::nnm_scratch_buffer;
 use nnmem::ffi::workbuffer::{
     nnm_exec_area, nnm_exec_block, nnm_exec_info, nnm_exec_op_shape, nnm_exec_operator_desc, nnm_exec_options,
     nnm_exec_output, nnm_exec_place, nnm_exec_pool_info, nnm_exec_tensor, NNM_EXEC_NO_ALIAS,
@@ -224,6 +225,9 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_NAME_MAX %lld", "(long long)(NNM_NAME_MAX)");
         line("macro NNM_STACK_CACHE_INLINE %lld", "(long long)(NNM_STACK_CACHE_INLINE)");
         line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
+        line("macro NNM_SCRATCH_PLANNER_BYTES(10) %lld", "(long long)(NNM_SCRATCH_PLANNER_BYTES(10))");
+        line("macro NNM_SCRATCH_PLANNER_RUNS(TFLM) %lld", "(long long)(NNM_SCRATCH_PLANNER_RUNS(NNM_ALGORITHM_TFLM))");
+        line("macro NNM_SCRATCH_PLANNER_RUNS(AUTO) %lld", "(long long)(NNM_SCRATCH_PLANNER_RUNS(NNM_ALGORITHM_AUTO))");
         for m in [
             "NNM_REGION_NO_REUSE",
             "NNM_REGION_PER_TENSOR",
@@ -367,6 +371,7 @@ fn rust_structs() -> Vec<RustStruct> {
             fixed_overlap_second,
             fixed_overlap_step
         }),
+        rust_struct!(nnm_scratch_buffer { size, first_use, last_use, fixed, offset }),
         rust_struct!(nnm_arena_sizes {
             capacity_bytes,
             alignment_lost_bytes,
@@ -589,6 +594,32 @@ fn structs_have_the_same_fields_size_and_alignment_in_c_and_rust() {
         }
     }
     assert!(problems.is_empty(), "C and Rust disagree:\n  {}", problems.join("\n  "));
+}
+
+#[test]
+fn the_scratch_planner_macros_give_what_the_library_needs() {
+    use nnmem::ffi::scratch_plan::{
+        nnm_scratch_planner_buffer_count, nnm_scratch_planner_init, NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER,
+        NNM_SCRATCH_PLANNER_HEADER_BYTES,
+    };
+    let c = c_view();
+    let bytes = c["macro NNM_SCRATCH_PLANNER_BYTES(10)"] as usize;
+    assert_eq!(bytes, NNM_SCRATCH_PLANNER_HEADER_BYTES + 3 + 10 * NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER);
+    assert_eq!((c["macro NNM_SCRATCH_PLANNER_RUNS(TFLM)"], c["macro NNM_SCRATCH_PLANNER_RUNS(AUTO)"]), (1, 0));
+    // That many bytes hold 10 buffers at every start address.
+    let mut scratch = vec![0u8; bytes + 4];
+    for skew in 0..4 {
+        let (mut planner, mut capacity) = (std::ptr::null_mut(), 0usize);
+        let tflm = nnmem::plan::Algorithm::Tflm as u32;
+        // SAFETY: `bytes` bytes from `skew` lie inside `scratch`, which
+        // nothing else uses; the out-parameters are locals.
+        unsafe {
+            let start = scratch.as_mut_ptr().add(skew).cast();
+            assert_eq!(nnm_scratch_planner_init(start, bytes, tflm, &mut planner), Status::Ok);
+            assert_eq!(nnm_scratch_planner_buffer_count(planner, std::ptr::null_mut(), &mut capacity), Status::Ok);
+        }
+        assert!(capacity >= 10, "skew {skew}: {capacity}");
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Bytes of code and read-only data a linked board program takes from
-libnnmem.a, from its GNU ld map file (--gc-sections: only what is kept),
+libnnmem.a (or a copy named libnnmem-*.a), from its GNU ld map file (--gc-sections: only what is kept),
 and, with --class, the TFLite Micro class's own code and vtable (from the
 ELF's symbols, via arm-none-eabi-nm). Prints one line:
 
@@ -38,9 +38,10 @@ def from_map(path):
         section = None
         size = int(m.group(3), 16)
         origin = m.group(4)
-        if not name or "libnnmem.a(" not in origin or size == 0:
+        library = re.search(r"libnnmem[^/(]*\.a\((.*)\)$", origin)
+        if not name or not library or size == 0:
             continue
-        member = origin.split("libnnmem.a(")[1]
+        member = library.group(1)
         if member.startswith("nnmem"):
             own += size
         elif re.search(r"mem(cpy|move|set|cmp|clr)|\bbcmp", name):

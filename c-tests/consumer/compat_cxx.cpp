@@ -36,8 +36,9 @@ int main() {
     // 30 B at steps 0..1: GreedyMemoryPlanner plans the unused ones live at
     // step -1, so 0/100/0 and 150 B.
     tflite::NnmemMemoryPlanner planner;
+    alignas(16) static unsigned char scratch[256];  // TFLite Micro's allocator hands one to Init()
     int offsets[3] = {-1, -1, -1};
-    const bool added = planner.AddBuffer(100, -1, -1) == kTfLiteOk && planner.AddBuffer(50, -1, -1) == kTfLiteOk &&
+    const bool added = planner.Init(scratch, sizeof scratch) == kTfLiteOk && planner.AddBuffer(100, -1, -1) == kTfLiteOk && planner.AddBuffer(50, -1, -1) == kTfLiteOk &&
                        planner.AddBuffer(30, 0, 1) == kTfLiteOk;
     for (int i = 0; added && i < 3; ++i) planner.GetOffsetForBuffer(i, &offsets[i]);
     const size_t arena = planner.GetMaximumMemorySize();

@@ -8,8 +8,10 @@
 
 use core::ptr::NonNull;
 
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
 use super::error::set_last_error_with;
+#[cfg(all(not(feature = "std"), feature = "strip-messages"))]
+use super::error::set_last_status;
 use crate::message::Text;
 use crate::plan::scratch::ScratchError;
 use crate::status::Status;
@@ -43,6 +45,7 @@ impl Failure {
         }
     }
 
+    #[cfg_attr(all(not(feature = "std"), feature = "strip-messages"), allow(dead_code))]
     fn describe(&self, out: &mut dyn Text) {
         match *self {
             Failure::Null(what) => {
@@ -101,7 +104,10 @@ pub(crate) fn run(body: impl FnOnce() -> Result<(), Failure>) -> Status {
 #[cold]
 #[inline(never)]
 fn failed(f: Failure) -> Status {
+    #[cfg(not(feature = "strip-messages"))]
     set_last_error_with(|out| f.describe(out));
+    #[cfg(feature = "strip-messages")]
+    set_last_status(f.status());
     f.status()
 }
 

@@ -5,7 +5,11 @@
 //! threads to tell apart and no thread-local storage: there the text lives
 //! in one static buffer of [`NNM_BARE_ERROR_BYTES`] bytes (longer messages are
 //! cut), shared by every caller, so a failing call from an interrupt
-//! handler replaces the text of the main loop's last failure.
+//! handler replaces the text of the main loop's last failure. With the
+//! `strip-messages` feature (the embedded build only, like TFLite Micro's
+//! `TF_LITE_STRIP_ERROR_STRINGS`) no message is kept: the last error is the
+//! failing status's name, and the messages' code and text leave the
+//! library.
 
 use core::ffi::c_char;
 #[cfg(not(feature = "std"))]
@@ -17,7 +21,7 @@ use std::ffi::CString;
 #[cfg(feature = "std")]
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
 use crate::message::Text;
 use crate::status::Status;
 #[cfg(feature = "std")]
@@ -42,16 +46,16 @@ pub const NNM_BARE_ERROR_BYTES: usize = 160;
 /// The embedded build's last error: bytes stored one by one with relaxed
 /// atomic stores (plain byte stores on every Cortex-M, v6-M included), so
 /// the buffer needs no lock and no `unsafe`.
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
 static LAST_ERROR: [AtomicU8; NNM_BARE_ERROR_BYTES] = [const { AtomicU8::new(0) }; NNM_BARE_ERROR_BYTES];
 
 /// Appends to [`LAST_ERROR`], cutting what does not fit.
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
 struct BareError {
     at: usize,
 }
 
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
 impl Text for BareError {
     fn put(&mut self, piece: &str) {
         for &b in piece.as_bytes() {
@@ -67,9 +71,19 @@ impl Text for BareError {
     }
 }
 
+/// The embedded build's last failure with `strip-messages`: its status.
+#[cfg(all(not(feature = "std"), feature = "strip-messages"))]
+static LAST_STATUS: AtomicU8 = AtomicU8::new(0);
+
+/// Records `status` as the last failure (`strip-messages`).
+#[cfg(all(not(feature = "std"), feature = "strip-messages"))]
+pub(crate) fn set_last_status(status: Status) {
+    LAST_STATUS.store(status as u8, Ordering::Relaxed);
+}
+
 /// Records the message `describe` writes as the embedded build's last
 /// error.
-#[cfg(not(feature = "std"))]
+#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
 pub(crate) fn set_last_error_with(describe: impl FnOnce(&mut dyn Text)) {
     let mut out = BareError { at: 0 };
     describe(&mut out);
@@ -149,15 +163,21 @@ pub(crate) fn guard_void(body: impl FnOnce() -> Result<()>) {
 /// Embedded build: one static buffer of NNM_BARE_ERROR_BYTES bytes (the
 /// text cut to fit) shared by every caller, since a bare-metal target has
 /// no thread-local storage; the last failure anywhere (an interrupt
-/// handler's included) is the one it holds.
+/// handler's included) is the one it holds. Built with strip-messages:
+/// the failing status's name (nnm_status_str's text).
 #[no_mangle]
 pub extern "C" fn nnm_last_error() -> *const c_char {
     #[cfg(feature = "std")]
     return LAST_ERROR.with(|e| e.borrow().as_ptr());
     // An AtomicU8 has the size and alignment of a u8: the buffer is a C
     // string, NUL-terminated by its last byte, which is never written.
-    #[cfg(not(feature = "std"))]
+    #[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
     return LAST_ERROR.as_ptr().cast();
+    #[cfg(all(not(feature = "std"), feature = "strip-messages"))]
+    return match Status::ALL.get(usize::from(LAST_STATUS.load(Ordering::Relaxed))) {
+        Some(&s) if s != Status::Ok => s.name_nul().as_ptr().cast(),
+        _ => c"".as_ptr(),
+    };
 }
 
 /// A static, human-readable description of a status code; "unknown status"

@@ -66,21 +66,24 @@ impl From<ScratchBuffer> for nnm_scratch_buffer {
 /// `planner` must be NULL or a handle from `nnm_scratch_planner_init` whose
 /// scratch is still the caller's to lend (valid for reads and writes, used
 /// by no other call meanwhile): at least the header words are then
-/// readable, and the length the header records is what `init` was given.
+/// readable, and the records the header counts follow them.
 unsafe fn planner_at<'a>(planner: *mut nnm_scratch_planner) -> Result<ScratchPlanner<'a>, Failure> {
     let words = non_null(planner, "planner")?.cast::<u32>();
     if !words.as_ptr().is_aligned() {
         return Err(Failure::Misaligned("planner", 4));
     }
-    // SAFETY: a handle from init points to at least HEADER_WORDS words of
-    // the caller's scratch (init refuses less), aligned (checked above).
-    let header = unsafe { core::slice::from_raw_parts(words.as_ptr(), scratch::HEADER_WORDS) };
-    let total = ScratchPlanner::recorded_words(header)?;
-    // SAFETY: the header is one init wrote (its tag checked), and init
-    // recorded the number of words of the scratch it was given, all of
-    // which the caller still lends to the planner, to no one else.
-    let all = unsafe { core::slice::from_raw_parts_mut(words.as_ptr(), total) };
-    Ok(ScratchPlanner::open(all)?)
+    // SAFETY: a handle from init points to the header's words in the
+    // caller's scratch (init refuses less), aligned (checked above).
+    let header = unsafe { &mut *words.as_ptr().cast::<[u32; scratch::HEADER_WORDS]>() };
+    let capacity = ScratchPlanner::recorded_capacity(header)?;
+    // SAFETY: the header is one init wrote (its tag checked); init laid
+    // `capacity` records right after it, inside the scratch the caller
+    // still lends to the planner alone, apart from the header's words.
+    let records = unsafe {
+        let first = words.as_ptr().add(scratch::HEADER_WORDS).cast::<scratch::Record>();
+        core::slice::from_raw_parts_mut(first, capacity)
+    };
+    Ok(ScratchPlanner::open(header, records)?)
 }
 
 /// The algorithm value `algorithm`, or why not.
@@ -125,19 +128,26 @@ pub unsafe extern "C" fn nnm_scratch_planner_init(
             return Err(Failure::Wraps("scratch", scratch_bytes));
         }
         let algorithm = algorithm_of(algorithm)?;
-        let pad = address.wrapping_neg() & 3;
-        let words = scratch_bytes.saturating_sub(pad) / 4;
-        // SAFETY: `pad + 4 * words <= scratch_bytes`, all inside the
-        // caller's scratch (checked not to wrap); the start is aligned to 4.
-        let first = unsafe { start.as_ptr().add(pad.min(scratch_bytes)) }.cast::<u32>();
-        // SAFETY: `first` is aligned and valid for `words` words of the
-        // caller's scratch, which the caller lends to the planner alone.
-        let all = unsafe { core::slice::from_raw_parts_mut(first, words) };
-        if words < scratch::HEADER_WORDS {
-            let bytes = scratch_bytes.saturating_sub(pad);
-            return Err(ScratchError::ScratchTooSmall { bytes, needed: scratch::HEADER_BYTES }.into());
+        let pad = (address.wrapping_neg() & 3).min(scratch_bytes);
+        let usable = scratch_bytes - pad;
+        if usable < scratch::HEADER_BYTES {
+            return Err(
+                ScratchError::ScratchTooSmall { bytes: scratch_bytes, needed: scratch::HEADER_BYTES + pad }.into()
+            );
         }
-        ScratchPlanner::init(all, algorithm)?;
+        let capacity = scratch::capacity_for(usable);
+        let lost = scratch_bytes - scratch::HEADER_BYTES - capacity * scratch::BYTES_PER_BUFFER;
+        // SAFETY: `pad + HEADER_BYTES + capacity * BYTES_PER_BUFFER <=
+        // scratch_bytes`, all inside the caller's scratch (checked not to
+        // wrap), which the caller lends to the planner alone; the start is
+        // aligned to 4, as the records after the 3-word header are.
+        let (first, header, records) = unsafe {
+            let first = start.as_ptr().add(pad).cast::<u32>();
+            let header = &mut *first.cast::<[u32; scratch::HEADER_WORDS]>();
+            let records = first.add(scratch::HEADER_WORDS).cast::<scratch::Record>();
+            (first, header, core::slice::from_raw_parts_mut(records, capacity))
+        };
+        ScratchPlanner::init(header, records, algorithm, lost)?;
         // SAFETY: `out` is the caller's out-parameter, non-NULL.
         unsafe { write_out(out, first.cast::<nnm_scratch_planner>()) };
         Ok(())

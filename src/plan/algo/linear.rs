@@ -15,8 +15,8 @@ impl PlacementAlgorithm for Linear {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        let mut offsets = vec![0u64; problem.len()];
-        heapless::linear(problem, &mut offsets);
+        let (mut offsets, mut work) = (vec![0u64; problem.len()], Vec::new());
+        heapless::linear(&mut heapless::Slices { tensors: problem, offsets: &mut offsets, work: &mut work });
         Placement::heuristic(offsets, self.algorithm())
     }
 }

@@ -21,7 +21,7 @@
 //! plan (without fixed buffers) in O(n log n · log m).
 
 use super::{Algorithm, Placement, PlacementAlgorithm, SearchLimits};
-use crate::plan::heapless::{self, Walk};
+use crate::plan::heapless::{self, Slices, Walk};
 use crate::plan::problem::Problem;
 
 /// The TFLite Micro greedy planner.
@@ -30,9 +30,9 @@ pub struct Tflm;
 /// The order TFLM places buffers in.
 #[cfg(test)]
 pub(super) fn tflm_order(problem: &Problem) -> Vec<usize> {
-    let mut order = vec![0u32; problem.len()];
-    heapless::tflm_order(problem, &mut order);
-    order.into_iter().map(heapless::ix).collect()
+    let (mut offsets, mut work) = (vec![0u64; problem.len()], vec![0u32; problem.len()]);
+    heapless::tflm_order(&mut Slices { tensors: problem, offsets: &mut offsets, work: &mut work });
+    work.into_iter().map(heapless::ix).collect()
 }
 
 /// TFLM's plan of `problem` when its first `previous.len()` buffers were
@@ -49,22 +49,25 @@ pub(crate) fn replan(problem: &Problem, previous: &[u64]) -> Option<Placement> {
     if old > n {
         return None;
     }
-    let mut order = vec![0u32; n];
-    heapless::tflm_order(problem, &mut order);
-    if order[..old].iter().any(|&i| heapless::ix(i) >= old) {
-        return None;
-    }
     let mut offsets = Vec::with_capacity(n);
     offsets.extend_from_slice(previous);
     offsets.resize(n, 0);
+    let mut order = vec![0u32; n];
+    heapless::tflm_order(&mut Slices { tensors: problem, offsets: &mut offsets, work: &mut order });
+    if order[..old].iter().any(|&i| heapless::ix(i) >= old) {
+        return None;
+    }
     // TFLM inserts an entry after those at its offset, so its list is the
-    // placement order sorted stably by offset.
+    // placement order sorted stably by offset; the new buffers' order
+    // follows it in the working words.
     let mut work: Vec<u32> =
         order[..old].iter().copied().filter(|&i| !problem.buffers()[heapless::ix(i)].lifetime.is_empty()).collect();
     crate::sort::sort_by_key(&mut work, |&i| offsets[heapless::ix(i)]);
     let listed = work.len();
     work.extend_from_slice(&order[old..]);
-    heapless::walk(problem, &mut work, listed, &mut offsets, Walk::Tflm);
+    let end = work.len();
+    work.resize(n, 0);
+    heapless::walk(&mut Slices { tensors: problem, offsets: &mut offsets, work: &mut work }, listed, end, Walk::Tflm);
     Some(Placement::heuristic(offsets, Algorithm::Tflm))
 }
 
@@ -75,9 +78,10 @@ impl PlacementAlgorithm for Tflm {
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
         let n = problem.len();
-        let (mut work, mut offsets) = (vec![0u32; n], vec![0u64; n]);
-        heapless::tflm_order(problem, &mut work);
-        heapless::walk(problem, &mut work, 0, &mut offsets, Walk::Tflm);
+        let (mut offsets, mut work) = (vec![0u64; n], vec![0u32; n]);
+        let mut w = Slices { tensors: problem, offsets: &mut offsets, work: &mut work };
+        heapless::tflm_order(&mut w);
+        heapless::walk(&mut w, 0, n, Walk::Tflm);
         Placement::heuristic(offsets, self.algorithm())
     }
 }

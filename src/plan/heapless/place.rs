@@ -2,7 +2,7 @@
 //! offset: TFLite Micro's `GreedyMemoryPlanner` walk, first fit, and the
 //! linear stack.
 
-use super::{ix, Bytes, Tensors};
+use super::{ix, Bytes, Workspace};
 
 /// Which walk [`walk`] makes.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -18,85 +18,71 @@ pub enum Walk {
     FirstFit,
 }
 
-/// Places the buffers of `work[listed..]`, in that order, one after the
-/// other; `work[..listed]` holds the buffers placed before, sorted by
-/// offset (a new entry goes after those at its offset), and the list grows
-/// into the order's slots as they are consumed (it never has more entries
-/// than buffers taken from the order), so one array of one entry per
-/// buffer holds both. Writes the offsets; fixed buffers keep theirs.
-/// Returns the length of the list.
+/// Places the buffers named by working words `listed..end`, in that
+/// order, one after the other; words `..listed` hold the buffers placed
+/// before, sorted by offset (a new entry goes after those at its offset).
+/// The list grows into the order's words as they are consumed (it never
+/// has more entries than buffers taken from the order), so one word per
+/// buffer holds both. Sets the offsets; fixed buffers keep theirs. Returns
+/// the length of the list.
 ///
 /// Each buffer walks the entries live with it from the lowest offset, and
 /// takes the first candidate (0, then the running maximum of the ends
 /// walked past) whose gap to the next entry holds it; entries that start
 /// below the candidate (fixed buffers overlapping each other) never leave a
 /// gap. O(n) per buffer, O(n^2) in all, as in TFLite Micro.
-pub fn walk<T: Tensors>(
-    tensors: &T,
-    work: &mut [u32],
-    mut listed: usize,
-    offsets: &mut [T::Bytes],
-    kind: Walk,
-) -> usize {
-    let mut next = listed;
-    while let Some(&i) = work.get(next) {
-        next += 1;
-        let i = ix(i);
-        let size = tensors.size(i);
+pub fn walk<W: Workspace>(w: &mut W, mut listed: usize, end: usize, kind: Walk) -> usize {
+    for next in listed..end {
+        let i = ix(w.slot(next));
+        let size = w.size(i);
         let enters = match kind {
-            Walk::Tflm => !tensors.never_live(i),
-            Walk::FirstFit => size > T::Bytes::ZERO && !tensors.never_live(i),
+            Walk::Tflm => !w.never_live(i),
+            Walk::FirstFit => w.occupies(i),
         };
-        let placed = work.get(..listed).unwrap_or_default();
-        let offset = match tensors.fixed(i) {
+        let offset = match w.fixed(i) {
             Some(o) => o,
-            None if !enters => T::Bytes::ZERO,
-            None => first_gap(tensors, i, size, placed, offsets),
+            None if !enters => W::Bytes::ZERO,
+            None => first_gap(w, i, size, listed),
         };
-        if let Some(slot) = offsets.get_mut(i) {
-            *slot = offset;
-        }
+        w.set_offset(i, offset);
         if !enters {
             continue;
         }
-        // One more entry: `listed < next`, so slot `listed` is the list's
-        // end or an order entry already taken. After the entries at the
-        // same offset: shift the higher ones up by one, from the top.
-        let Some(window) = work.get_mut(..=listed) else { break };
-        let mut at = window.len() - 1;
-        while let Some(&below) = at.checked_sub(1).and_then(|k| window.get(k)) {
-            if offsets.get(ix(below)).is_some_and(|&o| o <= offset) {
+        // Word `listed` is the list's end or an order word already taken
+        // (listed <= next). Shift the entries above the offset up by one,
+        // from the top: the new one goes after those at its offset.
+        let mut at = listed;
+        while at > 0 {
+            let below = w.slot(at - 1);
+            if w.offset(ix(below)) <= offset {
                 break;
             }
-            if let Some(slot) = window.get_mut(at) {
-                *slot = below;
-            }
+            w.set_slot(at, below);
             at -= 1;
         }
-        if let Some(slot) = window.get_mut(at) {
-            *slot = i as u32;
-        }
+        w.set_slot(at, i as u32);
         listed += 1;
     }
     listed
 }
 
-/// The offset the walk gives buffer `i` of `size` over `list`.
+/// The offset the walk gives buffer `i` of `size` over the `listed`
+/// entries.
 #[inline]
-fn first_gap<T: Tensors>(tensors: &T, i: usize, size: T::Bytes, list: &[u32], offsets: &[T::Bytes]) -> T::Bytes {
-    let (start, end) = (tensors.start(i), tensors.end(i));
-    let mut candidate = T::Bytes::ZERO;
-    for &j in list {
-        let j = ix(j);
+fn first_gap<W: Workspace>(w: &W, i: usize, size: W::Bytes, listed: usize) -> W::Bytes {
+    let (start, end) = (w.start(i), w.end(i));
+    let mut candidate = W::Bytes::ZERO;
+    for k in 0..listed {
+        let j = ix(w.slot(k));
         // Entries in the list are live at some step.
-        if tensors.start(j) >= end || start >= tensors.end(j) {
+        if w.start(j) >= end || start >= w.end(j) {
             continue;
         }
-        let at = offsets.get(j).copied().unwrap_or(T::Bytes::ZERO);
+        let at = w.offset(j);
         if at >= candidate && at - candidate >= size {
             break;
         }
-        let top = at + tensors.size(j);
+        let top = at + w.size(j);
         if top > candidate {
             candidate = top;
         }
@@ -107,41 +93,41 @@ fn first_gap<T: Tensors>(tensors: &T, i: usize, size: T::Bytes, list: &[u32], of
 /// TFLite Micro's `LinearMemoryPlanner`: every unfixed buffer after the
 /// previous one in order of addition, starting above the highest fixed
 /// buffer that occupies memory; fixed buffers keep their offsets.
-pub fn linear<T: Tensors>(tensors: &T, offsets: &mut [T::Bytes]) {
-    let n = tensors.count().min(offsets.len());
-    let mut next = T::Bytes::ZERO;
+pub fn linear<W: Workspace>(w: &mut W) {
+    let n = w.count();
+    let mut next = W::Bytes::ZERO;
     for i in 0..n {
-        if let Some(o) = tensors.fixed(i) {
-            let size = tensors.size(i);
-            if size > T::Bytes::ZERO && !tensors.never_live(i) && o + size > next {
-                next = o + size;
+        if let Some(o) = w.fixed(i).filter(|_| w.occupies(i)) {
+            if o + w.size(i) > next {
+                next = o + w.size(i);
             }
         }
     }
-    for (i, offset) in offsets.iter_mut().enumerate().take(n) {
-        *offset = match tensors.fixed(i) {
+    for i in 0..n {
+        let offset = match w.fixed(i) {
             Some(o) => o,
             None => {
                 let o = next;
-                next = next + tensors.size(i);
+                next = next + w.size(i);
                 o
             }
         };
+        w.set_offset(i, offset);
     }
 }
 
 /// The bytes a plan needs: the highest `offset + size` over the buffers
 /// that occupy memory, or with `count_empty_sizes` (TFLite Micro's arena
 /// size) over every buffer live at some step, zero-size ones included.
-pub fn peak<T: Tensors>(tensors: &T, offsets: &[T::Bytes], count_empty_sizes: bool) -> T::Bytes {
-    let mut peak = T::Bytes::ZERO;
-    for (i, &o) in offsets.iter().enumerate().take(tensors.count()) {
-        let size = tensors.size(i);
-        if tensors.never_live(i) || (size == T::Bytes::ZERO && !count_empty_sizes) {
+pub fn peak<W: Workspace>(w: &W, count_empty_sizes: bool) -> W::Bytes {
+    let mut peak = W::Bytes::ZERO;
+    for i in 0..w.count() {
+        if w.never_live(i) || (!count_empty_sizes && !w.occupies(i)) {
             continue;
         }
-        if o + size > peak {
-            peak = o + size;
+        let top = w.offset(i) + w.size(i);
+        if top > peak {
+            peak = top;
         }
     }
     peak

@@ -29,16 +29,25 @@ fn random_problem(rng: &mut Rng, n: usize, with_fixed: bool) -> Problem {
     Problem::from_buffers(1, buffers.collect::<Vec<_>>()).unwrap()
 }
 
+/// A workspace of fresh vectors over `problem`.
+fn workspace(problem: &Problem) -> (Vec<u64>, Vec<u32>) {
+    (vec![0; problem.len()], vec![0; problem.len()])
+}
+
 #[test]
-fn heap_sort_sorts_by_a_total_order() {
+fn insertion_sort_sorts_a_range_by_a_total_order() {
     let mut rng = Rng(7);
     for n in [0, 1, 2, 3, 10, 257] {
-        let keys: Vec<u64> = (0..n).map(|_| rng.below(10)).collect();
-        let mut items: Vec<u32> = (0..n as u32).collect();
-        heap_sort(&mut items, |a, b| (keys[a as usize], a) < (keys[b as usize], b));
-        let mut expected: Vec<u32> = (0..n as u32).collect();
-        expected.sort_by_key(|&i| (keys[i as usize], i));
-        assert_eq!(items, expected);
+        let problem = random_problem(&mut rng, n + 3, false);
+        let sizes: Vec<u64> = problem.buffers().iter().map(|b| b.size).collect();
+        let (mut offsets, mut work) = workspace(&problem);
+        work.iter_mut().enumerate().for_each(|(k, w)| *w = k as u32);
+        let mut w = Slices { tensors: &problem, offsets: &mut offsets, work: &mut work };
+        insertion_sort(&mut w, 2, 2 + n, |w, i| (w.size(i as usize), i));
+        let mut expected: Vec<u32> = (2..2 + n as u32).collect();
+        expected.sort_by_key(|&i| (sizes[i as usize], i));
+        assert_eq!(work[2..2 + n], expected);
+        assert_eq!(work[..2], [0, 1]);
     }
 }
 
@@ -50,10 +59,14 @@ fn first_fit_walk_is_size_first_fit_over_occupancy() {
     for round in 0..300 {
         let problem = random_problem(&mut rng, 1 + round % 40, false);
         let n = problem.len();
-        let (mut work, mut offsets) = (vec![0u32; n], vec![0u64; n]);
-        let fixed = tflm_order(&problem, &mut work);
-        assert_eq!(fixed, 0);
-        walk(&problem, &mut work, 0, &mut offsets, Walk::FirstFit);
+        let (mut offsets, mut work) = workspace(&problem);
+        let mut w = Slices { tensors: &problem, offsets: &mut offsets, work: &mut work };
+        assert_eq!(tflm_order(&mut w), 0);
+        assert_eq!(
+            walk(&mut w, 0, problem.len(), Walk::FirstFit),
+            problem.buffers().iter().filter(|b| b.occupies()).count()
+        );
+        let _ = n;
         let limits = crate::plan::SearchLimits::unlimited(0);
         let expected = Algorithm::SizeFirstFit.implementation().place(&problem, &limits).offsets;
         assert_eq!(offsets, expected, "round {round}");
@@ -66,8 +79,10 @@ fn lower_bound_counts_shared_fixed_bytes_once_like_the_heap_planner() {
     for round in 0..300 {
         let problem = random_problem(&mut rng, 1 + round % 30, true);
         let n = problem.len();
-        let mut a = vec![0u32; n];
-        let ours = lower_bound(&problem, &mut a);
+        let (mut offsets, mut work) = workspace(&problem);
+        let mut w = Slices { tensors: &problem, offsets: &mut offsets, work: &mut work };
+        let ours = lower_bound(&mut w);
+        let _ = n;
         let mut planner = Planner::new();
         planner.set_algorithm(Algorithm::SizeFirstFit);
         for buffer in problem.buffers() {
@@ -76,7 +91,7 @@ fn lower_bound_counts_shared_fixed_bytes_once_like_the_heap_planner() {
         assert_eq!(ours, planner.lower_bound(), "round {round}");
         let rects = crate::plan::fixed::fixed_rects(&problem);
         let expected = crate::plan::fixed::count_overlaps(&rects).count;
-        assert_eq!(fixed_overlap_count(&problem, &mut a), expected, "round {round}");
+        assert_eq!(fixed_overlap_count(&mut w), expected, "round {round}");
     }
 }
 
@@ -91,9 +106,9 @@ fn linear_stacks_above_the_highest_fixed_buffer() {
         }),
     )
     .unwrap();
-    let mut offsets = vec![0u64; 4];
-    linear(&problem, &mut offsets);
+    let (mut offsets, mut work) = workspace(&problem);
+    let mut w = Slices { tensors: &problem, offsets: &mut offsets, work: &mut work };
+    linear(&mut w);
+    assert_eq!((peak(&w, false), peak(&w, true)), (128, 500));
     assert_eq!(offsets, vec![108, 100, 500, 124]);
-    assert_eq!(peak(&problem, &offsets, false), 128);
-    assert_eq!(peak(&problem, &offsets, true), 500);
 }

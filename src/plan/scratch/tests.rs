@@ -1,4 +1,9 @@
 use super::*;
+
+/// A header and `n` records, as a scratch holds them.
+fn scratch(n: usize) -> ([u32; HEADER_WORDS], Vec<Record>) {
+    ([0; HEADER_WORDS], vec![[0; WORDS_PER_BUFFER]; n])
+}
 use crate::plan::{Lifetime, Planner};
 use crate::status::Status;
 
@@ -36,8 +41,8 @@ fn random_specs(rng: &mut Rng, n: usize, fixed: bool) -> Vec<Spec> {
 }
 
 fn scratch_plan(algorithm: Algorithm, alignment: u32, specs: &[Spec]) -> (Vec<u32>, u32, u32, u64) {
-    let mut words = vec![0u32; ScratchPlanner::words_for(specs.len()).unwrap()];
-    let mut p = ScratchPlanner::init(&mut words, algorithm).unwrap();
+    let (mut header, mut records) = scratch(specs.len());
+    let mut p = ScratchPlanner::init(&mut header, &mut records, algorithm, 0).unwrap();
     p.set_alignment(alignment).unwrap();
     for &(size, first, last, fixed) in specs {
         p.add(size, first, last, fixed).unwrap();
@@ -94,8 +99,8 @@ fn tflite_micro_greedy_planner_figures() {
 
 #[test]
 fn a_full_scratch_names_the_bytes_missing_and_changes_nothing() {
-    let mut words = vec![0u32; HEADER_WORDS + 2 * WORDS_PER_BUFFER + 3];
-    let mut p = ScratchPlanner::init(&mut words, Algorithm::Tflm).unwrap();
+    let (mut header, mut records) = scratch(2);
+    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::Tflm, 12).unwrap();
     assert_eq!(p.capacity(), 2);
     p.add(8, 0, 1, None).unwrap();
     p.add(8, 1, 2, None).unwrap();
@@ -103,7 +108,7 @@ fn a_full_scratch_names_the_bytes_missing_and_changes_nothing() {
     assert_eq!(e.status(), Status::DoesNotFit);
     let mut message = String::new();
     e.describe(&mut message);
-    // 3 + 2 * 6 + 3 words = 72 B; three buffers need 12 + 72 = 84 B.
+    // 12 + 2 * 24 + 12 B lost = 72 B; three buffers need 12 + 72 = 84 B.
     assert_eq!(message, "scratch of 72 B holds 2 buffers; one more needs 84 B (12 B missing)");
     assert_eq!(p.len(), 2);
     assert_eq!(p.plan(), Ok(16));
@@ -111,8 +116,8 @@ fn a_full_scratch_names_the_bytes_missing_and_changes_nothing() {
 
 #[test]
 fn bad_input_is_refused_with_figures_and_changes_nothing() {
-    let mut words = vec![0u32; ScratchPlanner::words_for(4).unwrap()];
-    let mut p = ScratchPlanner::init(&mut words, Algorithm::SizeFirstFit).unwrap();
+    let (mut header, mut records) = scratch(4);
+    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::SizeFirstFit, 0).unwrap();
     let refused = |e: ScratchError| {
         let mut m = String::new();
         e.describe(&mut m);
@@ -156,36 +161,36 @@ fn bad_input_is_refused_with_figures_and_changes_nothing() {
 
 #[test]
 fn heap_algorithms_are_refused_and_a_foreign_scratch_is_not_a_planner() {
-    let mut words = vec![0u32; 64];
+    let (mut header, mut records) = scratch(10);
     for algorithm in [Algorithm::Auto, Algorithm::Exact, Algorithm::LiveStep] {
-        let e = ScratchPlanner::init(&mut words, algorithm).unwrap_err();
+        let e = ScratchPlanner::init(&mut header, &mut records, algorithm, 0).unwrap_err();
         let mut m = String::new();
         e.describe(&mut m);
         assert!(m.starts_with(&format!("algorithm {} needs the heap planner", algorithm.name())), "{m}");
     }
-    assert_eq!(ScratchPlanner::open(&mut words).unwrap_err(), ScratchError::NotAPlanner);
-    assert_eq!(ScratchPlanner::init(&mut words[..2], Algorithm::Tflm).unwrap_err().status(), Status::DoesNotFit);
-    assert_eq!(ScratchPlanner::init(&mut words[..8], Algorithm::Tflm).unwrap().capacity(), 0);
-    assert_eq!(ScratchPlanner::init(&mut words[..9], Algorithm::Tflm).unwrap().capacity(), 1);
-    ScratchPlanner::init(&mut words, Algorithm::Linear).unwrap().add(4, 0, 0, None).unwrap();
-    let mut p = ScratchPlanner::open(&mut words).unwrap();
+    assert_eq!(ScratchPlanner::open(&mut header, &mut records).unwrap_err(), ScratchError::NotAPlanner);
+    assert_eq!(ScratchPlanner::init(&mut header, &mut records[..0], Algorithm::Tflm, 0).unwrap().capacity(), 0);
+    ScratchPlanner::init(&mut header, &mut records, Algorithm::Linear, 0).unwrap().add(4, 0, 0, None).unwrap();
+    let mut p = ScratchPlanner::open(&mut header, &mut records).unwrap();
     assert_eq!((p.len(), p.algorithm(), p.capacity()), (1, Algorithm::Linear, 10));
     assert_eq!(p.plan(), Ok(4));
     // A header whose count passes its capacity is not one init wrote.
-    words[2] = 11;
-    assert_eq!(ScratchPlanner::open(&mut words).unwrap_err(), ScratchError::NotAPlanner);
-    // Fewer words than the header recorded (3 + 10 * 6).
-    words[2] = 1;
-    assert!(ScratchPlanner::open(&mut words[..63]).is_ok());
-    assert_eq!(ScratchPlanner::open(&mut words[..62]).unwrap_err(), ScratchError::NotAPlanner);
+    header[2] = 11;
+    assert_eq!(ScratchPlanner::open(&mut header, &mut records).unwrap_err(), ScratchError::NotAPlanner);
+    // Other records than the header counts, or another tag.
+    header[2] = 1;
+    assert!(ScratchPlanner::open(&mut header, &mut records).is_ok());
+    assert_eq!(ScratchPlanner::open(&mut header, &mut records[..9]).unwrap_err(), ScratchError::NotAPlanner);
+    header[0] ^= 1 << 20;
+    assert_eq!(ScratchPlanner::recorded_capacity(&header).unwrap_err(), ScratchError::NotAPlanner);
 }
 
 #[test]
 fn buffers_read_back_as_added() {
     let specs = [(16, -1, -1, None), (16, -1, 3, Some(32)), (0, 2, 2, None)];
     for algorithm in ALGORITHMS {
-        let mut words = vec![0u32; ScratchPlanner::words_for(3).unwrap()];
-        let mut p = ScratchPlanner::init(&mut words, algorithm).unwrap();
+        let (mut header, mut records) = scratch(3);
+        let mut p = ScratchPlanner::init(&mut header, &mut records, algorithm, 0).unwrap();
         for &(size, first, last, fixed) in &specs {
             p.add(size, first, last, fixed).unwrap();
         }
@@ -198,8 +203,8 @@ fn buffers_read_back_as_added() {
 
 #[test]
 fn a_plan_made_elsewhere_is_adopted_when_fixed_buffers_keep_their_offsets() {
-    let mut words = vec![0u32; ScratchPlanner::words_for(3).unwrap()];
-    let mut p = ScratchPlanner::init(&mut words, Algorithm::SizeFirstFit).unwrap();
+    let (mut header, mut records) = scratch(3);
+    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::SizeFirstFit, 0).unwrap();
     p.add(16, 0, 1, None).unwrap();
     p.add(16, 1, 2, Some(32)).unwrap();
     p.add(8, 2, 3, None).unwrap();

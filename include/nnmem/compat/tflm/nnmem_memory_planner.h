@@ -83,7 +83,13 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // NNMEM_NO_HEAP, one that needs the heap) is printed and every later call
   // fails.
   explicit NnmemMemoryPlanner(uint32_t algorithm = NNM_ALGORITHM_TFLM)
-      : planner_(nullptr), algorithm_(algorithm), required_(0), scratch_size_(-1), planned_(false), usable_(true) {
+      : planner_(nullptr),
+        algorithm_(algorithm),
+        required_(0),
+        count_(0),
+        scratch_size_(-1),
+        planned_(false),
+        usable_(true) {
 #ifdef NNMEM_NO_HEAP
     if (!NNM_SCRATCH_PLANNER_RUNS(algorithm)) {
       MicroPrintf("nnmem: algorithm value %u is not one the scratch planner runs (tflm, linear, size-first-fit); "
@@ -118,6 +124,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     planner_ = nullptr;
     planned_ = false;
     required_ = 0;
+    count_ = 0;
     scratch_size_ = scratch_buffer_size;
     if (scratch_buffer_size < 0) {
       MicroPrintf("nnmem: scratch buffer size %d is negative", scratch_buffer_size);
@@ -157,11 +164,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     return required_;
   }
 
-  int GetBufferCount() override {
-    size_t count = 0;
-    if (planner_ == nullptr || nnm_scratch_planner_buffer_count(planner_, &count, nullptr) != NNM_OK) return 0;
-    return static_cast<int>(count);
-  }
+  int GetBufferCount() override { return planner_ == nullptr ? 0 : count_; }
 
   // The offset of the buffer added `buffer_index`-th (planning first if
   // buffers were added).
@@ -285,6 +288,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
             : nnm_scratch_planner_add_fixed_buffer(planner_, static_cast<uint32_t>(size), first_time_used,
                                                    last_time_used, static_cast<uint32_t>(offline_offset), nullptr);
     if (!Check(status)) return kTfLiteError;
+    ++count_;
     planned_ = false;
     return kTfLiteOk;
   }
@@ -356,6 +360,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   nnm_scratch_planner* planner_;  // inside the scratch Init() was given
   uint32_t algorithm_;
   size_t required_;    // the arena size, once planned
+  int count_;          // buffers added since Init()
   int scratch_size_;   // what Init() gave; -1 before Init()
   bool planned_;
   bool usable_;
