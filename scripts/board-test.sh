@@ -2,8 +2,8 @@
 # nnmem on emulated Cortex-M boards (README.md, "The embedded build"):
 #
 #   1. the embedded build (no std, no heap) for thumbv7em-none-eabihf
-#      (Cortex-M4F) and thumbv6m-none-eabi (Cortex-M0+), and the host
-#      build's static library;
+#      (Cortex-M4F, also with strip-messages) and thumbv6m-none-eabi
+#      (Cortex-M0+), and the host build's static library;
 #   2. what the embedded library's code calls out to: nothing but the mem*
 #      functions compilers emit (compiler helpers such as v6-M's division,
 #      which the archive carries, are listed);
@@ -33,6 +33,12 @@ for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
 done
 lib_m4=$target_dir/thumbv7em-none-eabihf/embedded/libnnmem.a
 lib_m0=$target_dir/thumbv6m-none-eabi/embedded/libnnmem.a
+# The M4F build with strip-messages, kept apart (the next build of the
+# default features writes the same path).
+cargo build --locked -p nnmem --lib --no-default-features --features strip-messages \
+    --target thumbv7em-none-eabihf --profile embedded
+cp "$lib_m4" "$out/libnnmem-m4-stripped.a"
+cargo build --locked -p nnmem --lib --no-default-features --target thumbv7em-none-eabihf --profile embedded
 cargo build --locked --release -p nnmem --lib
 
 echo "==> what the embedded library calls out to"
@@ -70,7 +76,8 @@ cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$root/include" c-tests/board/plan
 "$out/plan_digest-host" >"$out/plan_digest-host.log"
 
 echo "==> the boards"
-NNMEM_LIB_M4=$lib_m4 NNMEM_LIB_M0=$lib_m0 NNMEM_DIGEST_HOST=$out/plan_digest-host.log \
+NNMEM_LIB_M4=$lib_m4 NNMEM_LIB_M0=$lib_m0 NNMEM_LIB_M4_STRIPPED=$out/libnnmem-m4-stripped.a \
+    NNMEM_DIGEST_HOST=$out/plan_digest-host.log \
     c-tests/board/test.sh "$out" || status=1
 
 echo "==> no panic machinery in the firmware"

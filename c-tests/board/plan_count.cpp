@@ -1,10 +1,7 @@
 // Instructions nnmem takes to plan on the board, counted as
 // measure-tflm-greedy.sh counts TensorFlow Lite Micro's GreedyMemoryPlanner
-// (tflm_greedy.cc): Init(scratch) + AddBuffer for every buffer +
-// GetMaximumMemorySize + GetOffsetForBuffer for every buffer, through the
-// MicroMemoryPlanner base class (the stand-in of c-tests/compat/tflm), the
-// planner constructed before the count starts; the same calls on a planner
-// that does nothing give the harness's share. Then the same work through
+// (tflm_greedy.cc), with the same driver (planner_driver.h) over the
+// stand-in base class of c-tests/compat/tflm. Then the same work through
 // the C API (nnm_scratch_planner_init, _add_buffer, _plan, _get_offset).
 // Run with -icount shift=0 (c-tests/board/run.sh --icount); prints one line
 // per list and interface, and exits non-zero when the plan is not TFLite
@@ -15,6 +12,7 @@
 #include <cstdio>
 
 #include "icount.h"
+#include "planner_driver.h"
 #include "plan_lists.h"
 #include "tflm_offsets.h"
 
@@ -25,36 +23,6 @@ namespace {
 constexpr int kMaxBuffers = 100;
 alignas(16) unsigned char g_scratch[kMaxBuffers * 64];
 int g_offsets[kMaxBuffers];
-
-class NullPlanner : public tflite::MicroMemoryPlanner {
- public:
-  TfLiteStatus Init(unsigned char*, int) override { return kTfLiteOk; }
-  TfLiteStatus AddBuffer(int, int, int) override { return kTfLiteOk; }
-  size_t GetMaximumMemorySize() override { return 0; }
-  int GetBufferCount() override { return 0; }
-  TfLiteStatus GetOffsetForBuffer(int, int* offset) override {
-    *offset = 0;
-    return kTfLiteOk;
-  }
-  bool preserves_all_tensors() const override { return false; }
-};
-
-__attribute__((noipa)) uint32_t plan(tflite::MicroMemoryPlanner& planner, const nnm_board_buffer* list, int count,
-                                     int scratch_size, size_t* arena, bool* ok_out) {
-  bool ok = true;
-  nnm_board_count_start();
-  ok = ok && planner.Init(g_scratch, scratch_size) == kTfLiteOk;
-  for (int i = 0; i < count; ++i) {
-    ok = ok && planner.AddBuffer(list[i].size, list[i].first_use, list[i].last_use) == kTfLiteOk;
-  }
-  *arena = planner.GetMaximumMemorySize();
-  for (int i = 0; i < count; ++i) {
-    ok = ok && planner.GetOffsetForBuffer(i, &g_offsets[i]) == kTfLiteOk;
-  }
-  const uint32_t instructions = nnm_board_count_stop();
-  *ok_out = ok;
-  return instructions;
-}
 
 __attribute__((noipa)) uint32_t plan_c(const nnm_board_buffer* list, int count, size_t scratch_size, uint32_t* arena,
                                        bool* ok_out) {
@@ -86,12 +54,12 @@ bool same_as_tflm(const uint32_t* want, int count) {
 
 bool measure(const char* name, const nnm_board_buffer* list, int count, const uint32_t* want, uint32_t want_arena) {
   const int scratch_size = static_cast<int>(NNM_SCRATCH_PLANNER_BYTES(static_cast<size_t>(count)));
-  NullPlanner null_planner;
+  NnmBoardNullPlanner null_planner;
   size_t arena = 0;
   bool ok = false;
-  const uint32_t harness = plan(null_planner, list, count, scratch_size, &arena, &ok);
+  const uint32_t harness = nnm_board_plan(null_planner, g_scratch, scratch_size, list, count, g_offsets, &arena, &ok);
   tflite::NnmemMemoryPlanner nnmem;
-  const uint32_t instructions = plan(nnmem, list, count, scratch_size, &arena, &ok);
+  const uint32_t instructions = nnm_board_plan(nnmem, g_scratch, scratch_size, list, count, g_offsets, &arena, &ok);
   ok = ok && arena == want_arena && same_as_tflm(want, count);
   std::printf("%s: class: buffers %d instructions %lu (harness %lu) arena %lu scratch %d%s\n", name, count,
               static_cast<unsigned long>(instructions), static_cast<unsigned long>(harness),

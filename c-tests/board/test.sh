@@ -13,6 +13,8 @@
 #   tflm_class_board.cpp          0 (the TFLite Micro class, NNMEM_NO_HEAP)
 #   plan_digest.c                 0, and output identical to the host's
 #                                 ($NNMEM_DIGEST_HOST, when set)
+#   planner_board.c, stripped     0 with NNMEM_LIB_M4_STRIPPED (the M4F
+#                                 build with strip-messages)
 #
 #   c-tests/board/test.sh [BUILD_DIR]     (default: a temporary directory)
 #
@@ -158,6 +160,16 @@ if [ -n "${NNMEM_LIB_M4:-}" ] && [ -n "${NNMEM_LIB_M0:-}" ]; then
       fi
     fi
   done
+fi
+
+# The M4F build with strip-messages (NNMEM_LIB_M4_STRIPPED): the same
+# tests, the last error being the status's name.
+if [ -n "${NNMEM_LIB_M4_STRIPPED:-}" ]; then
+  export LIB=$NNMEM_LIB_M4_STRIPPED
+  build planner_board-stripped m4 mps2.ld planner_board.c "-I$here/../../include" -DNNM_BOARD_STRIPPED \
+    || fail "build planner_board-stripped"
+  unset LIB
+  check mps2-an386 planner_board-stripped 0 passed
 fi
 
 echo "outputs in $out"

@@ -17,6 +17,7 @@
 #include <cstdio>
 
 #include "icount.h"
+#include "planner_driver.h"
 #include "plan_lists.h"
 #include "tensorflow/lite/micro/memory_planner/greedy_memory_planner.h"
 
@@ -38,55 +39,22 @@ constexpr int kMaxBuffers = 100;
 alignas(16) unsigned char g_scratch[kMaxBuffers * 64];
 int g_offsets[kMaxBuffers];
 
-// A planner that does nothing: the same calls cost only the harness.
-class NullPlanner : public tflite::MicroMemoryPlanner {
- public:
-  TfLiteStatus Init(unsigned char*, int) override { return kTfLiteOk; }
-  TfLiteStatus AddBuffer(int, int, int) override { return kTfLiteOk; }
-  size_t GetMaximumMemorySize() override { return 0; }
-  int GetBufferCount() override { return 0; }
-  TfLiteStatus GetOffsetForBuffer(int, int* offset) override {
-    *offset = 0;
-    return kTfLiteOk;
-  }
-  bool preserves_all_tensors() const override { return false; }
-};
-
-// The measured sequence. noipa: no inlining, cloning or devirtualization
-// across this call, so the planner is called through its vtable.
-__attribute__((noipa)) uint32_t plan(tflite::MicroMemoryPlanner& planner, const nnm_board_buffer* list,
-                                     int count, int scratch_size, int* offsets, size_t* arena, bool* ok_out) {
-  bool ok = true;
-  nnm_board_count_start();
-  ok = ok && planner.Init(g_scratch, scratch_size) == kTfLiteOk;
-  for (int i = 0; i < count; ++i) {
-    ok = ok && planner.AddBuffer(list[i].size, list[i].first_use, list[i].last_use) == kTfLiteOk;
-  }
-  *arena = planner.GetMaximumMemorySize();
-  for (int i = 0; i < count; ++i) {
-    ok = ok && planner.GetOffsetForBuffer(i, &offsets[i]) == kTfLiteOk;
-  }
-  const uint32_t instructions = nnm_board_count_stop();
-  *ok_out = ok;
-  return instructions;
-}
-
 bool measure(const char* name, const nnm_board_buffer* list, int count) {
   const int scratch_size = count * static_cast<int>(tflite::GreedyMemoryPlanner::per_buffer_size());
   if (count > kMaxBuffers || scratch_size > static_cast<int>(sizeof g_scratch)) {
     std::printf("%s: too many buffers\n", name);
     return false;
   }
-  NullPlanner null_planner;
+  NnmBoardNullPlanner null_planner;
   size_t ignored_arena = 0;
   bool ignored_ok = false;
   const uint32_t harness =
-      plan(null_planner, list, count, scratch_size, g_offsets, &ignored_arena, &ignored_ok);
+      nnm_board_plan(null_planner, g_scratch, scratch_size, list, count, g_offsets, &ignored_arena, &ignored_ok);
 
   tflite::GreedyMemoryPlanner greedy;
   size_t arena = 0;
   bool ok = false;
-  const uint32_t instructions = plan(greedy, list, count, scratch_size, g_offsets, &arena, &ok);
+  const uint32_t instructions = nnm_board_plan(greedy, g_scratch, scratch_size, list, count, g_offsets, &arena, &ok);
 
   std::printf("%s: buffers %d instructions %lu (harness %lu) arena %lu scratch %d\n", name, count,
               static_cast<unsigned long>(instructions), static_cast<unsigned long>(harness),
