@@ -67,6 +67,8 @@ impl From<ScratchBuffer> for nnm_scratch_buffer {
 /// scratch is still the caller's to lend (valid for reads and writes, used
 /// by no other call meanwhile): at least the header words are then
 /// readable, and the records the header counts follow them.
+// Not inlined: every export calls it, and one copy is smaller on a board.
+#[inline(never)]
 unsafe fn planner_at<'a>(planner: *mut nnm_scratch_planner) -> Result<ScratchPlanner<'a>, Failure> {
     let words = non_null(planner, "planner")?.cast::<u32>();
     if !words.as_ptr().is_aligned() {
