@@ -32,7 +32,8 @@
  * Embedded build (no_std, no heap; README.md, "The embedded build"):
  *   holds nnm_status, nnm_status_str(), nnm_version() and nnm_last_error()
  *   (one static buffer of NNM_BARE_ERROR_BYTES bytes shared by every caller,
- *   not one per thread); leaves out the cancel token and text callbacks.
+ *   not one per thread; with the strip-messages feature, the failing status's
+ *   name); leaves out the cancel token and text callbacks.
  */
 
 #if !defined(__cplusplus) && (!defined(__STDC_VERSION__) || __STDC_VERSION__ < 199901L)
@@ -271,7 +272,8 @@ enum nnm_status nnm_cancel_token_is_cancelled(const struct nnm_cancel_token *tok
  * Embedded build: one static buffer of NNM_BARE_ERROR_BYTES bytes (the
  * text cut to fit) shared by every caller, since a bare-metal target has
  * no thread-local storage; the last failure anywhere (an interrupt
- * handler's included) is the one it holds.
+ * handler's included) is the one it holds. Built with strip-messages:
+ * the failing status's name (nnm_status_str's text).
  */
 const char *nnm_last_error(void);
 

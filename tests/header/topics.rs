@@ -54,7 +54,8 @@ Thread safety:
 Embedded build (no_std, no heap; README.md, \"The embedded build\"):
   holds nnm_status, nnm_status_str(), nnm_version() and nnm_last_error()
   (one static buffer of NNM_BARE_ERROR_BYTES bytes shared by every caller,
-  not one per thread); leaves out the cancel token and text callbacks.",
+  not one per thread; with the strip-messages feature, the failing status's
+  name); leaves out the cancel token and text callbacks.",
         code: "",
     },
     Topic {
