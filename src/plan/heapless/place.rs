@@ -31,8 +31,9 @@ pub enum Walk {
 /// walked past) whose gap to the next entry holds it; entries that start
 /// below the candidate (fixed buffers overlapping each other) never leave a
 /// gap. O(n) per buffer, O(n^2) in all, as in TFLite Micro.
-pub fn walk<W: Workspace>(w: &mut W, mut listed: usize, end: usize, kind: Walk) -> usize {
-    for next in listed..end {
+pub fn walk<W: Workspace>(w: &mut W, placed_before: usize, end: usize, kind: Walk) -> usize {
+    let mut listed = placed_before;
+    for next in placed_before..end {
         let i = ix(w.slot(next));
         let size = w.size(i);
         let enters = match kind {
