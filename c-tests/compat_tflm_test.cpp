@@ -14,6 +14,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string>
 #include <vector>
@@ -162,6 +163,22 @@ static void test_greedy_planner_tests() {
   CHECK(any.GetBufferCount() == 0 && any.GetMaximumMemorySize() == 0);
   CHECK(any.AddBuffer(8, 0, 1) == kTfLiteError);
   CHECK(logged(take_log(), "no scratch: Init() gave 0 B"));
+  // A negative size is refused; a scratch too small for the header is
+  // accepted, and then holds nothing.
+  CHECK(any.Init(small, -4) == kTfLiteError);
+  CHECK(logged(take_log(), "scratch buffer size -4 is negative"));
+  CHECK(any.AddBuffer(8, 0, 1) == kTfLiteError);
+  CHECK(logged(take_log(), "no scratch: Init() gave 0 B"));
+  CHECK(any.Init(small, 8) == kTfLiteOk && any.AddBuffer(8, 0, 1) == kTfLiteError);
+  CHECK(logged(take_log(), "no scratch: Init() gave 8 B"));
+  // The arena size stays known once the scratch is taken back, as
+  // MicroAllocator asks for it after reusing the scratch.
+  tflite::NnmemMemoryPlanner kept;
+  unsigned char* lent = fresh_scratch();
+  CHECK(kept.Init(lent, 16384) == kTfLiteOk && kept.AddBuffer(64, 0, 1) == kTfLiteOk);
+  CHECK(kept.GetMaximumMemorySize() == 64u);
+  std::memset(lent, 0xA5, 16384);
+  CHECK(kept.GetMaximumMemorySize() == 64u);
 }
 
 // micro_allocator_test.cc, the offline-planning cases: 48 B tensors, offline
@@ -202,13 +219,15 @@ static void test_offline_planning_allocator_tests() {
 // TFLite Micro's lifetimes: never used (-1, -1) tensors live at step -1
 // together, so 100 B and 50 B never used and 30 B at steps 0 and 1 take
 // 0, 100 and 0 with an arena of 150 B in TFLite Micro; other algorithms let
-// never-used buffers occupy nothing.
+// never-used buffers share memory with anything (they are planned at 0), and
+// the arena still covers every tensor's bytes: 100 B, not 30.
 static void test_tflite_micro_lifetimes() {
   const std::vector<Buffer> b = {{100, -1, -1, -1}, {50, -1, -1, -1}, {30, 0, 1, -1}};
   expect_greedy(b, {0, 100, 0}, 150);
   tflite::NnmemMemoryPlanner exact(NNM_ALGORITHM_EXACT);
   add_all(exact, b);
-  CHECK(exact.GetMaximumMemorySize() == 30u);
+  CHECK(offsets_of(exact) == std::vector<int>({0, 0, 0}));
+  CHECK(exact.GetMaximumMemorySize() == 100u);
   // Read but never produced (-1, k): live from before the first step.
   expect_greedy({{16, -1, 1, -1}, {8, -1, -1, -1}, {8, 0, 0, -1}}, {0, 16, 16}, 24);
 }

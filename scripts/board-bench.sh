@@ -40,7 +40,8 @@ lib() {
     local features=()
     [ "$2" = stripped ] && features=(--features strip-messages)
     cargo build --locked -q -p nnmem --lib --no-default-features "${features[@]}" --target "$1" --profile embedded \
-        2>&1 | grep -v 'dropping unsupported crate type\|generated 1 warning' >&2 || true
+        2>&1 | { grep -v 'dropping unsupported crate type\|generated 1 warning' >&2 || true; }
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "board-bench: the embedded build for $1 failed" >&2; exit 1; }
     cp "$target_dir/$1/embedded/libnnmem.a" "$out/libnnmem-$1-$2.a"
     echo "$out/libnnmem-$1-$2.a"
 }
@@ -56,8 +57,10 @@ link() {
     # shellcheck disable=SC2086
     $compiler $flags -c "$src" -o "$out/$name.o"
     # shellcheck disable=SC2086
+    rm -f "$out/$name.elf"
     arm-none-eabi-g++ $flags $LDFLAGS "$out/$name.startup.o" "$out/$name.icount.o" "$out/$name.o" "$library" \
-        -o "$out/$name.elf" -Wl,-Map,"$out/$name.map" 2>&1 | grep -v 'ld: warning\|ld: NOTE' >&2 || true
+        -o "$out/$name.elf" -Wl,-Map,"$out/$name.map" 2>&1 | { grep -v 'ld: warning\|ld: NOTE' >&2 || true; }
+    [ "${PIPESTATUS[0]}" = 0 ] || { echo "board-bench: linking $name failed" >&2; exit 1; }
 }
 
 # field "nnmem 1234 B (own 1000, ...)" NAME -> the number after NAME

@@ -158,10 +158,17 @@ static void small_scratch(void) {
     CHECK_STATUS(nnm_scratch_planner_buffer_count(p, &count, &capacity), NNM_OK);
     CHECK(count == 1 && capacity == 1);
     CHECK(plan(p) == 100);
-    /* At any address: 40 B from an odd one still hold one buffer. */
-    CHECK_STATUS(nnm_scratch_planner_init(scratch + 1, 40, NNM_ALGORITHM_TFLM, &p), NNM_OK);
+    /* At any address: 40 B from an odd one still hold one buffer; the bytes
+     * missing count the 3 lost to aligning the start. */
+    CHECK_STATUS(nnm_scratch_planner_init(scratch + 1, 39, NNM_ALGORITHM_TFLM, &p), NNM_OK);
     CHECK_STATUS(nnm_scratch_planner_buffer_count(p, NULL, &capacity), NNM_OK);
     CHECK(capacity == 1);
+    CHECK_STATUS(nnm_scratch_planner_add_buffer(p, 100, 0, 1, NULL), NNM_OK);
+    CHECK_STATUS(nnm_scratch_planner_add_buffer(p, 50, 2, 3, NULL), NNM_DOES_NOT_FIT);
+    CHECK_MESSAGE("scratch of 39 B holds 1 buffers; one more needs 63 B (24 B missing)");
+    CHECK(NNM_SCRATCH_PLANNER_BYTES(2) == 63);
+    CHECK_STATUS(nnm_scratch_planner_init(scratch + 1, 2, NNM_ALGORITHM_TFLM, &p), NNM_DOES_NOT_FIT);
+    CHECK_MESSAGE("it needs 15 B (13 B missing)");
 }
 
 /* TFLite Micro's own plans of the two lists, byte for byte. */
@@ -220,6 +227,22 @@ static void linear_and_size_first_fit(void) {
     CHECK_STATUS(nnm_scratch_planner_add_buffer(p, 20, 2, 3, &index), NNM_OK);
     CHECK(index == 1);
     CHECK(plan(p) == 30 && offset(p, 1) == 10);
+    /* Never used buffers are stacked too, and the size covers them, as
+     * LinearMemoryPlanner's does. */
+    p = make(NNM_ALGORITHM_LINEAR, 2);
+    CHECK_STATUS(nnm_scratch_planner_add_buffer(p, 50, -1, 3, NULL), NNM_OK);
+    CHECK_STATUS(nnm_scratch_planner_add_buffer(p, 100, -1, -1, NULL), NNM_OK);
+    CHECK(plan(p) == 150 && offset(p, 1) == 50);
+    /* A plan made elsewhere: checked against the buffers. */
+    {
+        static const uint32_t two[2] = {0, 64};
+        uint32_t bytes = 0;
+        CHECK_STATUS(nnm_scratch_planner_set_plan(p, two, 1, &bytes), NNM_INVALID_ARGUMENT);
+        CHECK_MESSAGE("a plan of 1 offsets for 2 buffers");
+        CHECK_STATUS(nnm_scratch_planner_set_plan(p, NULL, 2, &bytes), NNM_NULL_ARGUMENT);
+        CHECK_STATUS(nnm_scratch_planner_set_plan(p, two, 2, &bytes), NNM_OK);
+        CHECK(bytes == 164 && offset(p, 1) == 64);
+    }
 
     p = make(NNM_ALGORITHM_SIZE_FIRST_FIT, 3);
     CHECK_STATUS(nnm_scratch_planner_set_alignment(p, 16), NNM_OK);
@@ -247,6 +270,8 @@ static void refusals(void) {
     CHECK_STATUS(nnm_scratch_planner_plan((nnm_scratch_planner *)(void *)zeros, &out), NNM_INVALID_ARGUMENT);
     CHECK_MESSAGE("not a scratch planner");
     CHECK_STATUS(nnm_scratch_planner_plan(NULL, &out), NNM_NULL_ARGUMENT);
+    CHECK_STATUS(nnm_scratch_planner_plan((nnm_scratch_planner *)(void *)(scratch + 1), &out), NNM_INVALID_ARGUMENT);
+    CHECK_MESSAGE("planner is not aligned to 4 bytes");
     CHECK(out == 7);
 
     p = make(NNM_ALGORITHM_TFLM, 4);

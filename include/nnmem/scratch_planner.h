@@ -163,9 +163,10 @@ enum nnm_status nnm_scratch_planner_add_fixed_buffer(struct nnm_scratch_planner 
 
 /**
  * Plans the buffers added (unless planned since the last add) and writes
- * the bytes the plan needs (the highest offset + size; under
- * NNM_ALGORITHM_TFLM zero-size buffers count, as in TFLite Micro's arena
- * size) to *out_bytes unless that is NULL. NNM_ALGORITHM_TFLM gives TFLite
+ * the bytes the plan needs (the highest offset + size over every buffer,
+ * never-used and zero-size ones included, so that every buffer lies inside
+ * it: under NNM_ALGORITHM_TFLM TFLite Micro's arena size, under LINEAR the
+ * end of the stack) to *out_bytes unless that is NULL. NNM_ALGORITHM_TFLM gives TFLite
  * Micro's GreedyMemoryPlanner's offsets byte for byte; SIZE_FIRST_FIT the
  * heap planner's; LINEAR stacks the buffers. O(n^2) (LINEAR: O(n)); no
  * memory beyond the scratch.
@@ -284,9 +285,9 @@ enum nnm_status nnm_scratch_planner_buffer_count(struct nnm_scratch_planner *pla
 /**
  * The lower bound of the buffers added: the most bytes live at one step,
  * where bytes fixed buffers share count once; no plan needs fewer.
- * O(steps x buffers), s distinct start steps (the scratch's one word of
- * working space per buffer leaves no room for a sorted sweep), plus a sort
- * of the fixed buffers per step when they share memory. Uses the
+ * O(n^2) (the scratch's one word of working space per buffer leaves no
+ * room for a sorted sweep), plus a sort of the fixed buffers per step when
+ * they share memory. Uses the
  * scratch's working space, not the plan.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for a handle whose scratch holds

@@ -133,9 +133,8 @@ pub unsafe extern "C" fn nnm_scratch_planner_init(
         let pad = (address.wrapping_neg() & 3).min(scratch_bytes);
         let usable = scratch_bytes - pad;
         if usable < scratch::HEADER_BYTES {
-            return Err(
-                ScratchError::ScratchTooSmall { bytes: scratch_bytes, needed: scratch::HEADER_BYTES + pad }.into()
-            );
+            let needed = scratch::HEADER_BYTES + (address.wrapping_neg() & 3);
+            return Err(ScratchError::ScratchTooSmall { bytes: scratch_bytes, needed }.into());
         }
         let capacity = scratch::capacity_for(usable);
         let lost = scratch_bytes - scratch::HEADER_BYTES - capacity * scratch::BYTES_PER_BUFFER;
@@ -149,7 +148,7 @@ pub unsafe extern "C" fn nnm_scratch_planner_init(
             let records = first.add(scratch::HEADER_WORDS).cast::<scratch::Record>();
             (first, header, core::slice::from_raw_parts_mut(records, capacity))
         };
-        ScratchPlanner::init(header, records, algorithm, lost)?;
+        ScratchPlanner::init(header, records, algorithm, lost, pad)?;
         // SAFETY: `out` is the caller's out-parameter, non-NULL.
         unsafe { write_out(out, first.cast::<nnm_scratch_planner>()) };
         Ok(())
@@ -257,9 +256,10 @@ pub unsafe extern "C" fn nnm_scratch_planner_add_fixed_buffer(
 }
 
 /// Plans the buffers added (unless planned since the last add) and writes
-/// the bytes the plan needs (the highest offset + size; under
-/// NNM_ALGORITHM_TFLM zero-size buffers count, as in TFLite Micro's arena
-/// size) to *out_bytes unless that is NULL. NNM_ALGORITHM_TFLM gives TFLite
+/// the bytes the plan needs (the highest offset + size over every buffer,
+/// never-used and zero-size ones included, so that every buffer lies inside
+/// it: under NNM_ALGORITHM_TFLM TFLite Micro's arena size, under LINEAR the
+/// end of the stack) to *out_bytes unless that is NULL. NNM_ALGORITHM_TFLM gives TFLite
 /// Micro's GreedyMemoryPlanner's offsets byte for byte; SIZE_FIRST_FIT the
 /// heap planner's; LINEAR stacks the buffers. O(n^2) (LINEAR: O(n)); no
 /// memory beyond the scratch.
@@ -412,9 +412,9 @@ pub unsafe extern "C" fn nnm_scratch_planner_buffer_count(
 
 /// The lower bound of the buffers added: the most bytes live at one step,
 /// where bytes fixed buffers share count once; no plan needs fewer.
-/// O(steps x buffers), s distinct start steps (the scratch's one word of
-/// working space per buffer leaves no room for a sorted sweep), plus a sort
-/// of the fixed buffers per step when they share memory. Uses the
+/// O(n^2) (the scratch's one word of working space per buffer leaves no
+/// room for a sorted sweep), plus a sort of the fixed buffers per step when
+/// they share memory. Uses the
 /// scratch's working space, not the plan.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT for a handle whose scratch holds

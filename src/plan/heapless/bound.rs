@@ -53,10 +53,9 @@ pub fn fixed_overlap_count<W: Workspace>(w: &mut W) -> u64 {
 /// The lower bound: the most bytes live at one step, where bytes that
 /// fixed buffers share count once (their union). No plan needs fewer
 /// bytes. Overwrites the working words. The most is reached where a buffer
-/// starts, so each start step sums every buffer: O(s·n) for s distinct
-/// start steps (one working word per buffer leaves no room for a sorted
-/// sweep), plus O(f^2) per step to sort the fixed ones when they share
-/// memory.
+/// starts, so each start step sums every buffer: O(n^2) (one working word
+/// per buffer leaves no room for a sorted sweep), plus O(f^2) per step to
+/// sort the fixed ones when they share memory.
 pub fn lower_bound<W: Workspace>(w: &mut W) -> W::Bytes {
     let f = fixed_by_offset(w, None);
     let shared = overlapping_pairs(w, f, 1) > 0;

@@ -117,15 +117,14 @@ pub fn linear<W: Workspace>(w: &mut W) {
     }
 }
 
-/// The bytes a plan needs: the highest `offset + size` over the buffers
-/// that occupy memory, or with `count_empty_sizes` (TFLite Micro's arena
-/// size) over every buffer live at some step, zero-size ones included.
-pub fn peak<W: Workspace>(w: &W, count_empty_sizes: bool) -> W::Bytes {
+/// The bytes a plan needs: the highest `offset + size` over every buffer,
+/// those that occupy nothing included, so that every buffer's bytes lie
+/// inside it (as TFLite Micro's planners promise: its tensors' pointers are
+/// arena + offset, and `LinearMemoryPlanner`'s size is the end of its
+/// stack).
+pub fn peak<W: Workspace>(w: &W) -> W::Bytes {
     let mut peak = W::Bytes::ZERO;
     for i in 0..w.count() {
-        if w.never_live(i) || (!count_empty_sizes && !w.occupies(i)) {
-            continue;
-        }
         let top = w.offset(i) + w.size(i);
         if top > peak {
             peak = top;

@@ -2,7 +2,6 @@
 //! [`crate::message::Text`] so the embedded build needs neither a heap nor
 //! `core::fmt` to say it.
 
-use super::{BYTES_PER_BUFFER, HEADER_BYTES};
 use crate::message::Text;
 use crate::plan::algorithm::Algorithm;
 use crate::status::Status;
@@ -22,17 +21,19 @@ pub enum ScratchError {
     },
     /// The scratch cannot hold the planner's header.
     ScratchTooSmall {
-        /// Bytes given (after aligning the start).
+        /// Bytes given.
         bytes: usize,
-        /// Bytes needed.
+        /// Bytes needed at that address.
         needed: usize,
     },
     /// The scratch holds no more buffers.
     Full {
         /// Buffers it holds.
         capacity: usize,
-        /// Bytes it has (after aligning the start).
+        /// Bytes it was given.
         bytes: usize,
+        /// Bytes it needs, at its address, for one buffer more.
+        needed: usize,
     },
     /// The words are not a planner `init` made (never initialised, or
     /// overwritten since).
@@ -134,8 +135,7 @@ impl ScratchError {
                 out.number(needed - bytes.min(needed));
                 out.put(" B missing)");
             }
-            ScratchError::Full { capacity, bytes } => {
-                let needed = HEADER_BYTES + (capacity + 1) * BYTES_PER_BUFFER;
+            ScratchError::Full { capacity, bytes, needed } => {
                 out.put("scratch of ");
                 out.number(bytes);
                 out.put(" B holds ");

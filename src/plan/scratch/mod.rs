@@ -64,14 +64,18 @@ const WORK: usize = 5;
 
 /// Tags the high half of the first word of an initialised scratch ("nm").
 const TAG: u32 = 0x6e6d_0000;
-/// The first word's fields besides the tag.
+/// The first word's fields besides the tag (bits 0 to 14): the
+/// algorithm, planned, the bytes lost, the alignment's pad, the alignment.
 const TAG_MASK: u32 = 0xffff_0000;
-const ALGORITHM_MASK: u32 = 0xf;
-const PLANNED_BIT: u32 = 0x10;
+const ALGORITHM_MASK: u32 = 0x3;
+const PLANNED_BIT: u32 = 0x4;
 /// Bytes the caller's scratch had beyond the header and the records (its
 /// alignment and the part too small for a record: 0 to 26), for messages.
-const LOST_SHIFT: u32 = 5;
+const LOST_SHIFT: u32 = 3;
 const LOST_MASK: u32 = 0x1f << LOST_SHIFT;
+/// Bytes skipped to align the scratch's start (0 to 3), for messages.
+const PAD_SHIFT: u32 = 8;
+const PAD_MASK: u32 = 0x3 << PAD_SHIFT;
 const ALIGN_SHIFT: u32 = 10;
 const ALIGN_MASK: u32 = 0x1f << ALIGN_SHIFT;
 /// A fixed offset of this value means "not fixed".
@@ -84,6 +88,11 @@ const H_COUNT: usize = 2;
 /// The algorithms this planner runs.
 pub const ALGORITHMS: [Algorithm; 3] = [Algorithm::Tflm, Algorithm::Linear, Algorithm::SizeFirstFit];
 const _: () = assert!(ALGORITHMS[0] as u32 == 1 && ALGORITHMS[1] as u32 == 2 && ALGORITHMS[2] as u32 == 3);
+// The fields stay clear of each other and of the tag.
+const _: () = assert!(
+    (ALGORITHM_MASK & PLANNED_BIT) | (LOST_MASK & (PAD_MASK | ALIGN_MASK)) | (PAD_MASK & ALIGN_MASK) == 0
+        && (ALGORITHM_MASK | PLANNED_BIT | LOST_MASK | PAD_MASK | ALIGN_MASK) & TAG_MASK == 0
+);
 
 /// The buffers a scratch of `bytes` bytes holds (after its header).
 pub const fn capacity_for(bytes: usize) -> usize {
@@ -204,19 +213,21 @@ impl<'a> ScratchPlanner<'a> {
     /// Makes a planner in `header` and `records` (which must follow it in
     /// the scratch for a C caller to re-open it), empty, planning with
     /// `algorithm`, alignment 1; `lost` is how many bytes the caller's
-    /// scratch had beyond them (named in messages). Errors: `NotInScratch`
-    /// for an algorithm that needs the heap.
+    /// scratch had beyond them, `pad` how many of those went to aligning
+    /// its start (both named in messages). Errors: `NotInScratch` for an
+    /// algorithm that needs the heap.
     pub fn init(
         header: &'a mut [u32; HEADER_WORDS],
         records: &'a mut [Record],
         algorithm: Algorithm,
         lost: usize,
+        pad: usize,
     ) -> Result<Self, ScratchError> {
         if !ALGORITHMS.contains(&algorithm) {
             return Err(ScratchError::NotInScratch { algorithm });
         }
         let records = records.get_mut(..records.len().min(u32::MAX as usize)).unwrap_or_default();
-        let lost = (lost.min(26) as u32) << LOST_SHIFT;
+        let lost = (lost.min(26) as u32) << LOST_SHIFT | (pad.min(3) as u32) << PAD_SHIFT;
         *header = [TAG | algorithm as u32 | lost, records.len() as u32, 0];
         Ok(ScratchPlanner { header, records })
     }
@@ -323,8 +334,12 @@ impl<'a> ScratchPlanner<'a> {
     ) -> Result<usize, ScratchError> {
         let (count, capacity) = (self.len(), self.capacity());
         if count >= capacity {
-            let lost = ((self.header[H_FLAGS] & LOST_MASK) >> LOST_SHIFT) as usize;
-            return Err(ScratchError::Full { capacity, bytes: HEADER_BYTES + capacity * BYTES_PER_BUFFER + lost });
+            let flags = self.header[H_FLAGS];
+            let lost = ((flags & LOST_MASK) >> LOST_SHIFT) as usize;
+            let pad = ((flags & PAD_MASK) >> PAD_SHIFT) as usize;
+            let bytes = HEADER_BYTES + capacity * BYTES_PER_BUFFER + lost;
+            let needed = HEADER_BYTES + (capacity + 1) * BYTES_PER_BUFFER + pad;
+            return Err(ScratchError::Full { capacity, bytes, needed });
         }
         let never_used = first_use == -1 && last_use == -1;
         if !never_used && (first_use < -1 || last_use < 0 || last_use < first_use || last_use == i32::MAX) {
@@ -361,8 +376,10 @@ impl<'a> ScratchPlanner<'a> {
 
     /// Plans the buffers added (once: later calls only recompute the
     /// bytes, O(n), until a buffer is added) and returns the bytes the plan
-    /// needs: the highest offset + size, zero-size buffers included under
-    /// `tflm` (its arena size). O(n^2) for `tflm` and `size-first-fit`,
+    /// needs: the highest offset + size over every buffer, never-used and
+    /// zero-size ones included, so that every buffer lies inside it (under
+    /// `tflm`, TFLite Micro's arena size; under `linear`, the end of the
+    /// stack, `LinearMemoryPlanner`'s). O(n^2) for `tflm` and `size-first-fit`,
     /// like TFLite Micro, O(n) for `linear`. Errors: `Overflow` (nothing
     /// planned) when the sizes of all buffers plus the highest fixed end
     /// pass 2^32 - 1 bytes, naming the buffer where the sum does (every sum
@@ -386,7 +403,7 @@ impl<'a> ScratchPlanner<'a> {
                 }
             }
         }
-        let peak = heapless::peak(&view, algorithm == Algorithm::Tflm);
+        let peak = heapless::peak(&view);
         self.set_planned(true);
         Ok(peak)
     }
@@ -402,7 +419,6 @@ impl<'a> ScratchPlanner<'a> {
         if offsets.len() != count {
             return Err(ScratchError::PlanLength { given: offsets.len(), count });
         }
-        let tflm = self.algorithm() == Algorithm::Tflm;
         let mut view = self.view();
         for (index, &given) in offsets.iter().enumerate() {
             if let Some(fixed) = view.fixed(index).filter(|&f| f != given) {
@@ -415,7 +431,7 @@ impl<'a> ScratchPlanner<'a> {
         for (index, &given) in offsets.iter().enumerate() {
             view.set_offset(index, given);
         }
-        let peak = heapless::peak(&view, tflm);
+        let peak = heapless::peak(&view);
         self.set_planned(true);
         Ok(peak)
     }
@@ -462,9 +478,9 @@ impl<'a> ScratchPlanner<'a> {
 
     /// The lower bound of the buffers added: the most bytes live at one
     /// step, bytes that fixed buffers share counted once; no plan needs
-    /// fewer. Overwrites the working words (not the plan). O(s·n) for s
-    /// distinct start steps, plus O(f^2) per step when fixed buffers
-    /// share memory. Errors: `Overflow` as [`ScratchPlanner::plan`].
+    /// fewer. Overwrites the working words (not the plan). O(n^2), plus
+    /// O(f^2) per step when fixed buffers share memory. Errors: `Overflow`
+    /// as [`ScratchPlanner::plan`].
     pub fn lower_bound(&mut self) -> Result<u32, ScratchError> {
         let mut view = self.view();
         view.check_sums()?;

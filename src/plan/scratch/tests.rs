@@ -42,7 +42,7 @@ fn random_specs(rng: &mut Rng, n: usize, fixed: bool) -> Vec<Spec> {
 
 fn scratch_plan(algorithm: Algorithm, alignment: u32, specs: &[Spec]) -> (Vec<u32>, u32, u32, u64) {
     let (mut header, mut records) = scratch(specs.len());
-    let mut p = ScratchPlanner::init(&mut header, &mut records, algorithm, 0).unwrap();
+    let mut p = ScratchPlanner::init(&mut header, &mut records, algorithm, 0, 0).unwrap();
     p.set_alignment(alignment).unwrap();
     for &(size, first, last, fixed) in specs {
         p.add(size, first, last, fixed).unwrap();
@@ -63,8 +63,12 @@ fn heap_plan(algorithm: Algorithm, alignment: u32, specs: &[Spec]) -> (Vec<u32>,
     }
     let bound = p.lower_bound() as u32;
     let outcome = p.plan().unwrap().clone();
-    let offsets = outcome.offsets.iter().map(|&o| o as u32).collect();
-    (offsets, outcome.peak as u32, bound, outcome.fixed_overlaps.count)
+    let offsets: Vec<u32> = outcome.offsets.iter().map(|&o| o as u32).collect();
+    // The scratch planner's size covers every buffer, those that occupy
+    // nothing under the heap planner's rules too.
+    let sizes = p.problem().buffers().iter().map(|b| b.size as u32);
+    let every = offsets.iter().zip(sizes).map(|(&o, s)| o + s).max().unwrap_or(0);
+    (offsets, (outcome.peak as u32).max(every), bound, outcome.fixed_overlaps.count)
 }
 
 #[test]
@@ -100,7 +104,7 @@ fn tflite_micro_greedy_planner_figures() {
 #[test]
 fn a_full_scratch_names_the_bytes_missing_and_changes_nothing() {
     let (mut header, mut records) = scratch(2);
-    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::Tflm, 12).unwrap();
+    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::Tflm, 12, 0).unwrap();
     assert_eq!(p.capacity(), 2);
     p.add(8, 0, 1, None).unwrap();
     p.add(8, 1, 2, None).unwrap();
@@ -117,7 +121,7 @@ fn a_full_scratch_names_the_bytes_missing_and_changes_nothing() {
 #[test]
 fn bad_input_is_refused_with_figures_and_changes_nothing() {
     let (mut header, mut records) = scratch(4);
-    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::SizeFirstFit, 0).unwrap();
+    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::SizeFirstFit, 0, 0).unwrap();
     let refused = |e: ScratchError| {
         let mut m = String::new();
         e.describe(&mut m);
@@ -163,14 +167,14 @@ fn bad_input_is_refused_with_figures_and_changes_nothing() {
 fn heap_algorithms_are_refused_and_a_foreign_scratch_is_not_a_planner() {
     let (mut header, mut records) = scratch(10);
     for algorithm in [Algorithm::Auto, Algorithm::Exact, Algorithm::LiveStep] {
-        let e = ScratchPlanner::init(&mut header, &mut records, algorithm, 0).unwrap_err();
+        let e = ScratchPlanner::init(&mut header, &mut records, algorithm, 0, 0).unwrap_err();
         let mut m = String::new();
         e.describe(&mut m);
         assert!(m.starts_with(&format!("algorithm {} needs the heap planner", algorithm.name())), "{m}");
     }
     assert_eq!(ScratchPlanner::open(&mut header, &mut records).unwrap_err(), ScratchError::NotAPlanner);
-    assert_eq!(ScratchPlanner::init(&mut header, &mut records[..0], Algorithm::Tflm, 0).unwrap().capacity(), 0);
-    ScratchPlanner::init(&mut header, &mut records, Algorithm::Linear, 0).unwrap().add(4, 0, 0, None).unwrap();
+    assert_eq!(ScratchPlanner::init(&mut header, &mut records[..0], Algorithm::Tflm, 0, 0).unwrap().capacity(), 0);
+    ScratchPlanner::init(&mut header, &mut records, Algorithm::Linear, 0, 0).unwrap().add(4, 0, 0, None).unwrap();
     let mut p = ScratchPlanner::open(&mut header, &mut records).unwrap();
     assert_eq!((p.len(), p.algorithm(), p.capacity()), (1, Algorithm::Linear, 10));
     assert_eq!(p.plan(), Ok(4));
@@ -190,7 +194,7 @@ fn buffers_read_back_as_added() {
     let specs = [(16, -1, -1, None), (16, -1, 3, Some(32)), (0, 2, 2, None)];
     for algorithm in ALGORITHMS {
         let (mut header, mut records) = scratch(3);
-        let mut p = ScratchPlanner::init(&mut header, &mut records, algorithm, 0).unwrap();
+        let mut p = ScratchPlanner::init(&mut header, &mut records, algorithm, 0, 0).unwrap();
         for &(size, first, last, fixed) in &specs {
             p.add(size, first, last, fixed).unwrap();
         }
@@ -204,7 +208,7 @@ fn buffers_read_back_as_added() {
 #[test]
 fn a_plan_made_elsewhere_is_adopted_when_fixed_buffers_keep_their_offsets() {
     let (mut header, mut records) = scratch(3);
-    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::SizeFirstFit, 0).unwrap();
+    let mut p = ScratchPlanner::init(&mut header, &mut records, Algorithm::SizeFirstFit, 0, 0).unwrap();
     p.add(16, 0, 1, None).unwrap();
     p.add(16, 1, 2, Some(32)).unwrap();
     p.add(8, 2, 3, None).unwrap();

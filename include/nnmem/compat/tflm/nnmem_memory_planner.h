@@ -30,7 +30,7 @@
  * MicroAllocator hands Init() and keeps nothing anywhere else: no heap, no
  * destructor needed (TFLite Micro places planners in its arena and never
  * destroys them). The scratch holds NNM_SCRATCH_PLANNER_HEADER_BYTES plus
- * per_buffer_size() bytes per buffer (32, against GreedyMemoryPlanner's 40),
+ * per_buffer_size() bytes per buffer (24, against GreedyMemoryPlanner's 40),
  * so a scratch too small for one more buffer makes AddBuffer fail, with
  * the bytes missing in the message, as GreedyMemoryPlanner's does. Init()
  * starts over. Buffers may be added after a query: the next query plans
@@ -125,19 +125,19 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     planned_ = false;
     required_ = 0;
     count_ = 0;
-    scratch_size_ = scratch_buffer_size;
+    scratch_size_ = scratch_buffer == nullptr || scratch_buffer_size < 0 ? 0 : scratch_buffer_size;
     if (scratch_buffer_size < 0) {
       MicroPrintf("nnmem: scratch buffer size %d is negative", scratch_buffer_size);
       return kTfLiteError;
     }
-    if (scratch_buffer == nullptr || static_cast<size_t>(scratch_buffer_size) < NNM_SCRATCH_PLANNER_BYTES(0)) {
-      return kTfLiteOk;
-    }
+    if (scratch_buffer == nullptr) return kTfLiteOk;
     const uint32_t runs =
         NNM_SCRATCH_PLANNER_RUNS(algorithm_) ? algorithm_ : static_cast<uint32_t>(NNM_ALGORITHM_SIZE_FIRST_FIT);
     nnm_scratch_planner* planner = nullptr;
-    if (!Check(nnm_scratch_planner_init(scratch_buffer, static_cast<size_t>(scratch_buffer_size), runs, &planner))) {
-      return kTfLiteError;
+    // Too small for the planner's header: accepted, as GreedyMemoryPlanner
+    // accepts any size (AddBuffer then says what is missing).
+    if (nnm_scratch_planner_init(scratch_buffer, static_cast<size_t>(scratch_buffer_size), runs, &planner) != NNM_OK) {
+      return kTfLiteOk;
     }
     planner_ = planner;
     return kTfLiteOk;
@@ -264,8 +264,8 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
       return kTfLiteError;
     }
     if (planner_ == nullptr) {
-      MicroPrintf("nnmem: no scratch: Init() gave %d B, the planner needs %lu B and %lu B per buffer", scratch_size_,
-                  static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES(0)),
+      MicroPrintf("nnmem: no scratch: Init() gave %d B, the planner needs %lu B and %lu B per buffer at any address",
+                  scratch_size_, static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES(0)),
                   static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER));
       return kTfLiteError;
     }
@@ -350,8 +350,15 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     ok = ok && Check(nnm_planner_get_offsets(heap, wide.data(), wide.size()));
     nnm_planner_free(heap);
     if (!ok) return kTfLiteError;
-    // Each fits 32 bits: the scratch planner bounded the sizes' sum.
-    std::vector<uint32_t> offsets(wide.begin(), wide.end());
+    std::vector<uint32_t> offsets(wide.size());
+    for (size_t i = 0; i < wide.size(); ++i) {
+      if (wide[i] > UINT32_MAX) {
+        MicroPrintf("nnmem: buffer %d is planned at offset %llu, past the 32-bit offsets TFLite Micro takes",
+                    static_cast<int>(i), static_cast<unsigned long long>(wide[i]));
+        return kTfLiteError;
+      }
+      offsets[i] = static_cast<uint32_t>(wide[i]);
+    }
     return Check(nnm_scratch_planner_set_plan(planner_, offsets.data(), offsets.size(), bytes)) ? kTfLiteOk
                                                                                                : kTfLiteError;
   }
