@@ -13,7 +13,8 @@
 # feature (profile embedded: opt-level s, fat LTO, one codegen unit, panic
 # abort; C side -Os, --gc-sections):
 #   - code a C program takes from libnnmem.a to plan with tflm
-#     (c-tests/board/size_tflm.c: init, add, plan, offsets), and the TFLite
+#     (c-tests/board/size_tflm.c: init, add, plan, offsets), the arena's
+#     calls (size_arena.c: nnm_arena_init and every call on it), and the TFLite
 #     Micro class with the library under it (size_class.cpp), counted by
 #     c-tests/board/code_size.py from the link map;
 #   - instructions to plan TFLite Micro's person_detect tensors and 100
@@ -74,10 +75,12 @@ for pair in "m4 thumbv7em-none-eabihf" "m0 thumbv6m-none-eabi"; do
         library=$(lib "$target" "$variant")
         link "size_tflm-$core-$variant" "$flags" "$library" $board/size_tflm.c
         link "size_class-$core-$variant" "$flags" "$library" $board/size_class.cpp
+        link "size_arena-$core-$variant" "$flags" "$library" $board/size_arena.c
         tflm=$(python3 $board/code_size.py "$out/size_tflm-$core-$variant.map")
         klass=$(python3 $board/code_size.py "$out/size_class-$core-$variant.map" --class "$out/size_class-$core-$variant.elf")
-        sizes+=("$core $variant $(field "$tflm" own) $(field "$tflm" helpers) $(field "$klass" own) $(field "$klass" helpers) $(field "$klass" class)")
-        echo "$core $variant: tflm path: $tflm; class: $klass" >&2
+        arena=$(python3 $board/code_size.py "$out/size_arena-$core-$variant.map")
+        sizes+=("$core $variant $(field "$tflm" own) $(field "$tflm" helpers) $(field "$klass" own) $(field "$klass" helpers) $(field "$klass" class) $(field "$arena" own) $(field "$arena" helpers)")
+        echo "$core $variant: tflm path: $tflm; class: $klass; arena: $arena" >&2
     done
     link "plan_count-$core" "$flags" "$out/libnnmem-$target-messages.a" $board/plan_count.cpp
 done
@@ -108,19 +111,20 @@ section=$(mktemp)
     printf 'Written by `scripts/board-bench.sh` (%s, commit %s): the embedded build (`--no-default-features`, profile `embedded`: opt-level s, fat LTO, panic abort) linked with arm-none-eabi-gcc %s (`-Os`, `--gc-sections`) and run under %s with `-icount shift=0` (an instruction count, not a time: the same on any host). TensorFlow Lite Micro'"'"'s GreedyMemoryPlanner (commit 90b983c2) was measured the same way with `c-tests/board/measure-tflm-greedy.sh` on a TFLite Micro checkout; its output is kept in `benches/board/` (its source cannot be part of this repository).\n\n' \
         "$(date -u +%Y-%m-%d)" "$(git rev-parse --short HEAD)" "$(arm-none-eabi-gcc -dumpversion)" "$(qemu-system-arm --version | head -n 1 | sed 's/ (.*//')"
     printf '### Flash\n\n'
-    printf 'Bytes of code and read-only data taken from `libnnmem.a` (`c-tests/board/code_size.py` over the link map; the mem* functions, which the firmware has anyway, apart). "tflm path": a C program that makes a planner in a scratch buffer, adds buffers, plans and reads the offsets (`c-tests/board/size_tflm.c`). "class": `tflite::NnmemMemoryPlanner` driven through the base class, its own code and vtable plus the library under it (`size_class.cpp`). "stripped": with the `strip-messages` feature (`nnm_last_error()` gives the status name), as TFLite Micro'"'"'s figure is with `TF_LITE_STRIP_ERROR_STRINGS`.\n\n'
-    printf '| core | messages | tflm path | goal | class + library | goal | TFLite Micro GreedyMemoryPlanner (code + vtable) |\n|---|---|---:|---|---:|---|---:|\n'
+    printf 'Bytes of code and read-only data taken from `libnnmem.a` (`c-tests/board/code_size.py` over the link map; the mem* functions, which the firmware has anyway, apart). "tflm path": a C program that makes a planner in a scratch buffer, adds buffers, plans and reads the offsets (`c-tests/board/size_tflm.c`). "class": `tflite::NnmemMemoryPlanner` driven through the base class, its own code and vtable plus the library under it (`size_class.cpp`). "arena calls": `nnm_arena_init` and every call the embedded build holds on an arena, guard mode and recording included (`size_arena.c`). "stripped": with the `strip-messages` feature (`nnm_last_error()` gives the status name), as TFLite Micro'"'"'s figure is with `TF_LITE_STRIP_ERROR_STRINGS`.\n\n'
+    printf '| core | messages | tflm path | goal | class + library | goal | arena calls | goal | TFLite Micro GreedyMemoryPlanner (code + vtable) |\n|---|---|---:|---|---:|---|---:|---|---:|\n'
     for row in "${sizes[@]}"; do
-        read -r core variant own helpers kown khelpers kclass <<<"$row"
+        read -r core variant own helpers kown khelpers kclass aown ahelpers <<<"$row"
         path=$((own + helpers))
         whole=$((kown + khelpers + kclass))
+        calls=$((aown + ahelpers))
         if [ "$core" = m4 ]; then header="m4"; name="Cortex-M4"; else header="m0"; name="Cortex-M0+"; fi
         if [ "$variant" = stripped ]; then ref_file=$ref_stripped; else ref_file=$ref; fi
-        printf '| %s | %s | %s B | %s | %s B (class %s B) | %s | %s B |\n' "$name" "$variant" "$path" \
-            "$(verdict "$path" 2048)" "$whole" "$kclass" "$(verdict "$whole" 3072)" \
+        printf '| %s | %s | %s B | %s | %s B (class %s B) | %s | %s B | %s | %s B |\n' "$name" "$variant" "$path" \
+            "$(verdict "$path" 2048)" "$whole" "$kclass" "$(verdict "$whole" 3072)" "$calls" "$(verdict "$calls" 2048)" \
             "$(tflm_size "$ref_file" "linked symbols, $header")"
     done
-    printf '\nGoals (issue 32): the tflm path at most 2 KB and the class with the library at most 3 KB on Cortex-M4; the same limits are shown for Cortex-M0+. Scratch: 24 B per buffer and 12 B per planner (GreedyMemoryPlanner: 40 B per buffer).\n\n'
+    printf '\nGoals (issue 32): the tflm path and the arena calls at most 2 KB each and the class with the library at most 3 KB on Cortex-M4; the same limits are shown for Cortex-M0+. Scratch: 24 B per buffer and 12 B per planner (GreedyMemoryPlanner: 40 B per buffer). The arena'"'"'s state on a 32-bit target (`NNM_ARENA_STATE_BYTES`): 456 B for the arena, 24 B per temp allocation held at once (48 B in guard mode) and 20 B per persistent allocation.\n\n'
     printf '### Instructions to plan\n\n'
     printf 'Init + AddBuffer for every buffer + GetMaximumMemorySize + GetOffsetForBuffer for every buffer, through the `MicroMemoryPlanner` base class (the harness'"'"'s own share, measured on a planner that does nothing, taken off); "C API": the same work through `nnm_scratch_planner_*` directly. Lists: `c-tests/board/plan_lists.h` (person_detect'"'"'s 30 activations read from TFLite Micro'"'"'s model; 100 buffers from xorshift32). Both give TFLite Micro'"'"'s offsets and arena sizes byte for byte (the program checks).\n\n'
     printf '| core (board) | list | nnmem class | nnmem C API | GreedyMemoryPlanner | class / TFLite Micro | goal: no more than TFLite Micro |\n|---|---|---:|---:|---:|---:|---|\n'
@@ -134,7 +138,7 @@ section=$(mktemp)
                 "$(awk -v a="$ours" -v b="$theirs" 'BEGIN { printf "%.2f", a / b }')" "$(verdict "$ours" "$theirs")"
         done
     done
-    printf '\nThe planning itself is O(n^2) like TFLite Micro'"'"'s (the same walk over the placed buffers); its order is sorted by binary insertion where TFLite Micro bubble-sorts, and each call checks its planner'"'"'s header (a tag, the count) before it reads the scratch.\n'
+    printf '\nThe planning itself is O(n^2) like TFLite Micro'"'"'s (the same walk over the placed buffers); its order is sorted by insertion where TFLite Micro bubble-sorts, and each call checks its planner'"'"'s header (a tag, the count) before it reads the scratch.\n'
 } >"$section"
 
 # Replace the section (it runs to the end of the file), or append it.

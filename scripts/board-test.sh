@@ -83,7 +83,7 @@ NNMEM_LIB_M4=$lib_m4 NNMEM_LIB_M0=$lib_m0 NNMEM_LIB_M4_STRIPPED=$out/libnnmem-m4
 echo "==> no panic machinery in the firmware"
 # No path through the C API panics, so none of core's panic or formatting
 # code may be linked into a program that uses nnmem.
-for elf in "$out"/planner_board-*.elf "$out"/tflm_class_board-*.elf "$out"/plan_digest-*.elf; do
+for elf in "$out"/planner_board-*.elf "$out"/tflm_class_board-*.elf "$out"/plan_digest-*.elf "$out"/arena_init-*.elf; do
     found=$(arm-none-eabi-nm "$elf" | awk '{ print $NF }' | grep -E 'core3fmt|core\.\.fmt|panic_fmt|panic_bounds_check|slice_index_fail|panic_const' || true)
     if [ -n "$found" ]; then
         echo "FAIL: $(basename "$elf") links: $(echo "$found" | head -n 3 | tr '\n' ' ')"

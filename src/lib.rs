@@ -42,7 +42,6 @@
 #![cfg_attr(not(feature = "std"), no_std)]
 #![deny(missing_docs)]
 
-#[cfg(feature = "std")]
 pub mod arena;
 #[cfg(feature = "std")]
 pub mod cancel;
@@ -71,7 +70,6 @@ mod svg;
 pub mod workbuffer;
 
 pub use status::Status;
-#[cfg(feature = "std")]
 pub use status::{Error, Result};
 
 /// The crate version, from `Cargo.toml`.

@@ -135,14 +135,47 @@ impl Error {
         Error::new(Status::WrongState, message)
     }
 
-    /// The kind of failure.
-    pub fn status(&self) -> Status {
-        self.status
-    }
-
     /// The detailed message.
     pub fn message(&self) -> &str {
         &self.message
+    }
+}
+
+/// An error of the safe core in the embedded build: the kind of failure.
+/// Its message was recorded as the last error when it was made
+/// ([`Error::with`]), as the embedded build has no heap to carry it.
+#[cfg(not(feature = "std"))]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    status: Status,
+}
+
+impl Error {
+    /// Builds an error whose message `describe` writes (figures without a
+    /// heap or `core::fmt`): the host keeps the message in the error; the
+    /// embedded build records it as the last error at once (with
+    /// `strip-messages`, only the status). `status` must not be
+    /// [`Status::Ok`].
+    #[cold]
+    #[inline(never)]
+    pub fn with(status: Status, describe: impl FnOnce(&mut dyn crate::message::Text)) -> Self {
+        debug_assert!(status != Status::Ok, "an error cannot carry NNM_OK");
+        #[cfg(feature = "std")]
+        {
+            let mut message = String::new();
+            describe(&mut message);
+            Error { status, message }
+        }
+        #[cfg(not(feature = "std"))]
+        {
+            crate::message::last::record(status, describe);
+            Error { status }
+        }
+    }
+
+    /// The kind of failure.
+    pub fn status(&self) -> Status {
+        self.status
     }
 }
 
@@ -157,8 +190,7 @@ impl fmt::Display for Error {
 impl std::error::Error for Error {}
 
 /// Result type of the safe core.
-#[cfg(feature = "std")]
-pub type Result<T> = std::result::Result<T, Error>;
+pub type Result<T> = core::result::Result<T, Error>;
 
 #[cfg(test)]
 mod tests {

@@ -226,6 +226,10 @@ fn c_view() -> &'static BTreeMap<String, u64> {
         line("macro NNM_STACK_CACHE_INLINE %lld", "(long long)(NNM_STACK_CACHE_INLINE)");
         line("macro NNM_STACK_CACHE_TAG %lld", "(long long)(NNM_STACK_CACHE_TAG)");
         line("macro NNM_SCRATCH_PLANNER_BYTES(10) %lld", "(long long)(NNM_SCRATCH_PLANNER_BYTES(10))");
+        line("macro NNM_ARENA_TEMP_RECORD_BYTES %lld", "(long long)(NNM_ARENA_TEMP_RECORD_BYTES)");
+        line("macro NNM_ARENA_PERSISTENT_RECORD_BYTES %lld", "(long long)(NNM_ARENA_PERSISTENT_RECORD_BYTES)");
+        line("macro NNM_ARENA_STATE_HEADER_BYTES %lld", "(long long)(NNM_ARENA_STATE_HEADER_BYTES)");
+        line("macro NNM_ARENA_STATE_BYTES(3,5) %lld", "(long long)(NNM_ARENA_STATE_BYTES(3, 5))");
         line("macro NNM_SCRATCH_PLANNER_RUNS(TFLM) %lld", "(long long)(NNM_SCRATCH_PLANNER_RUNS(NNM_ALGORITHM_TFLM))");
         line("macro NNM_SCRATCH_PLANNER_RUNS(AUTO) %lld", "(long long)(NNM_SCRATCH_PLANNER_RUNS(NNM_ALGORITHM_AUTO))");
         for m in [
@@ -594,6 +598,21 @@ fn structs_have_the_same_fields_size_and_alignment_in_c_and_rust() {
         }
     }
     assert!(problems.is_empty(), "C and Rust disagree:\n  {}", problems.join("\n  "));
+}
+
+/// The arena state's macros are the library's formulas (which compile-time
+/// checks hold to the records' and the arena's sizes on every target).
+#[test]
+fn the_arena_state_macros_are_the_library_figures() {
+    use nnmem::ffi::arena::{PERSISTENT_RECORD_BYTES, STATE_ALIGNMENT, STATE_HEADER_BYTES, TEMP_RECORD_BYTES};
+    let c = c_view();
+    assert_eq!(c["macro NNM_ARENA_TEMP_RECORD_BYTES"] as usize, TEMP_RECORD_BYTES);
+    assert_eq!(c["macro NNM_ARENA_PERSISTENT_RECORD_BYTES"] as usize, PERSISTENT_RECORD_BYTES);
+    assert_eq!(c["macro NNM_ARENA_STATE_HEADER_BYTES"] as usize, STATE_HEADER_BYTES);
+    assert_eq!(
+        c["macro NNM_ARENA_STATE_BYTES(3,5)"] as usize,
+        STATE_HEADER_BYTES + (STATE_ALIGNMENT - 1) + 2 * 3 * TEMP_RECORD_BYTES + 5 * PERSISTENT_RECORD_BYTES
+    );
 }
 
 #[test]

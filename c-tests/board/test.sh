@@ -10,6 +10,8 @@
 # libnnmem.a for thumbv7em-none-eabihf and thumbv6m-none-eabi
 # (scripts/board-test.sh sets them), nnmem on the boards:
 #   planner_board.c               0 (the scratch planner's C tests)
+#   ../arena_init_test.c          0 (the arena's C tests in the caller's
+#                                 memory, the host's ctest program)
 #   tflm_class_board.cpp          0 (the TFLite Micro class, NNMEM_NO_HEAP)
 #   plan_digest.c                 0, and output identical to the host's
 #                                 ($NNMEM_DIGEST_HOST, when set)
@@ -145,10 +147,13 @@ if [ -n "${NNMEM_LIB_M4:-}" ] && [ -n "${NNMEM_LIB_M0:-}" ]; then
     build tflm_class_board-$board "$on_core" "$script" tflm_class_board.cpp "$inc" $tflm \
       || fail "build tflm_class_board-$board"
     build plan_digest-$board "$on_core" "$script" plan_digest.c "$inc" || fail "build plan_digest-$board"
+    build arena_init-$board "$on_core" "$script" ../arena_init_test.c "$inc" "-I$here/.." \
+      || fail "build arena_init-$board"
     unset LIB
     check "$board" planner_board-$board 0 passed
     check "$board" tflm_class_board-$board 0 passed
     check "$board" plan_digest-$board 0 "all "
+    check "$board" arena_init-$board 0 " 0 failed"
     if [ -n "${NNMEM_DIGEST_HOST:-}" ]; then
       # run.sh's output is the program's: the host's must be the same.
       if diff "$NNMEM_DIGEST_HOST" "$out/plan_digest-$board.$board.log" >"$out/digest-$board.diff"; then

@@ -8,16 +8,24 @@
  * topics share are in <nnmem.h> and docs/c-abi.md.
  *
  * Ownership:
- * - nnm_arena comes from nnm_arena_new* and goes back through
- *   nnm_arena_free, which accepts NULL and detects double frees. An arena
- *   over the caller's buffer (nnm_arena_new, nnm_arena_new_split) needs that
- *   buffer until nnm_arena_free; nnm_arena_new_owned* allocate their own and
- *   free it with the arena; nnm_arena_new_dry_run has no memory.
+ * - nnm_arena comes from nnm_arena_new* or nnm_arena_init and goes back
+ *   through nnm_arena_free, which accepts NULL and detects double frees. An
+ *   arena over the caller's buffer (nnm_arena_new, nnm_arena_new_split,
+ *   nnm_arena_init) needs that buffer until nnm_arena_free;
+ *   nnm_arena_new_owned* allocate their own and free it with the arena;
+ *   nnm_arena_new_dry_run has no memory.
+ * - nnm_arena_init keeps the arena's records (and, in the embedded build, the
+ *   arena itself) in a state the caller gives: NNM_ARENA_STATE_BYTES(t, p)
+ *   bytes hold t temp allocations at once and p persistent ones. nnmem
+ *   allocates nothing for its records; the state is the caller's again after
+ *   nnm_arena_free.
  * - Stale handles: calls look the arena up in nnmem's registry of live
  *   handles first (a freed one gives NNM_INVALID_ARGUMENT), except the hot
  *   calls nnm_arena_alloc_persistent, nnm_arena_alloc_temp and
  *   nnm_arena_release_temp, which only check a type tag and are undefined on
- *   a freed arena.
+ *   a freed arena. In the embedded build every call checks the tag in the
+ *   arena's state (a freed arena gives NNM_INVALID_ARGUMENT while its state
+ *   is unchanged).
  *
  * Thread safety:
  * - nnm_arena: not thread-safe, like nnm_planner: calls on one arena must
@@ -25,8 +33,12 @@
  *   categories) may run concurrently with each other. Different arenas may
  *   be used from different threads at once.
  *
- * Embedded build: leaves this header out (the arena still keeps its
- *   records on the heap).
+ * Embedded build: holds nnm_arena_init and every call on an arena (head,
+ *   temp and tail, recording under the predefined categories, the size
+ *   needed, guard mode); leaves out nnm_arena_new* (records on the heap,
+ *   split buffers, owned memory, dry runs), named categories, committing an
+ *   nnm_planner's plan (reserve the head for the scratch planner's size) and
+ *   the reports.
  */
 
 #ifndef NNMEM_ARENA_H
@@ -36,6 +48,25 @@
 #include "planner.h"
 #include "pool.h"
 
+/** Bytes of one temp record in an nnm_arena_init state. */
+#define NNM_ARENA_TEMP_RECORD_BYTES (4u * sizeof(size_t) + 8u)
+
+/** Bytes of one persistent record in an nnm_arena_init state. */
+#define NNM_ARENA_PERSISTENT_RECORD_BYTES (3u * sizeof(size_t) + 8u)
+
+/** Bytes at the head of an nnm_arena_init state: the arena itself. */
+#define NNM_ARENA_STATE_HEADER_BYTES (50u * sizeof(size_t) + 256u)
+
+/**
+ * Bytes of state nnm_arena_init needs, at any address (7 bytes for
+ * aligning the start to 8 included), for `max_temps` temp allocations held
+ * at once (room for as many released ones that guard mode watches
+ * included) and `max_persistent` persistent allocations.
+ */
+#define NNM_ARENA_STATE_BYTES(max_temps, max_persistent)                                         \
+    (NNM_ARENA_STATE_HEADER_BYTES + 7u + 2u * (size_t)(max_temps) * NNM_ARENA_TEMP_RECORD_BYTES + \
+     (size_t)(max_persistent) * NNM_ARENA_PERSISTENT_RECORD_BYTES)
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,18 +74,6 @@ extern "C" {
 /* -------------------------------------------------------------------------
  * nnm_arena
  * ------------------------------------------------------------------------- */
-
-/**
- * Flag of `nnm_arena_new*`: keep per-category statistics from the start
- * (`nnm_arena_set_recording` switches it later).
- */
-#define NNM_ARENA_RECORDING 1
-
-/**
- * Flag of `nnm_arena_new*`: canaries around every allocation and poison in
- * released temp memory, checked by `nnm_arena_check` and every reset.
- */
-#define NNM_ARENA_GUARD 2
 
 /**
  * The alignment used when 0 is passed.
@@ -80,6 +99,336 @@ extern "C" {
  * arena they are undefined.
  */
 typedef struct nnm_arena nnm_arena;
+
+/**
+ * Creates an arena over `buffer` (`len` bytes, any address) with its state
+ * in `state` (`state_len` bytes, any address): no heap, in both builds.
+ * The state holds the arena (`NNM_ARENA_STATE_HEADER_BYTES`), room for
+ * `max_temps` temp allocations held at once (a temp allocation released
+ * below one still held keeps its record until that one is released too;
+ * twice that in guard mode, where released ones are watched too) and, in the rest, one record per
+ * persistent allocation: `NNM_ARENA_STATE_BYTES(max_temps,
+ * max_persistent)` bytes hold `max_persistent` of them.
+ * `NNM_ARENA_TEMP_RECORD_BYTES` and `NNM_ARENA_PERSISTENT_RECORD_BYTES`
+ * are the bytes of each record. Alignment and flags as `nnm_arena_new`; a
+ * temp or persistent allocation whose records are all in use fails with
+ * DOES_NOT_FIT naming them. On the host the handle itself is a small heap
+ * allocation (the header's bytes stay unused); in the embedded build it
+ * is the state's head. `nnm_arena_free` ends it; both buffers stay the
+ * caller's.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags,
+ * `state` and `buffer` overlap), OVERFLOW (a buffer wraps around the
+ * address space), DOES_NOT_FIT (`buffer` too small to align its start;
+ * `state` too small for the arena and `max_temps` temp records, twice
+ * that in guard mode, with the bytes missing; `NNM_ARENA_STATE_BYTES(
+ * max_temps, 0)` is always enough). On failure nothing is made and the
+ * state's bytes are unspecified.
+ *
+ * # Safety
+ * `buffer` and `state` must be NULL or valid for reads and writes of
+ * their lengths until `nnm_arena_free`, must not overlap, and be used
+ * meanwhile only through the arena. `out_arena` must be NULL or valid for
+ * writing one pointer.
+ */
+enum nnm_status nnm_arena_init(void *state,
+                               size_t state_len,
+                               uint32_t max_temps,
+                               void *buffer,
+                               size_t len,
+                               size_t alignment,
+                               uint32_t flags,
+                               struct nnm_arena **out_arena);
+
+/**
+ * Frees an arena (and gives the memory of `nnm_arena_new_owned*` back to
+ * its allocator; a caller's buffers and an `nnm_arena_init` state stay the
+ * caller's, free to reuse once this returns). NULL is a no-op; a double
+ * free is detected and reported through `nnm_last_error()`.
+ *
+ * # Safety
+ * `arena` may be any pointer value: only a live arena is freed, others are
+ * reported. No other call may use the arena meanwhile.
+ */
+void nnm_arena_free(struct nnm_arena *arena);
+
+/**
+ * Switches per-category recording on (`enabled` non-zero) or off.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ */
+enum nnm_status nnm_arena_set_recording(struct nnm_arena *arena, int enabled);
+
+/**
+ * What recording counted for one category (`nnm_arena_get_category`).
+ */
+typedef struct nnm_arena_category_stats {
+  /**
+   * Bytes asked for: the sizes passed to the calls (for a committed plan,
+   * its buffers' sizes as added, before the planner's alignment
+   * rounding).
+   */
+  uint64_t requested_bytes;
+  /**
+   * Bytes taken, alignment padding and guard bytes included. For head
+   * commits: the plan's span (its peak), so requested minus used is
+   * what reuse saved (less the alignment rounding); head lines do not
+   * add up to the head, which is the largest plan.
+   */
+  uint64_t used_bytes;
+  /**
+   * Allocations (for a committed plan: all its buffers, zero-size and
+   * never-used ones included; for `nnm_arena_reserve_head`: one).
+   */
+  uint64_t count;
+} nnm_arena_category_stats;
+
+/**
+ * Writes what recording counted for category `id`.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_stats` must be NULL or valid for writing one `nnm_arena_category_stats`.
+ */
+enum nnm_status nnm_arena_get_category(const struct nnm_arena *arena,
+                                       uint32_t id,
+                                       struct nnm_arena_category_stats *out_stats);
+
+/**
+ * Allocates `size` bytes from the tail (persistent: never freed on its
+ * own), aligned to `alignment` (0: the arena's; a power of two up to 2^62,
+ * as for `nnm_arena_new`), counted under `category`, and writes the
+ * address.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment as for
+ * `nnm_arena_new`, unknown category), OVERFLOW (size), DOES_NOT_FIT
+ * ("requested X B, available Y B, missing Z B", Z being what the arena
+ * lacks; nothing changes).
+ *
+ * # Safety
+ * `arena` must be NULL or a live arena from `nnm_arena_new*` or `nnm_arena_init` (only its
+ * type tag is checked: a freed arena is undefined), and no other call may
+ * use it meanwhile. `out_ptr` must be NULL or valid for writing one
+ * pointer.
+ */
+enum nnm_status nnm_arena_alloc_persistent(struct nnm_arena *arena,
+                                           size_t size,
+                                           size_t alignment,
+                                           uint32_t category,
+                                           void **out_ptr);
+
+/**
+ * Allocates `size` temp bytes above the head, aligned to `alignment` (0:
+ * the arena's), counted under `category`, and writes the address. Release
+ * it with `nnm_arena_release_temp`; `nnm_arena_reset_temp` ends the scope.
+ *
+ * Errors: as `nnm_arena_alloc_persistent`.
+ *
+ * # Safety
+ * As `nnm_arena_alloc_persistent`.
+ */
+enum nnm_status nnm_arena_alloc_temp(struct nnm_arena *arena,
+                                     size_t size,
+                                     size_t alignment,
+                                     uint32_t category,
+                                     void **out_ptr);
+
+/**
+ * Releases a temp allocation. Its bytes are reused once every temp
+ * allocation above it is released too. In guard mode its canaries are
+ * checked (damage is reported by the next check or reset) and its bytes
+ * poisoned: a write to them before they are handed out again is reported
+ * by the next check or reset. A stale pointer whose bytes were reclaimed
+ * and handed out again releases that new allocation.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
+ * arena, or already released).
+ *
+ * # Safety
+ * `arena` must be NULL or a live arena from `nnm_arena_new*` or `nnm_arena_init` (only its
+ * type tag is checked: a freed arena is undefined), and no other call may
+ * use it meanwhile. `ptr` is only compared, never read.
+ */
+enum nnm_status nnm_arena_release_temp(struct nnm_arena *arena, const void *ptr);
+
+/**
+ * Ends the temp scope. In guard mode it first checks every guard.
+ *
+ * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations still held; the
+ * message says how many), CORRUPTED (a damaged guard; the message names
+ * the allocation and its category). Nothing changes on error; after
+ * CORRUPTED the arena's contents are suspect and every later reset fails
+ * the same way, so fix the overrun and start over with a new arena.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ */
+enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
+
+/**
+ * Makes the head at least `size` bytes (for a caller's own plan) and
+ * writes its start. Growing it while temp allocations are held is an
+ * error. Counted under `category` as one allocation of `size` bytes (and
+ * in `plan_count`). Size 0 only asks where the head starts: it writes the
+ * start (also while temp allocations are held) and changes and records
+ * nothing.
+ *
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), OVERFLOW
+ * (size), WRONG_STATE (temp held), DOES_NOT_FIT (nothing changes).
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ * `out_head` must be NULL or valid for writing one pointer.
+ */
+enum nnm_status nnm_arena_reserve_head(struct nnm_arena *arena,
+                                       size_t size,
+                                       uint32_t category,
+                                       void **out_head);
+
+/**
+ * Empties the head: every committed plan is dropped (their addresses must
+ * no longer be used). In guard mode it first checks every guard.
+ *
+ * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations held), CORRUPTED.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ */
+enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
+
+/**
+ * Guard mode: checks every canary and the poison of released temp memory.
+ * Returns OK without guard mode or for a dry run.
+ *
+ * Errors: NULL_ARGUMENT, CORRUPTED (the message names the first damaged
+ * allocation, its category and offset, and counts the others; a write
+ * into released temp memory names the released allocation it hit, as
+ * "released temp allocation #3 (category 'Temp scratch data', 64 B at
+ * offset 128 of the arena) was written after it was released: ...", or
+ * only the offsets where that memory was partly handed out again). Temp
+ * allocations are numbered from 1 in the order they were made, over the
+ * arena's life (a reset does not restart the count), so a number names one
+ * allocation.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ */
+enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
+
+/**
+ * Sizes of an arena's sections and the size it needs
+ * (`nnm_arena_get_sizes`).
+ */
+typedef struct nnm_arena_sizes {
+  /**
+   * Bytes of the caller's buffer(s); 0 for a dry run.
+   */
+  uint64_t capacity_bytes;
+  /**
+   * Bytes lost aligning the start up to the arena's alignment.
+   */
+  uint64_t alignment_lost_bytes;
+  /**
+   * The head: the largest plan or reservation committed.
+   */
+  uint64_t head_bytes;
+  /**
+   * Temp bytes in use now.
+   */
+  uint64_t temp_bytes;
+  /**
+   * The most temp bytes ever in use at once.
+   */
+  uint64_t temp_peak_bytes;
+  /**
+   * The tail (persistent allocations), alignment padding included.
+   */
+  uint64_t tail_bytes;
+  /**
+   * head + temp + tail: TFLite Micro's "used bytes", which leaves out
+   * the temp peak and the alignment loss.
+   */
+  uint64_t used_bytes;
+  /**
+   * The largest temp allocation (default alignment) that fits now.
+   */
+  uint64_t available_bytes;
+  /**
+   * The largest persistent allocation (default alignment) that fits now.
+   */
+  uint64_t available_persistent_bytes;
+  /**
+   * The exact size that would have sufficed for every call so far: an
+   * arena of this size at the same start succeeds, one byte less fails.
+   * For a dry run: for a buffer aligned to the largest alignment used.
+   * Split arenas: the sum of the two below.
+   */
+  uint64_t required_bytes;
+  /**
+   * The non-persistent side alone (alignment loss, head, temp peak): the
+   * non-persistent buffer of a split arena.
+   */
+  uint64_t required_nonpersistent_bytes;
+  /**
+   * The persistent side alone: the persistent buffer of a split arena.
+   */
+  uint64_t required_persistent_bytes;
+  /**
+   * Temp allocations held.
+   */
+  uint64_t temp_count;
+  /**
+   * Persistent allocations made.
+   */
+  uint64_t persistent_count;
+  /**
+   * Plans and head reservations committed since the last head reset.
+   */
+  uint64_t plan_count;
+  /**
+   * The largest alignment any call used (at least the arena's). A dry
+   * run's sizes hold for buffers whose start is aligned to this (and for
+   * the same alignment and flags as the dry run's).
+   */
+  uint64_t largest_alignment_bytes;
+} nnm_arena_sizes;
+
+/**
+ * Writes the sizes of the sections and the exact size needed.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_sizes` must be NULL or valid for writing one `nnm_arena_sizes`.
+ */
+enum nnm_status nnm_arena_get_sizes(const struct nnm_arena *arena,
+                                    struct nnm_arena_sizes *out_sizes);
+
+/**
+ * Flag of `nnm_arena_new*` and `nnm_arena_init`: keep per-category
+ * statistics from the start (`nnm_arena_set_recording` switches it later).
+ */
+#define NNM_ARENA_RECORDING 1
+
+/**
+ * Flag of `nnm_arena_new*` and `nnm_arena_init`: canaries around every
+ * allocation and poison in released temp memory, checked by
+ * `nnm_arena_check` and every reset.
+ */
+#define NNM_ARENA_GUARD 2
 
 /**
  * Creates an arena over `buffer` (`len` bytes, any address): its start is
@@ -183,28 +532,6 @@ enum nnm_status nnm_arena_new_dry_run(size_t alignment,
                                       struct nnm_arena **out_arena);
 
 /**
- * Frees an arena (and gives the memory of `nnm_arena_new_owned*` back to
- * its allocator; a caller's buffers stay the caller's). NULL is a no-op; a double free is detected
- * and reported through `nnm_last_error()`.
- *
- * # Safety
- * `arena` may be any pointer value: only a live arena is freed, others are
- * reported. No other call may use the arena meanwhile.
- */
-void nnm_arena_free(struct nnm_arena *arena);
-
-/**
- * Switches per-category recording on (`enabled` non-zero) or off.
- *
- * Errors: NULL_ARGUMENT.
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no other call may use it meanwhile.
- */
-enum nnm_status nnm_arena_set_recording(struct nnm_arena *arena, int enabled);
-
-/**
  * Longest category name, in bytes.
  */
 #define NNM_ARENA_MAX_CATEGORY_NAME 64
@@ -297,137 +624,6 @@ enum nnm_status nnm_arena_category_count(const struct nnm_arena *arena, uint32_t
 const char *nnm_arena_category_name(const struct nnm_arena *arena, uint32_t id);
 
 /**
- * What recording counted for one category (`nnm_arena_get_category`).
- */
-typedef struct nnm_arena_category_stats {
-  /**
-   * Bytes asked for: the sizes passed to the calls (for a committed plan,
-   * its buffers' sizes as added, before the planner's alignment
-   * rounding).
-   */
-  uint64_t requested_bytes;
-  /**
-   * Bytes taken, alignment padding and guard bytes included. For head
-   * commits: the plan's span (its peak), so requested minus used is
-   * what reuse saved (less the alignment rounding); head lines do not
-   * add up to the head, which is the largest plan.
-   */
-  uint64_t used_bytes;
-  /**
-   * Allocations (for a committed plan: all its buffers, zero-size and
-   * never-used ones included; for `nnm_arena_reserve_head`: one).
-   */
-  uint64_t count;
-} nnm_arena_category_stats;
-
-/**
- * Writes what recording counted for category `id`.
- *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no call may change it meanwhile.
- * `out_stats` must be NULL or valid for writing one `nnm_arena_category_stats`.
- */
-enum nnm_status nnm_arena_get_category(const struct nnm_arena *arena,
-                                       uint32_t id,
-                                       struct nnm_arena_category_stats *out_stats);
-
-/**
- * Allocates `size` bytes from the tail (persistent: never freed on its
- * own), aligned to `alignment` (0: the arena's; a power of two up to 2^62,
- * as for `nnm_arena_new`), counted under `category`, and writes the
- * address.
- *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (size 0, alignment as for
- * `nnm_arena_new`, unknown category), OVERFLOW (size), DOES_NOT_FIT
- * ("requested X B, available Y B, missing Z B", Z being what the arena
- * lacks; nothing changes).
- *
- * # Safety
- * `arena` must be NULL or a live arena from `nnm_arena_new*` (only its
- * type tag is checked: a freed arena is undefined), and no other call may
- * use it meanwhile. `out_ptr` must be NULL or valid for writing one
- * pointer.
- */
-enum nnm_status nnm_arena_alloc_persistent(struct nnm_arena *arena,
-                                           size_t size,
-                                           size_t alignment,
-                                           uint32_t category,
-                                           void **out_ptr);
-
-/**
- * Allocates `size` temp bytes above the head, aligned to `alignment` (0:
- * the arena's), counted under `category`, and writes the address. Release
- * it with `nnm_arena_release_temp`; `nnm_arena_reset_temp` ends the scope.
- *
- * Errors: as `nnm_arena_alloc_persistent`.
- *
- * # Safety
- * As `nnm_arena_alloc_persistent`.
- */
-enum nnm_status nnm_arena_alloc_temp(struct nnm_arena *arena,
-                                     size_t size,
-                                     size_t alignment,
-                                     uint32_t category,
-                                     void **out_ptr);
-
-/**
- * Releases a temp allocation. Its bytes are reused once every temp
- * allocation above it is released too. In guard mode its canaries are
- * checked (damage is reported by the next check or reset) and its bytes
- * poisoned: a write to them before they are handed out again is reported
- * by the next check or reset. A stale pointer whose bytes were reclaimed
- * and handed out again releases that new allocation.
- *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (not a temp allocation of this
- * arena, or already released).
- *
- * # Safety
- * `arena` must be NULL or a live arena from `nnm_arena_new*` (only its
- * type tag is checked: a freed arena is undefined), and no other call may
- * use it meanwhile. `ptr` is only compared, never read.
- */
-enum nnm_status nnm_arena_release_temp(struct nnm_arena *arena, const void *ptr);
-
-/**
- * Ends the temp scope. In guard mode it first checks every guard.
- *
- * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations still held; the
- * message says how many), CORRUPTED (a damaged guard; the message names
- * the allocation and its category). Nothing changes on error; after
- * CORRUPTED the arena's contents are suspect and every later reset fails
- * the same way, so fix the overrun and start over with a new arena.
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no other call may use it meanwhile.
- */
-enum nnm_status nnm_arena_reset_temp(struct nnm_arena *arena);
-
-/**
- * Makes the head at least `size` bytes (for a caller's own plan) and
- * writes its start. Growing it while temp allocations are held is an
- * error. Counted under `category` as one allocation of `size` bytes (and
- * in `plan_count`). Size 0 only asks where the head starts: it writes the
- * start (also while temp allocations are held) and changes and records
- * nothing.
- *
- * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown category), OVERFLOW
- * (size), WRONG_STATE (temp held), DOES_NOT_FIT (nothing changes).
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no other call may use it meanwhile.
- * `out_head` must be NULL or valid for writing one pointer.
- */
-enum nnm_status nnm_arena_reserve_head(struct nnm_arena *arena,
-                                       size_t size,
-                                       uint32_t category,
-                                       void **out_head);
-
-/**
  * Commits a planned `planner`'s plan to the head (the head becomes the
  * largest committed plan) and writes each buffer's address, in the order
  * the buffers were added, to `out_addresses` (`count` entries, at least
@@ -452,129 +648,6 @@ enum nnm_status nnm_arena_commit_plan(struct nnm_arena *arena,
                                       uint32_t category,
                                       void **out_addresses,
                                       size_t count);
-
-/**
- * Empties the head: every committed plan is dropped (their addresses must
- * no longer be used). In guard mode it first checks every guard.
- *
- * Errors: NULL_ARGUMENT, WRONG_STATE (temp allocations held), CORRUPTED.
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no other call may use it meanwhile.
- */
-enum nnm_status nnm_arena_reset_head(struct nnm_arena *arena);
-
-/**
- * Guard mode: checks every canary and the poison of released temp memory.
- * Returns OK without guard mode or for a dry run.
- *
- * Errors: NULL_ARGUMENT, CORRUPTED (the message names the first damaged
- * allocation, its category and offset, and counts the others; a write
- * into released temp memory names the released allocation it hit, as
- * "released temp allocation #3 (category 'Temp scratch data', 64 B at
- * offset 128 of the arena) was written after it was released: ...", or
- * only the offsets where that memory was partly handed out again). Temp
- * allocations are numbered from 1 in the order they were made, over the
- * arena's life (a reset does not restart the count), so a number names one
- * allocation.
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no call may change it meanwhile.
- */
-enum nnm_status nnm_arena_check(const struct nnm_arena *arena);
-
-/**
- * Sizes of an arena's sections and the size it needs
- * (`nnm_arena_get_sizes`).
- */
-typedef struct nnm_arena_sizes {
-  /**
-   * Bytes of the caller's buffer(s); 0 for a dry run.
-   */
-  uint64_t capacity_bytes;
-  /**
-   * Bytes lost aligning the start up to the arena's alignment.
-   */
-  uint64_t alignment_lost_bytes;
-  /**
-   * The head: the largest plan or reservation committed.
-   */
-  uint64_t head_bytes;
-  /**
-   * Temp bytes in use now.
-   */
-  uint64_t temp_bytes;
-  /**
-   * The most temp bytes ever in use at once.
-   */
-  uint64_t temp_peak_bytes;
-  /**
-   * The tail (persistent allocations), alignment padding included.
-   */
-  uint64_t tail_bytes;
-  /**
-   * head + temp + tail: TFLite Micro's "used bytes", which leaves out
-   * the temp peak and the alignment loss.
-   */
-  uint64_t used_bytes;
-  /**
-   * The largest temp allocation (default alignment) that fits now.
-   */
-  uint64_t available_bytes;
-  /**
-   * The largest persistent allocation (default alignment) that fits now.
-   */
-  uint64_t available_persistent_bytes;
-  /**
-   * The exact size that would have sufficed for every call so far: an
-   * arena of this size at the same start succeeds, one byte less fails.
-   * For a dry run: for a buffer aligned to the largest alignment used.
-   * Split arenas: the sum of the two below.
-   */
-  uint64_t required_bytes;
-  /**
-   * The non-persistent side alone (alignment loss, head, temp peak): the
-   * non-persistent buffer of a split arena.
-   */
-  uint64_t required_nonpersistent_bytes;
-  /**
-   * The persistent side alone: the persistent buffer of a split arena.
-   */
-  uint64_t required_persistent_bytes;
-  /**
-   * Temp allocations held.
-   */
-  uint64_t temp_count;
-  /**
-   * Persistent allocations made.
-   */
-  uint64_t persistent_count;
-  /**
-   * Plans and head reservations committed since the last head reset.
-   */
-  uint64_t plan_count;
-  /**
-   * The largest alignment any call used (at least the arena's). A dry
-   * run's sizes hold for buffers whose start is aligned to this (and for
-   * the same alignment and flags as the dry run's).
-   */
-  uint64_t largest_alignment_bytes;
-} nnm_arena_sizes;
-
-/**
- * Writes the sizes of the sections and the exact size needed.
- *
- * Errors: NULL_ARGUMENT.
- *
- * # Safety
- * `arena` must be NULL or an arena from `nnm_arena_new*` (a freed one is
- * refused without being read), and no call may change it meanwhile.
- * `out_sizes` must be NULL or valid for writing one `nnm_arena_sizes`.
- */
-enum nnm_status nnm_arena_get_sizes(const struct nnm_arena *arena,
-                                    struct nnm_arena_sizes *out_sizes);
 
 /**
  * Writes the report (`format`: an `nnm_report_format`), NUL-terminated,

@@ -5,11 +5,13 @@
 //! Every call checks before it changes anything, so a failing call leaves
 //! the arena exactly as it was.
 
-use std::fmt;
+use core::fmt;
 
 use super::category::{Categories, Category, CategoryStats};
-use super::guard::{self, CANARY_BYTES, POISON};
+use super::guard::{self, Damage, DamageLog, CANARY_BYTES, POISON};
 use super::memory::{Memory, NoMemory};
+use super::stack::Stack;
+#[cfg(feature = "std")]
 use crate::plan::Planner;
 use crate::status::{Error, Result, Status};
 
@@ -34,9 +36,15 @@ pub struct Span {
 impl Span {
     /// A span; fails when it would wrap around the address space.
     pub fn new(start: usize, len: usize) -> Result<Span> {
-        start.checked_add(len).ok_or_else(|| {
-            Error::overflow(format!("buffer at {start:#x} of {len} B wraps around the address space"))
-        })?;
+        if start.checked_add(len).is_none() {
+            return Err(Error::with(Status::Overflow, |t| {
+                t.put("buffer at ");
+                t.hex(start);
+                t.put(" of ");
+                t.number(len);
+                t.put(" B wraps around the address space");
+            }));
+        }
         Ok(Span { start, len })
     }
 
@@ -98,9 +106,10 @@ impl Default for ArenaOptions {
 }
 
 /// A persistent allocation, kept for the exact size and the guard check
-/// (32 bytes: one push per allocation is most of its cost).
-#[derive(Copy, Clone, Debug)]
-pub(super) struct TailRecord {
+/// (32 bytes on 64-bit targets: one push per allocation is most of its
+/// cost). `nnm_arena_init` keeps them in the caller's state.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct TailRecord {
     pub(super) addr: usize,
     pub(super) size: usize,
     /// Single mode: the highest temp top while the allocations before this
@@ -116,9 +125,10 @@ impl TailRecord {
     }
 }
 
-/// A temp allocation not yet reclaimed.
-#[derive(Copy, Clone, Debug)]
-pub(super) struct TempRecord {
+/// A temp allocation not yet reclaimed. `nnm_arena_init` keeps them in the
+/// caller's state.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct TempRecord {
     pub(super) addr: usize,
     pub(super) size: usize,
     /// The temp top before it: where the top returns when it is reclaimed.
@@ -133,8 +143,10 @@ pub(super) struct TempRecord {
 /// start, temp (scoped) above it, tail (persistent) growing down from the
 /// end.
 ///
-/// `M` gives guard mode its bytes; see [`Memory`].
-pub struct Arena<M: Memory = NoMemory> {
+/// `M` gives guard mode its bytes; see [`Memory`]. The records live on
+/// the heap ([`Arena::new`]) or in slots the caller gives
+/// ([`Arena::in_slots`]); see [`Stack`].
+pub struct Arena<'a, M: Memory = NoMemory> {
     pub(super) memory: M,
     pub(super) alignment: usize,
     pub(super) canary: usize,
@@ -151,12 +163,12 @@ pub struct Arena<M: Memory = NoMemory> {
     /// Head end plus its canary: where temp starts.
     pub(super) temp_base: usize,
     pub(super) temp_top: usize,
-    pub(super) temps: Vec<TempRecord>,
+    pub(super) temps: Stack<'a, TempRecord>,
     pub(super) temps_held: usize,
     pub(super) temp_serial: u32,
     pub(super) temp_peak: usize,
     pub(super) tail_bottom: usize,
-    pub(super) tails: Vec<TailRecord>,
+    pub(super) tails: Stack<'a, TailRecord>,
     /// The highest temp top since the last persistent allocation (the
     /// floor of the next one; see `required`).
     pub(super) last_floor: usize,
@@ -166,49 +178,100 @@ pub struct Arena<M: Memory = NoMemory> {
     pub(super) max_align: usize,
     /// Guard mode: damage found when a temp allocation was released,
     /// reported by every later check.
-    pub(super) damage: Vec<String>,
+    pub(super) damage: DamageLog,
     /// Guard mode: reclaimed temp memory up to here is poison; check()
     /// verifies `[temp_top, poison_high)` (below the tail).
     pub(super) poison_high: usize,
     /// Guard mode: the released temp allocations whose memory was reclaimed
     /// and is still watched, highest address first, so that a stale write
-    /// found there names the allocation it hit.
-    pub(super) reclaimed: Vec<TempRecord>,
+    /// found there names the allocation it hit. When its slots are full
+    /// the lowest are not kept: a stale write there is still found, only
+    /// not named.
+    pub(super) reclaimed: Stack<'a, TempRecord>,
     pub(super) plans: u64,
     pub(super) categories: Categories,
 }
 
-impl<M: Memory> fmt::Debug for Arena<M> {
+impl<M: Memory> fmt::Debug for Arena<'_, M> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Arena").field("sizes", &self.sizes()).field("guard", &self.is_guarded()).finish()
     }
 }
 
-impl Arena<NoMemory> {
+#[cfg(feature = "std")]
+impl Arena<'static, NoMemory> {
     /// A dry run: no memory; see [`Buffers::DryRun`].
     pub fn dry_run(options: ArenaOptions) -> Result<Self> {
         Arena::new(Buffers::DryRun, options, NoMemory)
     }
 }
 
-impl<M: Memory> Arena<M> {
+#[cfg(feature = "std")]
+impl<M: Memory> Arena<'static, M> {
     /// An arena over `buffers`, reading and writing guard bytes through
-    /// `memory`. Fails when the alignment is not a power of two, when split
-    /// buffers overlap, or when the start cannot be aligned inside the
-    /// buffer.
+    /// `memory`, with its records on the heap. Fails when the alignment is
+    /// not a power of two, when split buffers overlap, or when the start
+    /// cannot be aligned inside the buffer.
     pub fn new(buffers: Buffers, options: ArenaOptions, memory: M) -> Result<Self> {
+        // Room for a typical kernel's scratch and a small model's
+        // persistent data, so the first calls do not reallocate.
+        Arena::with_records(buffers, options, memory, Stack::on_heap(16), Stack::on_heap(0), Stack::on_heap(64))
+    }
+}
+
+/// The slots of an arena kept in memory the caller gives
+/// ([`Arena::in_slots`]).
+pub struct Slots<'a> {
+    /// One per temp allocation held at once (released ones not yet
+    /// reclaimed included).
+    pub temps: &'a mut [TempRecord],
+    /// Guard mode: released temp allocations watched for stale writes
+    /// (only to name them; as many as `temps` is plenty).
+    pub reclaimed: &'a mut [TempRecord],
+    /// One per persistent allocation.
+    pub tails: &'a mut [TailRecord],
+}
+
+impl<'a, M: Memory> Arena<'a, M> {
+    /// As [`Arena::new`], with the records in `slots`: a temp or persistent
+    /// allocation that finds its slots full fails (DOES_NOT_FIT, naming
+    /// the slots) and changes nothing.
+    pub fn in_slots(buffers: Buffers, options: ArenaOptions, memory: M, slots: Slots<'a>) -> Result<Self> {
+        let Slots { temps, reclaimed, tails } = slots;
+        Arena::with_records(
+            buffers,
+            options,
+            memory,
+            Stack::in_slots(temps),
+            Stack::in_slots(reclaimed),
+            Stack::in_slots(tails),
+        )
+    }
+
+    fn with_records(
+        buffers: Buffers,
+        options: ArenaOptions,
+        memory: M,
+        temps: Stack<'a, TempRecord>,
+        reclaimed: Stack<'a, TempRecord>,
+        tails: Stack<'a, TailRecord>,
+    ) -> Result<Self> {
         check_alignment(options.alignment)?;
         let (np, p, split, dry_run) = match buffers {
             Buffers::Single(s) => (s, s, false, false),
             Buffers::Split { persistent, nonpersistent } => {
                 if persistent.overlaps(&nonpersistent) {
-                    return Err(Error::invalid(format!(
-                        "the persistent buffer [{:#x}, {:#x}) and the non-persistent buffer [{:#x}, {:#x}) overlap",
-                        persistent.start,
-                        persistent.end(),
-                        nonpersistent.start,
-                        nonpersistent.end()
-                    )));
+                    return Err(Error::with(Status::InvalidArgument, |t| {
+                        t.put("the persistent buffer [");
+                        t.hex(persistent.start);
+                        t.put(", ");
+                        t.hex(persistent.end());
+                        t.put(") and the non-persistent buffer [");
+                        t.hex(nonpersistent.start);
+                        t.put(", ");
+                        t.hex(nonpersistent.end());
+                        t.put(") overlap");
+                    }));
                 }
                 (nonpersistent, persistent, true, false)
             }
@@ -217,21 +280,25 @@ impl<M: Memory> Arena<M> {
                 (s, s, false, true)
             }
         };
-        let head_start = np.start.checked_next_multiple_of(options.alignment).filter(|&h| h <= np.end()).ok_or_else(|| {
+        let Some(head_start) = align_up(np.start, options.alignment).filter(|&h| h <= np.end()) else {
             // Only an unaligned start can fail, so the loss is positive.
-            let loss = options.alignment - np.start % options.alignment;
-            Error::new(
-                Status::DoesNotFit,
-                format!(
-                    "buffer of {} B at {:#x} is too small to align its start to {}: requested {loss} B, available {} B, missing {} B",
-                    np.len,
-                    np.start,
-                    options.alignment,
-                    np.len,
-                    loss.saturating_sub(np.len)
-                ),
-            )
-        })?;
+            let loss = options.alignment - (np.start & (options.alignment - 1));
+            return Err(Error::with(Status::DoesNotFit, |t| {
+                t.put("buffer of ");
+                t.number(np.len);
+                t.put(" B at ");
+                t.hex(np.start);
+                t.put(" is too small to align its start to ");
+                t.number(options.alignment);
+                t.put(": requested ");
+                t.number(loss);
+                t.put(" B, available ");
+                t.number(np.len);
+                t.put(" B, missing ");
+                t.number(loss.saturating_sub(np.len));
+                t.put(" B");
+            }));
+        };
         Ok(Arena {
             memory,
             alignment: options.alignment,
@@ -246,20 +313,18 @@ impl<M: Memory> Arena<M> {
             head_category: Category::PlannedTensorData.id(),
             temp_base: head_start,
             temp_top: head_start,
-            // Room for a typical kernel's scratch and a small model's
-            // persistent data, so the first calls do not reallocate.
-            temps: Vec::with_capacity(16),
+            temps,
             temps_held: 0,
             temp_serial: 0,
             temp_peak: 0,
             tail_bottom: p.end(),
-            tails: Vec::with_capacity(64),
+            tails,
             last_floor: head_start,
             np_peak: head_start,
             max_align: options.alignment,
-            damage: Vec::new(),
+            damage: DamageLog::default(),
             poison_high: head_start,
-            reclaimed: Vec::new(),
+            reclaimed,
             plans: 0,
             categories: Categories::new(),
         })
@@ -301,6 +366,7 @@ impl<M: Memory> Arena<M> {
     }
 
     /// Registers a named category; see [`Categories::register`].
+    #[cfg(feature = "std")]
     pub fn register_category(&mut self, name: &str) -> Result<u32> {
         self.categories.register(name)
     }
@@ -346,6 +412,9 @@ impl<M: Memory> Arena<M> {
         let Some((data, bottom)) = bottom else {
             return Err(self.tail_shortfall(size, align));
         };
+        if self.tails.is_full() {
+            return Err(self.slots_full(SlotKind::Persistent));
+        }
         if c > 0 && self.memory.is_backed() {
             guard::write_canary(&mut self.memory, bottom);
             guard::write_canary(&mut self.memory, data + size);
@@ -354,7 +423,8 @@ impl<M: Memory> Arena<M> {
             self.categories.record(category, size, self.tail_bottom - bottom);
         }
         self.max_align = self.max_align.max(align);
-        self.tails.push(TailRecord {
+        // Cannot fail: checked above.
+        let _ = self.tails.push(TailRecord {
             addr: data,
             size,
             floor: self.last_floor,
@@ -384,6 +454,9 @@ impl<M: Memory> Arena<M> {
         let Some((data, top)) = placed else {
             return Err(self.temp_shortfall(size, align));
         };
+        if self.temps.is_full() {
+            return Err(self.slots_full(SlotKind::Temp));
+        }
         if c > 0 && self.memory.is_backed() {
             guard::write_canary(&mut self.memory, data - c);
             guard::write_canary(&mut self.memory, data + size);
@@ -394,7 +467,8 @@ impl<M: Memory> Arena<M> {
         }
         self.max_align = self.max_align.max(align);
         self.temp_serial = self.temp_serial.wrapping_add(1);
-        self.temps.push(TempRecord {
+        // Cannot fail: checked above.
+        let _ = self.temps.push(TempRecord {
             addr: data,
             size,
             top_before: self.temp_top,
@@ -419,29 +493,33 @@ impl<M: Memory> Arena<M> {
     /// releases the new allocation there: the arena cannot tell them apart.
     #[inline]
     pub fn release_temp(&mut self, addr: usize) -> Result<()> {
-        let Some(i) = self.temps.iter().rposition(|t| t.addr == addr) else {
+        let Some(record) = self.temps.as_mut_slice().iter_mut().rev().find(|t| t.addr == addr) else {
             return Err(not_a_temp(addr));
         };
-        let t = self.temps[i];
+        let t = *record;
         if t.released {
-            return Err(Error::invalid(format!(
-                "temp allocation #{} at {addr:#x} ({} B) was already released",
-                t.serial, t.size
-            )));
+            return Err(Error::with(Status::InvalidArgument, |out| {
+                out.put("temp allocation #");
+                out.number(t.serial as usize);
+                out.put(" at ");
+                out.hex(addr);
+                out.put(" (");
+                out.number(t.size);
+                out.put(" B) was already released");
+            }));
         }
-        self.temps[i].released = true;
+        record.released = true;
         self.temps_held -= 1;
         let guarded = self.canary > 0 && self.memory.is_backed();
         if guarded {
-            let what = format!("temp allocation #{}", t.serial);
-            let mut found = Vec::new();
-            self.check_canaries(&what, t.addr, t.size, t.category, Side::NonPersistent, &mut found);
-            self.damage.extend(found.into_iter().map(|d| format!("{d} (found when it was released)")));
+            let mut found = DamageLog::default();
+            self.check_canaries(Damage::temp(&t), &mut found);
+            self.damage.append(found.found_on_release());
             self.memory.fill(t.addr, t.size, POISON);
         }
         let old_top = self.temp_top;
         while self.temps.last().is_some_and(|t| t.released) {
-            let top = self.temps.pop().expect("checked just above");
+            let Some(top) = self.temps.pop() else { break };
             self.temp_top = top.top_before;
             if guarded {
                 if top.serial != t.serial {
@@ -449,7 +527,9 @@ impl<M: Memory> Arena<M> {
                     // poison below is renewed and would hide a stale write.
                     self.note_write_after_release(&top);
                 }
-                self.reclaimed.push(top);
+                // Full slots keep the higher ones: a stale write below
+                // them is still found, only not named.
+                let _ = self.reclaimed.push(top);
             }
         }
         if guarded && self.temp_top < old_top {
@@ -466,12 +546,13 @@ impl<M: Memory> Arena<M> {
     pub fn reset_temp(&mut self) -> Result<()> {
         self.check()?;
         if self.temps_held > 0 {
-            return Err(Error::wrong_state(format!(
-                "cannot reset temp: {} temp allocation{} still held (release {} first)",
-                self.temps_held,
-                if self.temps_held == 1 { " is" } else { "s are" },
-                if self.temps_held == 1 { "it" } else { "them" }
-            )));
+            let held = self.temps_held;
+            return Err(Error::with(Status::WrongState, |t| {
+                t.put("cannot reset temp: ");
+                t.number(held);
+                t.put(if held == 1 { " temp allocation is" } else { " temp allocations are" });
+                t.put(if held == 1 { " still held (release it first)" } else { " still held (release them first)" });
+            }));
         }
         self.temps.clear();
         self.temp_top = self.temp_base;
@@ -511,23 +592,47 @@ impl<M: Memory> Arena<M> {
     /// `requested_bytes` as the bytes asked for: the planner keeps only
     /// sizes rounded up to its alignment, so the caller, who saw the sizes
     /// before rounding, passes their sum.
+    #[cfg(feature = "std")]
     pub fn commit(&mut self, planner: &Planner, requested_bytes: u64, category: u32) -> Result<usize> {
         self.categories.check(category)?;
         let outcome = planner.planned()?;
-        let plan_alignment = planner.alignment();
-        if plan_alignment > self.alignment as u64 {
-            return Err(Error::invalid(format!(
-                "the plan is aligned to {plan_alignment} B but the arena's start only to {} B; make the arena with alignment {plan_alignment} or more",
-                self.alignment
-            )));
+        let plan = PlanFigures {
+            peak: outcome.peak,
+            alignment: planner.alignment(),
+            buffers: planner.buffer_count() as u64,
+            requested_bytes,
+        };
+        self.commit_figures(plan, category)
+    }
+
+    /// Commits a plan made elsewhere (the scratch planner's, for one) by
+    /// its figures; see [`Arena::commit`].
+    pub fn commit_figures(&mut self, plan: PlanFigures, category: u32) -> Result<usize> {
+        self.categories.check(category)?;
+        if plan.alignment > self.alignment as u64 {
+            let arena = self.alignment;
+            return Err(Error::with(Status::InvalidArgument, |t| {
+                t.put("the plan is aligned to ");
+                t.wide(plan.alignment.into());
+                t.put(" B but the arena's start only to ");
+                t.number(arena);
+                t.put(" B; make the arena with alignment ");
+                t.wide(plan.alignment.into());
+                t.put(" or more");
+            }));
         }
-        let peak = usize::try_from(outcome.peak)
-            .map_err(|_| Error::overflow(format!("plan peak {} B exceeds the address space", outcome.peak)))?;
+        let Ok(peak) = usize::try_from(plan.peak) else {
+            return Err(Error::with(Status::Overflow, |t| {
+                t.put("plan peak ");
+                t.wide(plan.peak.into());
+                t.put(" B exceeds the address space");
+            }));
+        };
         self.grow_head(peak)?;
         if self.recording {
             // Used is the plan's span, requested the sum of its buffers: the
             // difference is what reuse (minus alignment) saved.
-            self.categories.record_many(category, planner.buffer_count() as u64, requested_bytes, peak as u64);
+            self.categories.record_many(category, plan.buffers, plan.requested_bytes, peak as u64);
         }
         self.plans += 1;
         self.head_category = category;
@@ -579,18 +684,50 @@ impl<M: Memory> Arena<M> {
     }
 
     #[cold]
+    #[inline(never)]
     fn head_busy(&self, size: usize) -> Error {
-        let what = if size > 0 {
-            format!("grow the head from {} B to {size} B", self.head_size)
-        } else {
-            "reset the head".to_string()
+        let (held, head) = (self.temps_held, self.head_size);
+        Error::with(Status::WrongState, |t| {
+            if size > 0 {
+                t.put("cannot grow the head from ");
+                t.number(head);
+                t.put(" B to ");
+                t.number(size);
+                t.put(" B while ");
+            } else {
+                t.put("cannot reset the head while ");
+            }
+            t.number(held);
+            t.put(if held == 1 {
+                " temp allocation is held; release it first"
+            } else {
+                " temp allocations are held; release them first"
+            });
+        })
+    }
+
+    /// The error of an allocation whose record finds the caller's slots
+    /// full (`nnm_arena_init`'s state).
+    #[cold]
+    #[inline(never)]
+    fn slots_full(&self, kind: SlotKind) -> Error {
+        let (what, capacity, remedy) = match kind {
+            SlotKind::Temp => ("temp", self.temps.capacity(), "a larger max_temps"),
+            SlotKind::Persistent => ("persistent", self.tails.capacity(), "a larger state"),
         };
-        Error::wrong_state(format!(
-            "cannot {what} while {} temp allocation{} held; release {} first",
-            self.temps_held,
-            if self.temps_held == 1 { " is" } else { "s are" },
-            if self.temps_held == 1 { "it" } else { "them" }
-        ))
+        let capacity = capacity.unwrap_or(0);
+        Error::with(Status::DoesNotFit, |t| {
+            t.put("the arena's state has room for ");
+            t.number(capacity);
+            t.put(" ");
+            t.put(what);
+            t.put(if capacity == 1 { " record" } else { " records" });
+            t.put(" and every one is in use: give nnm_arena_init ");
+            t.put(remedy);
+            t.put(" for one more ");
+            t.put(what);
+            t.put(" allocation");
+        })
     }
 
     // --- limits and sizes ----------------------------------------------------
@@ -616,7 +753,7 @@ impl<M: Memory> Arena<M> {
     #[inline]
     fn forget_reclaimed_below(&mut self, top: usize) {
         while self.reclaimed.last().is_some_and(|t| t.addr < top) {
-            self.reclaimed.pop();
+            let _ = self.reclaimed.pop();
         }
     }
 
@@ -640,9 +777,33 @@ impl<M: Memory> Arena<M> {
     }
 }
 
+/// The figures of a plan that [`Arena::commit_figures`] needs.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct PlanFigures {
+    /// The plan's span: the head it needs.
+    pub peak: u64,
+    /// The alignment its offsets hold.
+    pub alignment: u64,
+    /// Its buffers (recorded as allocations).
+    pub buffers: u64,
+    /// The bytes its buffers asked for, before the planner's rounding.
+    pub requested_bytes: u64,
+}
+
+/// Which records a full slot array holds.
+#[derive(Copy, Clone)]
+enum SlotKind {
+    Temp,
+    Persistent,
+}
+
 #[cold]
+#[inline(never)]
 fn not_a_temp(addr: usize) -> Error {
-    Error::invalid(format!("{addr:#x} is not a temp allocation of this arena (or it was released and reclaimed)"))
+    Error::with(Status::InvalidArgument, |t| {
+        t.hex(addr);
+        t.put(" is not a temp allocation of this arena (or it was released and reclaimed)");
+    })
 }
 
 /// Fails unless `alignment` is a power of two the arena supports: up to
@@ -650,13 +811,22 @@ fn not_a_temp(addr: usize) -> Error {
 /// buffer starts, so that a dry run's sizes hold for every alignment.
 pub fn check_alignment(alignment: usize) -> Result<()> {
     if alignment == 0 || !alignment.is_power_of_two() {
-        return Err(Error::invalid(format!("alignment {alignment} is not a power of two")));
+        return Err(Error::with(Status::InvalidArgument, |t| {
+            t.put("alignment ");
+            t.number(alignment);
+            t.put(" is not a power of two");
+        }));
     }
     if alignment > DRY_RUN_BASE {
-        return Err(Error::invalid(format!(
-            "alignment {alignment} is larger than the largest supported, 2^{} = {DRY_RUN_BASE} B",
-            DRY_RUN_BASE.trailing_zeros()
-        )));
+        return Err(Error::with(Status::InvalidArgument, |t| {
+            t.put("alignment ");
+            t.number(alignment);
+            t.put(" is larger than the largest supported, 2^");
+            t.number(DRY_RUN_BASE.trailing_zeros() as usize);
+            t.put(" = ");
+            t.number(DRY_RUN_BASE);
+            t.put(" B");
+        }));
     }
     Ok(())
 }
@@ -679,10 +849,15 @@ fn check_size(size: usize) -> Result<()> {
 }
 
 #[cold]
+#[inline(never)]
 fn bad_size(size: usize) -> Error {
     if size == 0 {
-        Error::invalid("size is 0")
+        Error::with(Status::InvalidArgument, |t| t.put("size is 0"))
     } else {
-        Error::overflow(format!("size {size} B is larger than any arena can be"))
+        Error::with(Status::Overflow, |t| {
+            t.put("size ");
+            t.number(size);
+            t.put(" B is larger than any arena can be");
+        })
     }
 }

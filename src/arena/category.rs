@@ -76,11 +76,19 @@ pub struct CategoryStats {
     pub count: u64,
 }
 
-/// The categories of one arena: names and statistics, indexed by id.
+/// The predefined categories' count.
+const PREDEFINED: usize = Category::ALL.len();
+
+/// The categories of one arena: names and statistics, indexed by id. The
+/// embedded build has the predefined ones only (no heap for more names).
 #[derive(Clone, Debug)]
 pub struct Categories {
+    #[cfg(feature = "std")]
     names: Vec<String>,
+    #[cfg(feature = "std")]
     stats: Vec<CategoryStats>,
+    #[cfg(not(feature = "std"))]
+    stats: [CategoryStats; PREDEFINED],
 }
 
 impl Default for Categories {
@@ -93,14 +101,19 @@ impl Categories {
     /// The predefined categories, all at zero.
     pub fn new() -> Self {
         Categories {
+            #[cfg(feature = "std")]
             names: Category::ALL.iter().map(|c| c.name().to_string()).collect(),
-            stats: vec![CategoryStats::default(); Category::ALL.len()],
+            #[cfg(feature = "std")]
+            stats: vec![CategoryStats::default(); PREDEFINED],
+            #[cfg(not(feature = "std"))]
+            stats: [CategoryStats { requested: 0, used: 0, count: 0 }; PREDEFINED],
         }
     }
 
     /// Registers a named category and returns its id. Names are unique,
     /// non-empty, at most [`MAX_CATEGORY_NAME`] bytes and free of control
     /// characters (they appear in the text and JSON reports).
+    #[cfg(feature = "std")]
     pub fn register(&mut self, name: &str) -> Result<u32> {
         if name.is_empty() {
             return Err(Error::invalid("category name is empty"));
@@ -134,53 +147,63 @@ impl Categories {
     }
 
     #[cold]
+    #[inline(never)]
     fn unknown(&self, id: u32) -> Error {
-        Error::invalid(format!("unknown category {id} (known: 0 to {})", self.stats.len() - 1))
+        let last = self.stats.len() - 1;
+        Error::with(Status::InvalidArgument, |t| {
+            t.put("unknown category ");
+            t.number(id as usize);
+            t.put(" (known: 0 to ");
+            t.number(last);
+            t.put(")");
+        })
     }
 
     /// Adds one allocation to category `id` (already checked).
     #[inline]
     pub fn record(&mut self, id: u32, requested: usize, used: usize) {
-        let s = &mut self.stats[id as usize];
-        // Saturating: a dry run may account more than 2^64 B in total.
-        s.requested = s.requested.saturating_add(requested as u64);
-        s.used = s.used.saturating_add(used as u64);
-        s.count += 1;
+        self.record_many(id, 1, requested as u64, used as u64);
     }
 
     /// Adds `count` allocations at once (a committed plan).
+    #[inline]
     pub fn record_many(&mut self, id: u32, count: u64, requested: u64, used: u64) {
-        let s = &mut self.stats[id as usize];
-        s.requested = s.requested.saturating_add(requested);
-        s.used = s.used.saturating_add(used);
-        s.count = s.count.saturating_add(count);
+        if let Some(s) = self.stats.get_mut(id as usize) {
+            // Saturating: a dry run may account more than 2^64 B in total.
+            s.requested = s.requested.saturating_add(requested);
+            s.used = s.used.saturating_add(used);
+            s.count = s.count.saturating_add(count);
+        }
     }
 
     /// The number of categories, predefined ones included.
     pub fn len(&self) -> usize {
-        self.names.len()
+        self.stats.len()
     }
 
     /// Always false: the predefined categories exist from the start.
     pub fn is_empty(&self) -> bool {
-        self.names.is_empty()
+        self.stats.is_empty()
     }
 
     /// The name of category `id`.
     pub fn name(&self, id: u32) -> Result<&str> {
         self.check(id)?;
-        Ok(&self.names[id as usize])
+        #[cfg(feature = "std")]
+        return Ok(self.names.get(id as usize).map_or("", |n| n.as_str()));
+        #[cfg(not(feature = "std"))]
+        return Ok(Category::ALL.get(id as usize).map_or("", |c| c.name()));
     }
 
     /// The statistics of category `id`.
     pub fn stats(&self, id: u32) -> Result<CategoryStats> {
         self.check(id)?;
-        Ok(self.stats[id as usize])
+        Ok(self.stats.get(id as usize).copied().unwrap_or_default())
     }
 
     /// Every category with its id, name and statistics, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str, CategoryStats)> {
-        self.names.iter().zip(&self.stats).enumerate().map(|(i, (n, s))| (i as u32, n.as_str(), *s))
+        (0..self.stats.len() as u32).map(|id| (id, self.name(id).unwrap_or(""), self.stats(id).unwrap_or_default()))
     }
 }
 

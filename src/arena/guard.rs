@@ -8,8 +8,9 @@
 //! still sit below a live one are filled with [`POISON`]; a changed byte
 //! there means something wrote through a stale pointer.
 
-use super::arena::{Arena, Side, TempRecord};
+use super::arena::{Arena, Side, TailRecord, TempRecord};
 use super::memory::Memory;
+use crate::message::Text;
 use crate::status::{Error, Result, Status};
 
 /// Bytes of each canary. A multiple of every alignment up to 16, so a
@@ -61,7 +62,91 @@ fn unpoisoned<M: Memory>(memory: &M, addr: usize, len: usize) -> (usize, Option<
     (changed, first)
 }
 
-impl<M: Memory> Arena<M> {
+/// Which allocation a guard belongs to.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Owner {
+    /// A temp allocation, by its number since the last temp reset.
+    Temp(u32),
+    /// A released temp allocation whose memory was reclaimed.
+    Released(u32),
+    /// A persistent allocation, numbered from 1.
+    Persistent(usize),
+}
+
+/// An allocation as a damage message names it.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Named {
+    owner: Owner,
+    addr: usize,
+    size: usize,
+    category: u32,
+    side: Side,
+}
+
+/// One damaged guard, described when a check reports it (the arena's
+/// category names at hand), so that finding it needs no heap.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Damage {
+    /// `bytes` of the canary after (`after`) or before an allocation
+    /// changed; `on_release`: found when it was released.
+    Canary { named: Named, after: bool, bytes: usize, on_release: bool },
+    /// `bytes` of a released temp allocation changed; `on_reclaim`: found
+    /// when its memory was reclaimed.
+    WrittenAfterRelease { named: Named, bytes: usize, on_reclaim: bool },
+    /// `bytes` of reclaimed temp memory `[from, to)` changed, the first at
+    /// `first`; `hit` is the released allocation that held it, if still
+    /// watched.
+    Stale { bytes: usize, from: usize, to: usize, first: usize, hit: Option<Named>, in_data: bool },
+    /// `bytes` of the canary after the head (`size` B) changed.
+    Head { size: usize, category: u32, bytes: usize },
+}
+
+impl Damage {
+    /// A temp allocation's record, for messages.
+    pub(super) fn temp(t: &TempRecord) -> Named {
+        Named {
+            owner: Owner::Temp(t.serial),
+            addr: t.addr,
+            size: t.size,
+            category: t.category,
+            side: Side::NonPersistent,
+        }
+    }
+}
+
+/// The damage found so far: the first (which the error names) and how many.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct DamageLog {
+    first: Option<Damage>,
+    count: usize,
+}
+
+impl DamageLog {
+    fn add(&mut self, d: Damage) {
+        if self.first.is_none() {
+            self.first = Some(d);
+        }
+        self.count += 1;
+    }
+
+    /// Appends `other`'s damage after this log's.
+    pub(super) fn append(&mut self, other: DamageLog) {
+        if self.first.is_none() {
+            self.first = other.first;
+        }
+        self.count += other.count;
+    }
+
+    /// The log with its canary damage marked as found on release.
+    pub(super) fn found_on_release(mut self) -> DamageLog {
+        if let Some(Damage::Canary { on_release, .. }) = &mut self.first {
+            *on_release = true;
+        }
+        self
+    }
+}
+
+impl<M: Memory> Arena<'_, M> {
     /// Guard mode: checks every canary and the poison of released temp
     /// memory; the error names the first damaged allocation and its
     /// category. Always succeeds without guard mode or without memory.
@@ -69,59 +154,43 @@ impl<M: Memory> Arena<M> {
         if self.canary == 0 || !self.memory.is_backed() {
             return Ok(());
         }
-        let mut damage: Vec<String> = self.damage.clone();
+        let mut damage = self.damage;
         let watched_end = self.poison_high.min(self.nonpersistent_limit());
         if watched_end > self.temp_top {
             if let (n, Some(first)) = unpoisoned(&self.memory, self.temp_top, watched_end - self.temp_top) {
-                damage.push(self.stale_write(n, first, watched_end));
+                damage.add(self.stale_write(n, first, watched_end));
             }
         }
         if self.head_size > 0 {
             let n = damaged_canary_bytes(&self.memory, self.head_start + self.head_size);
             if n > 0 {
-                damage.push(format!(
-                    "the head ({} B, last committed as category '{}') was overrun: {n} of the {CANARY_BYTES} guard bytes after its end changed",
-                    self.head_size,
-                    self.category_name(self.head_category)
-                ));
+                damage.add(Damage::Head { size: self.head_size, category: self.head_category, bytes: n });
             }
         }
-        for t in &self.temps {
-            let what = format!("temp allocation #{}", t.serial);
+        for t in self.temps.as_slice() {
             if t.released {
                 let n = unpoisoned_bytes(&self.memory, t.addr, t.size);
                 if n > 0 {
-                    damage.push(format!(
-                        "{} was written after it was released: {n} of its bytes changed",
-                        self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
-                    ));
+                    damage.add(Damage::WrittenAfterRelease { named: Damage::temp(t), bytes: n, on_reclaim: false });
                 }
             } else {
-                self.check_canaries(&what, t.addr, t.size, t.category, Side::NonPersistent, &mut damage);
+                self.check_canaries(Damage::temp(t), &mut damage);
             }
         }
-        for (i, t) in self.tails.iter().enumerate() {
-            self.check_canaries(
-                &format!("persistent allocation #{}", i + 1),
-                t.addr,
-                t.size,
-                t.category,
-                Side::Persistent,
-                &mut damage,
-            );
+        for (i, t) in self.tails.as_slice().iter().enumerate() {
+            self.check_canaries(persistent(i, t), &mut damage);
         }
-        match damage.len() {
-            0 => Ok(()),
-            1 => Err(Error::new(Status::Corrupted, format!("guard check failed: {}", damage[0]))),
-            n => Err(Error::new(
-                Status::Corrupted,
-                format!(
-                    "guard check failed: {} (and {} more damaged guard{})",
-                    damage[0],
-                    n - 1,
-                    if n == 2 { "" } else { "s" }
-                ),
-            )),
+        match damage.first {
+            None => Ok(()),
+            Some(first) => Err(Error::with(Status::Corrupted, |out| {
+                out.put("guard check failed: ");
+                self.describe_damage(&first, out);
+                if damage.count > 1 {
+                    out.put(" (and ");
+                    out.number(damage.count - 1);
+                    out.put(if damage.count == 2 { " more damaged guard)" } else { " more damaged guards)" });
+                }
+            })),
         }
     }
 
@@ -130,82 +199,144 @@ impl<M: Memory> Arena<M> {
     pub(super) fn note_write_after_release(&mut self, t: &TempRecord) {
         let n = unpoisoned_bytes(&self.memory, t.addr, t.size);
         if n > 0 {
-            let what = format!("temp allocation #{}", t.serial);
-            let d = format!(
-                "{} was written after it was released: {n} of its bytes changed (found when its memory was reclaimed)",
-                self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
-            );
-            self.damage.push(d);
+            self.damage.add(Damage::WrittenAfterRelease { named: Damage::temp(t), bytes: n, on_reclaim: true });
         }
     }
 
-    /// Names what a write into reclaimed temp memory `[temp_top, end)` hit:
-    /// `n` bytes changed, the first at `first`.
-    fn stale_write(&self, n: usize, first: usize, end: usize) -> String {
-        let at = |addr: usize| addr - self.np.start;
-        let changed = format!(
-            "{n} of the bytes of released temp memory at offsets {} to {} changed, the first at offset {}",
-            at(self.temp_top),
-            at(end),
-            at(first)
-        );
+    /// What a write into reclaimed temp memory `[temp_top, end)` hit: `n`
+    /// bytes changed, the first at `first`.
+    fn stale_write(&self, n: usize, first: usize, end: usize) -> Damage {
         // Each allocation took `[top_before, addr + size + canary)`: padding,
         // canary, data, canary.
-        let hit = self.reclaimed.iter().find(|t| t.top_before <= first && first < t.addr + t.size + self.canary);
-        match hit {
-            Some(t) => {
-                let what = format!("released temp allocation #{}", t.serial);
-                let part =
-                    if (t.addr..t.addr + t.size).contains(&first) { "" } else { " (its guard bytes or padding)" };
-                format!(
-                    "{} was written after it was released{part}: {changed}",
-                    self.describe(&what, t.addr, t.size, t.category, Side::NonPersistent)
-                )
-            }
-            // Part of its memory was handed out again (the rest is still
-            // watched), so no whole allocation is left to name.
-            None => format!(
-                "released temp memory of {} was written after it was released: {changed}",
-                if self.split { "the non-persistent buffer" } else { "the arena" }
-            ),
+        let hit =
+            self.reclaimed.as_slice().iter().find(|t| t.top_before <= first && first < t.addr + t.size + self.canary);
+        Damage::Stale {
+            bytes: n,
+            from: self.temp_top,
+            to: end,
+            first,
+            hit: hit.map(|t| Named { owner: Owner::Released(t.serial), ..Damage::temp(t) }),
+            in_data: hit.is_some_and(|t| (t.addr..t.addr + t.size).contains(&first)),
         }
     }
 
-    pub(super) fn check_canaries(
-        &self,
-        what: &str,
-        addr: usize,
-        size: usize,
-        category: u32,
-        side: Side,
-        damage: &mut Vec<String>,
-    ) {
-        let before = damaged_canary_bytes(&self.memory, addr - self.canary);
-        let after = damaged_canary_bytes(&self.memory, addr + size);
+    /// Adds the damage of the canaries around `named` to `damage`: after
+    /// its end first, then before its start.
+    pub(super) fn check_canaries(&self, named: Named, damage: &mut DamageLog) {
+        let before = damaged_canary_bytes(&self.memory, named.addr - self.canary);
+        let after = damaged_canary_bytes(&self.memory, named.addr + named.size);
         if after > 0 {
-            damage.push(format!(
-                "{} was overrun: {after} of the {CANARY_BYTES} guard bytes after its end changed",
-                self.describe(what, addr, size, category, side)
-            ));
+            damage.add(Damage::Canary { named, after: true, bytes: after, on_release: false });
         }
         if before > 0 {
-            damage.push(format!(
-                "{} was underrun: {before} of the {CANARY_BYTES} guard bytes before its start changed",
-                self.describe(what, addr, size, category, side)
-            ));
+            damage.add(Damage::Canary { named, after: false, bytes: before, on_release: false });
         }
     }
 
-    fn describe(&self, what: &str, addr: usize, size: usize, category: u32, side: Side) -> String {
-        let (buffer, start) = match (self.split, side) {
+    fn describe_damage(&self, d: &Damage, out: &mut dyn Text) {
+        match *d {
+            Damage::Canary { named, after, bytes, on_release } => {
+                self.describe(&named, out);
+                out.put(if after { " was overrun: " } else { " was underrun: " });
+                out.number(bytes);
+                out.put(" of the ");
+                out.number(CANARY_BYTES);
+                out.put(if after {
+                    " guard bytes after its end changed"
+                } else {
+                    " guard bytes before its start changed"
+                });
+                if on_release {
+                    out.put(" (found when it was released)");
+                }
+            }
+            Damage::WrittenAfterRelease { named, bytes, on_reclaim } => {
+                self.describe(&named, out);
+                out.put(" was written after it was released: ");
+                out.number(bytes);
+                out.put(" of its bytes changed");
+                if on_reclaim {
+                    out.put(" (found when its memory was reclaimed)");
+                }
+            }
+            Damage::Stale { bytes, from, to, first, hit, in_data } => {
+                match hit {
+                    Some(named) => {
+                        self.describe(&named, out);
+                        out.put(" was written after it was released");
+                        if !in_data {
+                            out.put(" (its guard bytes or padding)");
+                        }
+                        out.put(": ");
+                    }
+                    // Part of its memory was handed out again (the rest is
+                    // still watched), so no whole allocation is left to name.
+                    None => {
+                        out.put("released temp memory of ");
+                        out.put(if self.split { "the non-persistent buffer" } else { "the arena" });
+                        out.put(" was written after it was released: ");
+                    }
+                }
+                let at = |addr: usize| addr - self.np.start;
+                out.number(bytes);
+                out.put(" of the bytes of released temp memory at offsets ");
+                out.number(at(from));
+                out.put(" to ");
+                out.number(at(to));
+                out.put(" changed, the first at offset ");
+                out.number(at(first));
+            }
+            Damage::Head { size, category, bytes } => {
+                out.put("the head (");
+                out.number(size);
+                out.put(" B, last committed as category '");
+                out.put(self.category_name(category));
+                out.put("') was overrun: ");
+                out.number(bytes);
+                out.put(" of the ");
+                out.number(CANARY_BYTES);
+                out.put(" guard bytes after its end changed");
+            }
+        }
+    }
+
+    fn describe(&self, named: &Named, out: &mut dyn Text) {
+        let (buffer, start) = match (self.split, named.side) {
             (false, _) => ("the arena", self.np.start),
             (true, Side::Persistent) => ("the persistent buffer", self.p.start),
             (true, Side::NonPersistent) => ("the non-persistent buffer", self.np.start),
         };
-        format!("{what} (category '{}', {size} B at offset {} of {buffer})", self.category_name(category), addr - start)
+        match named.owner {
+            Owner::Temp(serial) => {
+                out.put("temp allocation #");
+                out.number(serial as usize);
+            }
+            Owner::Released(serial) => {
+                out.put("released temp allocation #");
+                out.number(serial as usize);
+            }
+            Owner::Persistent(n) => {
+                out.put("persistent allocation #");
+                out.number(n);
+            }
+        }
+        out.put(" (category '");
+        out.put(self.category_name(named.category));
+        out.put("', ");
+        out.number(named.size);
+        out.put(" B at offset ");
+        out.number(named.addr - start);
+        out.put(" of ");
+        out.put(buffer);
+        out.put(")");
     }
 
     fn category_name(&self, id: u32) -> &str {
         self.categories.name(id).unwrap_or("?")
     }
+}
+
+/// The `i`-th persistent allocation (from 0), for messages.
+fn persistent(i: usize, t: &TailRecord) -> Named {
+    Named { owner: Owner::Persistent(i + 1), addr: t.addr, size: t.size, category: t.category, side: Side::Persistent }
 }

@@ -38,6 +38,7 @@ impl Memory for NoMemory {
 /// Bytes in a `Vec`, at a chosen base address: the arena's own tests use
 /// it, and a Rust program can use it to run an arena over owned memory by
 /// offset.
+#[cfg(feature = "std")]
 #[derive(Clone, Debug)]
 pub struct VecMemory {
     /// The address of `bytes[0]`.
@@ -46,6 +47,7 @@ pub struct VecMemory {
     pub bytes: Vec<u8>,
 }
 
+#[cfg(feature = "std")]
 impl VecMemory {
     /// `len` zero bytes at address `base`.
     pub fn new(base: usize, len: usize) -> Self {
@@ -58,6 +60,7 @@ impl VecMemory {
     }
 }
 
+#[cfg(feature = "std")]
 impl Memory for VecMemory {
     fn is_backed(&self) -> bool {
         true

@@ -27,15 +27,24 @@ mod arena;
 mod category;
 mod guard;
 mod memory;
+#[cfg(feature = "std")]
 mod report;
 mod required;
 mod sizes;
+mod stack;
 #[cfg(test)]
 mod tests;
 
-pub use arena::{check_alignment, Arena, ArenaOptions, Buffers, Span, DEFAULT_ALIGNMENT, DRY_RUN_BASE};
+pub use arena::{
+    check_alignment, Arena, ArenaOptions, Buffers, PlanFigures, Slots, Span, TailRecord, TempRecord, DEFAULT_ALIGNMENT,
+    DRY_RUN_BASE,
+};
 pub use category::{Categories, Category, CategoryStats, MAX_CATEGORY_NAME};
 pub use guard::{CANARY_BYTES, POISON};
-pub use memory::{Memory, NoMemory, VecMemory};
+#[cfg(feature = "std")]
+pub use memory::VecMemory;
+pub use memory::{Memory, NoMemory};
+#[cfg(feature = "std")]
 pub use report::{report, ReportFormat};
 pub use sizes::ArenaSizes;
+pub use stack::Stack;

@@ -17,14 +17,14 @@ pub use crate::report_format::ReportFormat;
 const PREFIX: &str = "[nnmem arena]";
 
 /// The report of `arena` in `format`.
-pub fn report<M: Memory>(arena: &Arena<M>, format: ReportFormat) -> String {
+pub fn report<M: Memory>(arena: &Arena<'_, M>, format: ReportFormat) -> String {
     match format {
         ReportFormat::Text => text(arena),
         ReportFormat::Json => json(arena),
     }
 }
 
-fn mode<M: Memory>(arena: &Arena<M>) -> &'static str {
+fn mode<M: Memory>(arena: &Arena<'_, M>) -> &'static str {
     if arena.is_dry_run() {
         "dry-run"
     } else if arena.is_split() {
@@ -34,7 +34,7 @@ fn mode<M: Memory>(arena: &Arena<M>) -> &'static str {
     }
 }
 
-fn text<M: Memory>(arena: &Arena<M>) -> String {
+fn text<M: Memory>(arena: &Arena<'_, M>) -> String {
     let s = arena.sizes();
     let mut out = String::new();
     let capacity = if arena.is_dry_run() { "no memory".to_string() } else { format!("{} bytes", s.capacity) };
@@ -82,7 +82,7 @@ fn text<M: Memory>(arena: &Arena<M>) -> String {
     out
 }
 
-fn json<M: Memory>(arena: &Arena<M>) -> String {
+fn json<M: Memory>(arena: &Arena<'_, M>) -> String {
     let s = arena.sizes();
     let mut out = String::from("{\n");
     let fields: [(&str, u64); 15] = [

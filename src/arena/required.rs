@@ -17,39 +17,57 @@
 //! align_k) + span_k)`, and the smallest end is `need_0`. One byte less and
 //! some call fails: the bound is tight, not an estimate.
 //!
-//! Arithmetic is in `u128` so that no intermediate value can overflow.
+//! Arithmetic is in [`Wide`], twice the address width, so that no
+//! intermediate value can overflow (every figure is a sum of a few
+//! address-sized ones).
+
+/// Twice the address width: `u128` on 64-bit targets, `u64` on 32-bit ones
+/// (where `u128` arithmetic would cost a microcontroller kilobytes of code).
+#[cfg(target_pointer_width = "64")]
+pub type Wide = u128;
+/// Twice the address width: `u128` on 64-bit targets, `u64` on 32-bit ones
+/// (where `u128` arithmetic would cost a microcontroller kilobytes of code).
+#[cfg(not(target_pointer_width = "64"))]
+pub type Wide = u64;
 
 /// One persistent allocation as the tail cursor sees it.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct TailStep {
     /// Bytes between the allocation's start and the cursor before it: its
     /// size plus the guard canary after it.
-    pub span: u128,
+    pub span: Wide,
     /// Its alignment (a power of two).
-    pub align: u128,
+    pub align: Wide,
     /// Bytes below the allocation: the guard canary before it.
-    pub lead: u128,
+    pub lead: Wide,
 }
 
-fn align_up(x: u128, align: u128) -> u128 {
+fn align_up(x: Wide, align: Wide) -> Wide {
     (x + align - 1) & !(align - 1)
+}
+
+/// The smallest end address from which a step and every later one
+/// succeed: `need` is that of the later steps, `floor` the floor that held
+/// before this step.
+#[inline]
+pub fn step_back(need: Wide, step: TailStep, floor: Wide) -> Wide {
+    floor.max(align_up(need + step.lead, step.align) + step.span)
 }
 
 /// The smallest end address from which every step succeeds.
 ///
 /// `last_floor` is the floor after the last step; `steps_rev` yields each
 /// step with the floor that held *before* it, last step first.
-pub fn min_end(last_floor: u128, steps_rev: impl IntoIterator<Item = (TailStep, u128)>) -> u128 {
-    steps_rev
-        .into_iter()
-        .fold(last_floor, |need, (step, floor)| floor.max(align_up(need + step.lead, step.align) + step.span))
+#[cfg(test)]
+pub fn min_end(last_floor: Wide, steps_rev: impl IntoIterator<Item = (TailStep, Wide)>) -> Wide {
+    steps_rev.into_iter().fold(last_floor, |need, (step, floor)| step_back(need, step, floor))
 }
 
 /// Runs the tail forward from `end`: the bottom after each step, or `None`
 /// once a step falls below its floor. Used by the tests to check
 /// [`min_end`] against the definition.
 #[cfg(test)]
-pub fn replay(end: u128, steps: &[(TailStep, u128)], last_floor: u128) -> bool {
+pub fn replay(end: Wide, steps: &[(TailStep, Wide)], last_floor: Wide) -> bool {
     let mut t = end;
     for &(step, floor) in steps {
         if t < floor {
@@ -81,13 +99,13 @@ mod tests {
         for _ in 0..2000 {
             let n = rng.next(6) as usize;
             let lead = if rng.next(2) == 0 { 0 } else { 16 };
-            let steps: Vec<(TailStep, u128)> = (0..n)
+            let steps: Vec<(TailStep, Wide)> = (0..n)
                 .map(|_| {
-                    let step = TailStep { span: (rng.next(100) + 1) as u128 + lead, align: 1 << rng.next(7), lead };
-                    (step, rng.next(300) as u128)
+                    let step = TailStep { span: (rng.next(100) + 1) as Wide + lead, align: 1 << rng.next(7), lead };
+                    (step, rng.next(300) as Wide)
                 })
                 .collect();
-            let last_floor = rng.next(300) as u128;
+            let last_floor = rng.next(300) as Wide;
             let end = min_end(last_floor, steps.iter().rev().copied());
             assert!(replay(end, &steps, last_floor), "{steps:?} {last_floor} {end}");
             assert!(end == 0 || !replay(end - 1, &steps, last_floor), "{steps:?} {last_floor} {end}");

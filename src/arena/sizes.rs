@@ -4,7 +4,14 @@
 
 use super::arena::{align_up, Arena, Side, TailRecord};
 use super::memory::Memory;
-use super::required::{min_end, TailStep};
+use super::required::{step_back, TailStep, Wide};
+
+/// `Wide` with a sign, for a cursor that may pass below address 0.
+#[cfg(target_pointer_width = "64")]
+type IWide = i128;
+/// `Wide` with a sign, for a cursor that may pass below address 0.
+#[cfg(not(target_pointer_width = "64"))]
+type IWide = i64;
 use crate::status::{Error, Status};
 
 /// The sizes of an arena's sections and the size it needs.
@@ -48,27 +55,41 @@ pub struct ArenaSizes {
     pub largest_alignment: u64,
 }
 
-impl<M: Memory> Arena<M> {
+impl<M: Memory> Arena<'_, M> {
     fn step(&self, t: &TailRecord) -> TailStep {
-        let c = self.canary as u128;
-        TailStep { span: t.size as u128 + c, align: t.align() as u128, lead: c }
+        let c = self.canary as Wide;
+        TailStep { span: t.size as Wide + c, align: t.align() as Wide, lead: c }
     }
 
     /// Smallest end of the persistent side for the tail so far, with an
     /// optional extra step and, in single mode, the last floor raised to
     /// `raise` (a failed call's hypothetical).
-    fn min_persistent_end(&self, extra: Option<TailStep>, raise: u128) -> u128 {
-        if self.split {
-            let floor = self.p.start as u128;
-            let steps = extra.into_iter().chain(self.tails.iter().rev().map(|t| self.step(t))).map(|s| (s, floor));
-            return min_end(floor, steps);
+    fn min_persistent_end(&self, extra: Option<TailStep>, raise: Wide) -> Wide {
+        self.tail_end(self.split, extra, raise)
+    }
+
+    /// The smallest end from which every tail step (an `extra` one last)
+    /// succeeds, walking them backwards (see `required`). `alone`: against
+    /// the persistent start only (split mode, or the persistent side by
+    /// itself); otherwise against the floors the non-persistent side set,
+    /// the last one raised to `raise`. One loop for every case, so the
+    /// embedded build carries one copy.
+    #[inline(never)]
+    fn tail_end(&self, alone: bool, extra: Option<TailStep>, raise: Wide) -> Wide {
+        let start = self.p.start as Wide;
+        let last = (self.last_floor as Wide).max(raise);
+        let mut need = match (alone, extra) {
+            (true, _) => start,
+            (false, Some(_)) => (self.temp_top as Wide).max(raise),
+            (false, None) => last,
+        };
+        if let Some(step) = extra {
+            need = step_back(need, step, if alone { start } else { last });
         }
-        let last = (self.last_floor as u128).max(raise);
-        let recorded = self.tails.iter().rev().map(|t| (self.step(t), t.floor as u128));
-        match extra {
-            Some(step) => min_end((self.temp_top as u128).max(raise), std::iter::once((step, last)).chain(recorded)),
-            None => min_end(last, recorded),
+        for t in self.tails.as_slice().iter().rev() {
+            need = step_back(need, self.step(t), if alone { start } else { t.floor as Wide });
         }
+        need
     }
 
     /// All sizes, including the exact size needed so far.
@@ -82,11 +103,11 @@ impl<M: Memory> Arena<M> {
         let tail = (self.p.end() - self.tail_bottom) as u64;
         let head = self.head_size as u64;
         let required_nonpersistent = (self.np_peak - self.np.start) as u64;
-        let required_persistent = saturate(self.persistent_only_end() - self.p.start as u128);
+        let required_persistent = saturate(self.persistent_only_end() - self.p.start as Wide);
         let required = if self.split {
             required_nonpersistent.saturating_add(required_persistent)
         } else {
-            saturate(self.min_persistent_end(None, 0) - self.np.start as u128)
+            saturate(self.min_persistent_end(None, 0) - self.np.start as Wide)
         };
         let a = self.alignment;
         let c = self.canary;
@@ -122,35 +143,36 @@ impl<M: Memory> Arena<M> {
 
     /// The smallest end of the persistent side with the tail alone (floor
     /// at the persistent start).
-    fn persistent_only_end(&self) -> u128 {
-        let floor = self.p.start as u128;
-        min_end(floor, self.tails.iter().rev().map(|t| (self.step(t), floor)))
+    fn persistent_only_end(&self) -> Wide {
+        self.tail_end(true, None, 0)
     }
 
     #[cold]
+    #[inline(never)]
     pub(super) fn tail_shortfall(&self, size: usize, align: usize) -> Error {
-        let c = self.canary as i128;
-        let t = self.tail_bottom as i128;
-        let data = (t - c - size as i128).div_euclid(align as i128) * align as i128;
-        let span = (t - (data - c)) as u128;
+        let c = self.canary as IWide;
+        let t = self.tail_bottom as IWide;
+        // Rounded down to the alignment, a power of two (below zero too:
+        // masking a two's complement value rounds towards minus infinity).
+        let data = (t - c - size as IWide) & !(align as IWide - 1);
+        let span = (t - (data - c)) as Wide;
         let available = self.tail_bottom.saturating_sub(self.persistent_limit());
-        let step = TailStep { span: size as u128 + c as u128, align: align as u128, lead: c as u128 };
+        let step = TailStep { span: size as Wide + c as Wide, align: align as Wide, lead: c as Wide };
         let end = self.min_persistent_end(Some(step), 0);
-        let what = format!("a persistent allocation of {size} B");
-        self.shortfall(&what, size, align, span, available, end, Side::Persistent)
+        self.shortfall(Request::Persistent, size, align, span, available, end, Side::Persistent)
     }
 
     #[cold]
+    #[inline(never)]
     pub(super) fn temp_shortfall(&self, size: usize, align: usize) -> Error {
-        let c = self.canary as u128;
-        let data = (self.temp_top as u128 + c).next_multiple_of(align as u128);
-        let top = data + size as u128 + c;
-        let what = format!("a temp allocation of {size} B");
+        let c = self.canary as Wide;
+        let data = (self.temp_top as Wide + c + align as Wide - 1) & !(align as Wide - 1);
+        let top = data + size as Wide + c;
         self.shortfall(
-            &what,
+            Request::Temp,
             size,
             align,
-            top - self.temp_top as u128,
+            top - self.temp_top as Wide,
             self.nonpersistent_available(),
             self.nonpersistent_end(top),
             Side::NonPersistent,
@@ -158,12 +180,12 @@ impl<M: Memory> Arena<M> {
     }
 
     #[cold]
+    #[inline(never)]
     pub(super) fn head_shortfall(&self, size: usize) -> Error {
-        let top = self.head_start as u128 + size as u128 + self.canary as u128;
-        let what = format!("a head of {size} B (it has {} B now)", self.head_size);
-        let growth = (size - self.head_size) as u128;
+        let top = self.head_start as Wide + size as Wide + self.canary as Wide;
+        let growth = (size - self.head_size) as Wide;
         self.shortfall(
-            &what,
+            Request::Head(self.head_size),
             size,
             self.alignment,
             growth,
@@ -179,7 +201,7 @@ impl<M: Memory> Arena<M> {
 
     /// The smallest end of the buffer holding the non-persistent side once
     /// its top reaches `top`.
-    fn nonpersistent_end(&self, top: u128) -> u128 {
+    fn nonpersistent_end(&self, top: Wide) -> Wide {
         if self.split {
             top
         } else {
@@ -195,37 +217,79 @@ impl<M: Memory> Arena<M> {
     #[allow(clippy::too_many_arguments)]
     fn shortfall(
         &self,
-        what: &str,
+        what: Request,
         size: usize,
         align: usize,
-        span: u128,
+        span: Wide,
         available: usize,
-        end: u128,
+        end: Wide,
         side: Side,
     ) -> Error {
         let span_of_side = if side == Side::Persistent { self.p } else { self.np };
-        let missing = end.saturating_sub(span_of_side.end() as u128);
-        let needed = end - span_of_side.start as u128;
+        let missing = end.saturating_sub(span_of_side.end() as Wide);
+        let needed = end - span_of_side.start as Wide;
         let (which, article) = match (self.split, side) {
             (false, _) => ("arena", "an"),
             (true, Side::Persistent) => ("persistent buffer", "a"),
             (true, Side::NonPersistent) => ("non-persistent buffer", "a"),
         };
-        let detail = match (span != size as u128, self.canary > 0) {
-            (false, _) => String::new(),
-            (true, false) => format!(" ({span} B with alignment {align} padding)"),
-            (true, true) => format!(" ({span} B with alignment {align} padding and guard bytes)"),
-        };
-        Error::new(
-            Status::DoesNotFit,
-            format!(
-                "{which} too small for {what}: requested {size} B{detail}, available {available} B, missing {missing} B \
-                 ({article} {which} of {needed} B would hold every call so far and this one)"
-            ),
-        )
+        let guarded = self.canary > 0;
+        Error::with(Status::DoesNotFit, |t| {
+            t.put(which);
+            t.put(" too small for ");
+            match what {
+                Request::Persistent => t.put("a persistent allocation of "),
+                Request::Temp => t.put("a temp allocation of "),
+                Request::Head(_) => t.put("a head of "),
+            }
+            t.number(size);
+            t.put(" B");
+            if let Request::Head(now) = what {
+                t.put(" (it has ");
+                t.number(now);
+                t.put(" B now)");
+            }
+            t.put(": requested ");
+            t.number(size);
+            t.put(" B");
+            if span != size as Wide {
+                t.put(" (");
+                t.number(figure(span));
+                t.put(" B with alignment ");
+                t.number(align);
+                t.put(if guarded { " padding and guard bytes)" } else { " padding)" });
+            }
+            t.put(", available ");
+            t.number(available);
+            t.put(" B, missing ");
+            t.number(figure(missing));
+            t.put(" B (");
+            t.put(article);
+            t.put(" ");
+            t.put(which);
+            t.put(" of ");
+            t.number(figure(needed));
+            t.put(" B would hold every call so far and this one)");
+        })
     }
 }
 
-fn saturate(x: u128) -> u64 {
+/// What a call that does not fit asked for.
+#[derive(Copy, Clone)]
+enum Request {
+    Persistent,
+    Temp,
+    /// A larger head; the head's size now.
+    Head(usize),
+}
+
+/// A figure for a message (`usize::MAX` past it).
+fn figure(x: Wide) -> usize {
+    usize::try_from(x).unwrap_or(usize::MAX)
+}
+
+/// A figure as `u64`, saturating (`Wide` may be wider).
+#[allow(clippy::useless_conversion)] // `Wide` is `u64` on 32-bit targets
+fn saturate(x: Wide) -> u64 {
     u64::try_from(x).unwrap_or(u64::MAX)
 }

@@ -9,7 +9,7 @@ use crate::status::Status;
 const OP: u32 = Category::OpData as u32;
 const SCRATCH: u32 = Category::TempScratch as u32;
 
-fn single(start: usize, len: usize, options: ArenaOptions) -> Arena<VecMemory> {
+fn single(start: usize, len: usize, options: ArenaOptions) -> Arena<'static, VecMemory> {
     Arena::new(Buffers::Single(Span::new(start, len).unwrap()), options, VecMemory::new(start, len)).unwrap()
 }
 
@@ -628,4 +628,107 @@ fn temp_numbers_stay_unique_across_resets_so_a_stale_write_names_one_allocation(
     );
     a.memory_mut().bytes[t2] = POISON;
     a.release_temp(t4).unwrap();
+}
+
+/// Record slots for an arena over caller memory: `temps` temp records (and
+/// as many watched ones), `tails` persistent ones.
+fn slot_arrays(temps: usize, tails: usize) -> (Vec<TempRecord>, Vec<TempRecord>, Vec<TailRecord>) {
+    (vec![TempRecord::default(); temps], vec![TempRecord::default(); temps], vec![TailRecord::default(); tails])
+}
+
+/// An arena with its records in slots behaves as one with its records on
+/// the heap while the slots last: same addresses, same sizes, same errors
+/// (guard damage included), on random call sequences.
+#[test]
+fn records_in_slots_give_what_records_on_the_heap_give() {
+    let mut rng = Lcg(11);
+    let (start, len) = (1 << 16, 6000);
+    for round in 0..400 {
+        let ops = random_ops(&mut rng);
+        let options = ArenaOptions { guard: round % 2 == 0, recording: round % 3 == 0, ..ArenaOptions::default() };
+        let mut heap = single(start, len, options);
+        let heap_result = run(&mut heap, &ops);
+        let (mut temps, mut reclaimed, mut tails) = slot_arrays(ops.len(), ops.len());
+        let slots = Slots { temps: &mut temps, reclaimed: &mut reclaimed, tails: &mut tails };
+        let buffers = Buffers::Single(Span::new(start, len).unwrap());
+        let mut slotted = Arena::in_slots(buffers, options, VecMemory::new(start, len), slots).unwrap();
+        let slotted_result = run(&mut slotted, &ops);
+        let what = format!("round {round} {ops:?}");
+        assert_eq!(
+            slotted_result.map_err(|e| e.message().to_string()),
+            heap_result.map_err(|e| e.message().to_string()),
+            "{what}"
+        );
+        assert_eq!(slotted.sizes(), heap.sizes(), "{what}");
+        assert_eq!(slotted.memory().bytes, heap.memory().bytes, "{what}: the same guard bytes and poison");
+        assert_eq!(
+            slotted.check().map_err(|e| e.message().to_string()),
+            heap.check().map_err(|e| e.message().to_string())
+        );
+    }
+}
+
+/// Full slots refuse the allocation with a message naming them, and change
+/// nothing: the arena goes on as before.
+#[test]
+fn full_slots_refuse_an_allocation_and_change_nothing() {
+    let (mut temps, mut reclaimed, mut tails) = slot_arrays(2, 1);
+    let slots = Slots { temps: &mut temps, reclaimed: &mut reclaimed, tails: &mut tails };
+    let options = ArenaOptions { guard: true, recording: true, ..ArenaOptions::default() };
+    let mut a =
+        Arena::in_slots(Buffers::Single(Span::new(0, 4096).unwrap()), options, VecMemory::new(0, 4096), slots).unwrap();
+    a.alloc_persistent(8, 0, OP).unwrap();
+    let before = (a.sizes(), a.memory().bytes.clone(), a.category_stats(OP).unwrap());
+    let e = a.alloc_persistent(8, 0, OP).unwrap_err();
+    assert_eq!(e.status(), Status::DoesNotFit);
+    assert_eq!(
+        e.message(),
+        "the arena's state has room for 1 persistent record and every one is in use: give nnm_arena_init a larger state for one more persistent allocation"
+    );
+    assert_eq!((a.sizes(), a.memory().bytes.clone(), a.category_stats(OP).unwrap()), before);
+    let t1 = a.alloc_temp(8, 0, SCRATCH).unwrap();
+    let t2 = a.alloc_temp(8, 0, SCRATCH).unwrap();
+    let before = (a.sizes(), a.memory().bytes.clone());
+    let e = a.alloc_temp(8, 0, SCRATCH).unwrap_err();
+    assert_eq!(
+        e.message(),
+        "the arena's state has room for 2 temp records and every one is in use: give nnm_arena_init a larger max_temps for one more temp allocation"
+    );
+    assert_eq!((a.sizes(), a.memory().bytes.clone()), before);
+    // Released and reclaimed, the records are free again.
+    a.release_temp(t2).unwrap();
+    a.release_temp(t1).unwrap();
+    a.reset_temp().unwrap();
+    a.alloc_temp(8, 0, SCRATCH).unwrap();
+    a.alloc_temp(8, 0, SCRATCH).unwrap();
+    a.check().unwrap();
+}
+
+/// Guard mode's watched records may fill up: a stale write below the ones
+/// kept is still found, only no longer named.
+#[test]
+fn full_watched_slots_still_find_a_stale_write() {
+    let (mut temps, mut reclaimed, mut tails) = slot_arrays(2, 0);
+    let slots = Slots { temps: &mut temps, reclaimed: &mut reclaimed[..1], tails: &mut tails };
+    let options = ArenaOptions { guard: true, ..ArenaOptions::default() };
+    let mut a =
+        Arena::in_slots(Buffers::Single(Span::new(0, 4096).unwrap()), options, VecMemory::new(0, 4096), slots).unwrap();
+    let t1 = a.alloc_temp(32, 0, SCRATCH).unwrap();
+    let t2 = a.alloc_temp(32, 0, SCRATCH).unwrap();
+    a.release_temp(t1).unwrap();
+    a.release_temp(t2).unwrap();
+    // t2 was reclaimed first and kept; t1's record found the slots full.
+    a.memory_mut().write(t1, &[0]);
+    let e = a.check().unwrap_err();
+    assert_eq!(e.status(), Status::Corrupted);
+    assert!(
+        e.message()
+            .starts_with("guard check failed: released temp memory of the arena was written after it was released"),
+        "{}",
+        e.message()
+    );
+    a.memory_mut().fill(t1, 1, POISON);
+    a.memory_mut().write(t2, &[0]);
+    let e = a.check().unwrap_err();
+    assert!(e.message().contains("released temp allocation #2"), "{}", e.message());
 }

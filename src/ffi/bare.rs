@@ -8,10 +8,6 @@
 
 use core::ptr::NonNull;
 
-#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-use super::error::set_last_error_with;
-#[cfg(all(not(feature = "std"), feature = "strip-messages"))]
-use super::error::set_last_status;
 use crate::message::Text;
 use crate::plan::scratch::ScratchError;
 use crate::status::Status;
@@ -104,11 +100,9 @@ pub(crate) fn run(body: impl FnOnce() -> Result<(), Failure>) -> Status {
 #[cold]
 #[inline(never)]
 fn failed(f: Failure) -> Status {
-    #[cfg(not(feature = "strip-messages"))]
-    set_last_error_with(|out| f.describe(out));
-    #[cfg(feature = "strip-messages")]
-    set_last_status(f.status());
-    f.status()
+    let status = f.status();
+    crate::message::last::record(status, |out| f.describe(out));
+    status
 }
 
 /// `ptr` as non-NULL, or the failure naming `what`.

@@ -12,8 +12,6 @@
 //! library.
 
 use core::ffi::c_char;
-#[cfg(not(feature = "std"))]
-use core::sync::atomic::{AtomicU8, Ordering};
 #[cfg(feature = "std")]
 use std::cell::RefCell;
 #[cfg(feature = "std")]
@@ -21,8 +19,6 @@ use std::ffi::CString;
 #[cfg(feature = "std")]
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-use crate::message::Text;
 use crate::status::Status;
 #[cfg(feature = "std")]
 use crate::status::{Error, Result};
@@ -42,55 +38,8 @@ pub(crate) fn set_last_error(message: &str) {
 /// Bytes of the embedded build's last-error buffer, its NUL included
 /// (messages are cut to fit).
 pub const NNM_BARE_ERROR_BYTES: usize = 160;
-
-/// The embedded build's last error: bytes stored one by one with relaxed
-/// atomic stores (plain byte stores on every Cortex-M, v6-M included), so
-/// the buffer needs no lock and no `unsafe`.
-#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-static LAST_ERROR: [AtomicU8; NNM_BARE_ERROR_BYTES] = [const { AtomicU8::new(0) }; NNM_BARE_ERROR_BYTES];
-
-/// Appends to [`LAST_ERROR`], cutting what does not fit.
-#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-struct BareError {
-    at: usize,
-}
-
-#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-impl Text for BareError {
-    fn put(&mut self, piece: &str) {
-        for &b in piece.as_bytes() {
-            // The last byte stays for the NUL.
-            if self.at + 1 >= NNM_BARE_ERROR_BYTES {
-                return;
-            }
-            if let Some(slot) = LAST_ERROR.get(self.at) {
-                slot.store(if b == 0 { b'?' } else { b }, Ordering::Relaxed);
-            }
-            self.at += 1;
-        }
-    }
-}
-
-/// The embedded build's last failure with `strip-messages`: its status.
-#[cfg(all(not(feature = "std"), feature = "strip-messages"))]
-static LAST_STATUS: AtomicU8 = AtomicU8::new(0);
-
-/// Records `status` as the last failure (`strip-messages`).
-#[cfg(all(not(feature = "std"), feature = "strip-messages"))]
-pub(crate) fn set_last_status(status: Status) {
-    LAST_STATUS.store(status as u8, Ordering::Relaxed);
-}
-
-/// Records the message `describe` writes as the embedded build's last
-/// error.
-#[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-pub(crate) fn set_last_error_with(describe: impl FnOnce(&mut dyn Text)) {
-    let mut out = BareError { at: 0 };
-    describe(&mut out);
-    if let Some(slot) = LAST_ERROR.get(out.at) {
-        slot.store(0, Ordering::Relaxed);
-    }
-}
+#[cfg(not(feature = "std"))]
+const _: () = assert!(NNM_BARE_ERROR_BYTES == crate::message::last::BYTES);
 
 /// Runs `body`, catching panics; records the error of a failure and returns
 /// its status, or `NNM_OK`.
@@ -171,13 +120,8 @@ pub extern "C" fn nnm_last_error() -> *const c_char {
     return LAST_ERROR.with(|e| e.borrow().as_ptr());
     // An AtomicU8 has the size and alignment of a u8: the buffer is a C
     // string, NUL-terminated by its last byte, which is never written.
-    #[cfg(all(not(feature = "std"), not(feature = "strip-messages")))]
-    return LAST_ERROR.as_ptr().cast();
-    #[cfg(all(not(feature = "std"), feature = "strip-messages"))]
-    return match Status::ALL.get(usize::from(LAST_STATUS.load(Ordering::Relaxed))) {
-        Some(&s) if s != Status::Ok => s.name_nul().as_ptr().cast(),
-        _ => c"".as_ptr(),
-    };
+    #[cfg(not(feature = "std"))]
+    return crate::message::last::text();
 }
 
 /// A static, human-readable description of a status code; "unknown status"

@@ -13,7 +13,6 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
-#[cfg(feature = "std")]
 pub mod arena;
 #[cfg(feature = "std")]
 pub(crate) mod args;

@@ -132,16 +132,24 @@ Embedded build: holds all of it.",
         modules: &["arena"],
         rules: "\
 Ownership:
-- nnm_arena comes from nnm_arena_new* and goes back through
-  nnm_arena_free, which accepts NULL and detects double frees. An arena
-  over the caller's buffer (nnm_arena_new, nnm_arena_new_split) needs that
-  buffer until nnm_arena_free; nnm_arena_new_owned* allocate their own and
-  free it with the arena; nnm_arena_new_dry_run has no memory.
+- nnm_arena comes from nnm_arena_new* or nnm_arena_init and goes back
+  through nnm_arena_free, which accepts NULL and detects double frees. An
+  arena over the caller's buffer (nnm_arena_new, nnm_arena_new_split,
+  nnm_arena_init) needs that buffer until nnm_arena_free;
+  nnm_arena_new_owned* allocate their own and free it with the arena;
+  nnm_arena_new_dry_run has no memory.
+- nnm_arena_init keeps the arena's records (and, in the embedded build, the
+  arena itself) in a state the caller gives: NNM_ARENA_STATE_BYTES(t, p)
+  bytes hold t temp allocations at once and p persistent ones. nnmem
+  allocates nothing for its records; the state is the caller's again after
+  nnm_arena_free.
 - Stale handles: calls look the arena up in nnmem's registry of live
   handles first (a freed one gives NNM_INVALID_ARGUMENT), except the hot
   calls nnm_arena_alloc_persistent, nnm_arena_alloc_temp and
   nnm_arena_release_temp, which only check a type tag and are undefined on
-  a freed arena.
+  a freed arena. In the embedded build every call checks the tag in the
+  arena's state (a freed arena gives NNM_INVALID_ARGUMENT while its state
+  is unchanged).
 
 Thread safety:
 - nnm_arena: not thread-safe, like nnm_planner: calls on one arena must
@@ -149,9 +157,32 @@ Thread safety:
   categories) may run concurrently with each other. Different arenas may
   be used from different threads at once.",
         embedded: "\
-Embedded build: leaves this header out (the arena still keeps its
-  records on the heap).",
-        code: "",
+Embedded build: holds nnm_arena_init and every call on an arena (head,
+  temp and tail, recording under the predefined categories, the size
+  needed, guard mode); leaves out nnm_arena_new* (records on the heap,
+  split buffers, owned memory, dry runs), named categories, committing an
+  nnm_planner's plan (reserve the head for the scratch planner's size) and
+  the reports.",
+        code: "\
+/** Bytes of one temp record in an nnm_arena_init state. */
+#define NNM_ARENA_TEMP_RECORD_BYTES (4u * sizeof(size_t) + 8u)
+
+/** Bytes of one persistent record in an nnm_arena_init state. */
+#define NNM_ARENA_PERSISTENT_RECORD_BYTES (3u * sizeof(size_t) + 8u)
+
+/** Bytes at the head of an nnm_arena_init state: the arena itself. */
+#define NNM_ARENA_STATE_HEADER_BYTES (50u * sizeof(size_t) + 256u)
+
+/**
+ * Bytes of state nnm_arena_init needs, at any address (7 bytes for
+ * aligning the start to 8 included), for `max_temps` temp allocations held
+ * at once (room for as many released ones that guard mode watches
+ * included) and `max_persistent` persistent allocations.
+ */
+#define NNM_ARENA_STATE_BYTES(max_temps, max_persistent)                                         \\
+    (NNM_ARENA_STATE_HEADER_BYTES + 7u + 2u * (size_t)(max_temps) * NNM_ARENA_TEMP_RECORD_BYTES + \\
+     (size_t)(max_persistent) * NNM_ARENA_PERSISTENT_RECORD_BYTES)
+",
     },
     Topic {
         file: "net.h",

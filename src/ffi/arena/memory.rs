@@ -3,14 +3,19 @@
 //! numeric addresses back to pointers. The arena's C layer reads and writes
 //! through raw pointers only here.
 
-use std::ffi::c_void;
+use core::ffi::c_void;
 
+use super::null_argument;
 use crate::arena::{Buffers, Memory, Span};
-use crate::ffi::args::non_null;
+#[cfg(feature = "std")]
 use crate::ffi::device::zeroed_host_block;
+#[cfg(feature = "std")]
 use crate::pool::device::{DeviceBlock, SharedAllocator};
-use crate::status::{Error, Result};
+#[cfg(feature = "std")]
+use crate::status::Error;
+use crate::status::Result;
 
+#[cfg(feature = "std")]
 /// Alignment of the memory `nnm_arena_new_owned` allocates: a page, more
 /// than any call is likely to ask for, so dry-run sizes carry over.
 const OWNED_ALIGNMENT: usize = 4096;
@@ -19,6 +24,7 @@ const OWNED_ALIGNMENT: usize = 4096;
 /// aligned to `alignment` and at least [`OWNED_ALIGNMENT`]; the block goes
 /// back to the allocator when the arena (which is declared before it in
 /// `nnm_arena`) has been dropped.
+#[cfg(feature = "std")]
 pub(super) fn owned_block(allocator: &SharedAllocator, len: usize, alignment: usize) -> Result<DeviceBlock> {
     if len == 0 {
         return Err(Error::invalid("len is 0"));
@@ -47,6 +53,7 @@ impl PointerMap {
 }
 
 /// One caller buffer: its address, the pointer it was given as, its bytes.
+#[derive(Copy, Clone)]
 struct Region {
     start: usize,
     ptr: *mut u8,
@@ -56,45 +63,55 @@ struct Region {
 /// The caller's buffers as the core's [`Memory`]: guard bytes are read and
 /// written through the pointers it was made with.
 pub(super) struct CallerMemory {
-    regions: Vec<Region>,
+    /// The buffers: none for a dry run, one, or two for a split arena.
+    regions: [Region; 2],
+    count: usize,
 }
 
 impl CallerMemory {
-    /// The pointer to `len` bytes at `addr`, which must lie in one buffer:
-    /// the core only asks for bytes inside the spans it was given.
-    fn pointer(&self, addr: usize, len: usize) -> *mut u8 {
-        for r in &self.regions {
-            if addr >= r.start && addr - r.start <= r.len && len <= r.len - (addr - r.start) {
-                return r.ptr.wrapping_add(addr - r.start);
-            }
-        }
-        panic!("arena address {addr:#x} (+{len} B) lies outside the arena's buffers");
+    /// The pointer to `len` bytes at `addr`, or `None` unless they lie in
+    /// one buffer. The core only asks for bytes inside the spans it was
+    /// given, so `None` never happens; the accesses below then do nothing.
+    fn pointer(&self, addr: usize, len: usize) -> Option<*mut u8> {
+        let found = self
+            .regions
+            .iter()
+            .take(self.count)
+            .find(|r| addr >= r.start && addr - r.start <= r.len && len <= r.len - (addr - r.start));
+        debug_assert!(found.is_some(), "arena address {addr:#x} (+{len} B) lies outside the arena's buffers");
+        found.map(|r| r.ptr.wrapping_add(addr - r.start))
     }
 }
 
 impl Memory for CallerMemory {
     fn is_backed(&self) -> bool {
-        !self.regions.is_empty()
+        self.count > 0
     }
     fn write(&mut self, addr: usize, bytes: &[u8]) {
-        let dst = self.pointer(addr, bytes.len());
-        // SAFETY: `pointer` checked that the range lies in one buffer, which
-        // the arena's creator promised valid for reads and writes while the
-        // arena lives (`Backing::single`, `Backing::split`); `bytes` is Rust
-        // memory, so the two do not overlap.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) }
+        if let Some(dst) = self.pointer(addr, bytes.len()) {
+            // SAFETY: `pointer` checked that the range lies in one buffer,
+            // which the arena's creator promised valid for reads and writes
+            // while the arena lives (`Backing::single`, `Backing::split`);
+            // `bytes` is Rust memory, so the two do not overlap.
+            unsafe { core::ptr::copy_nonoverlapping(bytes.as_ptr(), dst, bytes.len()) }
+        }
     }
     fn fill(&mut self, addr: usize, len: usize, byte: u8) {
-        let dst = self.pointer(addr, len);
-        // SAFETY: as in `write`.
-        unsafe { std::ptr::write_bytes(dst, byte, len) }
+        if let Some(dst) = self.pointer(addr, len) {
+            // SAFETY: as in `write`.
+            unsafe { core::ptr::write_bytes(dst, byte, len) }
+        }
     }
     fn read(&self, addr: usize, out: &mut [u8]) {
-        let src = self.pointer(addr, out.len());
-        // SAFETY: as in `write`, for reads into Rust memory.
-        unsafe { std::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
+        if let Some(src) = self.pointer(addr, out.len()) {
+            // SAFETY: as in `write`, for reads into Rust memory.
+            unsafe { core::ptr::copy_nonoverlapping(src, out.as_mut_ptr(), out.len()) }
+        }
     }
 }
+
+/// No buffer.
+const NO_REGION: Region = Region { start: 0, ptr: core::ptr::null_mut(), len: 0 };
 
 /// What an arena is made over: the core's view of the buffers, the memory
 /// behind them, the pointer maps of its two sides, and the block nnmem
@@ -104,12 +121,15 @@ pub(super) struct Backing {
     pub(super) memory: CallerMemory,
     pub(super) nonpersistent: PointerMap,
     pub(super) persistent: PointerMap,
+    #[cfg(feature = "std")]
     pub(super) owned: Option<DeviceBlock>,
 }
 
 /// `ptr` (`len` bytes, `what` in messages) as a span and a region.
-fn region(ptr: *mut c_void, len: usize, what: &str) -> Result<(Span, Region)> {
-    non_null(ptr, what)?;
+fn region(ptr: *mut c_void, len: usize, what: &'static str) -> Result<(Span, Region)> {
+    if ptr.is_null() {
+        return Err(null_argument(what));
+    }
     let span = Span::new(ptr as usize, len)?;
     Ok((span, Region { start: span.start, ptr: ptr.cast(), len }))
 }
@@ -126,9 +146,10 @@ impl Backing {
         let map = PointerMap { base: ptr.cast() };
         Ok(Backing {
             buffers: Buffers::Single(span),
-            memory: CallerMemory { regions: vec![region] },
+            memory: CallerMemory { regions: [region, NO_REGION], count: 1 },
             nonpersistent: map,
             persistent: map,
+            #[cfg(feature = "std")]
             owned: None,
         })
     }
@@ -138,6 +159,7 @@ impl Backing {
     ///
     /// # Safety
     /// As [`Backing::single`], for each buffer.
+    #[cfg(feature = "std")]
     pub(super) unsafe fn split(
         persistent: *mut c_void,
         persistent_len: usize,
@@ -148,7 +170,7 @@ impl Backing {
         let (np, np_region) = region(nonpersistent, nonpersistent_len, "nonpersistent")?;
         Ok(Backing {
             buffers: Buffers::Split { persistent: p, nonpersistent: np },
-            memory: CallerMemory { regions: vec![p_region, np_region] },
+            memory: CallerMemory { regions: [p_region, np_region], count: 2 },
             nonpersistent: PointerMap { base: nonpersistent.cast() },
             persistent: PointerMap { base: persistent.cast() },
             owned: None,
@@ -157,6 +179,7 @@ impl Backing {
 
     /// A block nnmem allocated (`nnm_arena_new_owned`), held until the
     /// arena is dropped.
+    #[cfg(feature = "std")]
     pub(super) fn owned(block: DeviceBlock) -> Result<Self> {
         // SAFETY: the block is host memory (`owned_block` checked), valid
         // for reads and writes of its size, and lives in the backing, hence
@@ -167,11 +190,12 @@ impl Backing {
     }
 
     /// No memory (`nnm_arena_new_dry_run`): addresses map onto NULL.
+    #[cfg(feature = "std")]
     pub(super) fn dry_run() -> Self {
         let map = PointerMap { base: std::ptr::null_mut() };
         Backing {
             buffers: Buffers::DryRun,
-            memory: CallerMemory { regions: Vec::new() },
+            memory: CallerMemory { regions: [NO_REGION; 2], count: 0 },
             nonpersistent: map,
             persistent: map,
             owned: None,

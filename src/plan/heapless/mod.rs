@@ -88,7 +88,10 @@ pub trait Tensors {
 /// The buffers with the planner's memory beside them: an offset per buffer
 /// and one word of working space per buffer (`slot` 0 to count - 1).
 /// Reads out of range give 0 and writes out of range do nothing (never
-/// reached: the algorithms stay in range, and need no panic path).
+/// reached: the algorithms stay in range, and need no panic path). The
+/// algorithms state the bounds their loops and the words they read keep
+/// (below [`Tensors::count`]) where these are implied, so that the
+/// optimiser drops those range checks: smaller and faster code on a board.
 pub trait Workspace: Tensors {
     /// The offset of buffer `i` (0 before it is placed).
     fn offset(&self, i: usize) -> Self::Bytes;

@@ -5,33 +5,32 @@ use core::cmp::Reverse;
 use super::{ix, Workspace};
 
 /// Sorts working words `lo..hi` by `key` ascending (keys must differ, so
-/// the result is unique) by binary insertion: in place, no allocation, a
-/// few dozen bytes of code, O(n log n) keys read and one word moved per
-/// inversion, so an order that is nearly right costs little. TFLite Micro
-/// bubble-sorts its order: this makes the same moves with far fewer
-/// comparisons.
+/// the result is unique) by insertion: in place, no allocation, a few
+/// dozen bytes of code, one key read and one word moved per inversion, so
+/// an order that is nearly right costs little. TFLite Micro bubble-sorts
+/// its order: this makes the same moves, with one comparison per move and
+/// one more per word.
+#[inline]
 pub fn insertion_sort<W: Workspace, K: Ord>(w: &mut W, lo: usize, hi: usize, key: impl Fn(&W, u32) -> K) {
-    for k in lo + 1..hi {
+    // Bounded by the count (as every caller's range is), for the same
+    // reason as below.
+    let n = w.count();
+    for k in lo + 1..hi.min(n) {
         let item = w.slot(k);
         let item_key = key(w, item);
-        // Where it goes: after every sorted word whose key is not above
-        // its own, found by bisection (O(log n) keys read), then the words
-        // above shifted up by one.
-        let (mut left, mut right) = (lo, k);
-        while left < right {
-            let mid = left + (right - left) / 2;
-            if key(w, w.slot(mid)) <= item_key {
-                left = mid + 1;
-            } else {
-                right = mid;
-            }
-        }
+        // The words above it shift up by one until one is not above it.
+        // `at < n` always holds; stated, it lets the optimiser drop the
+        // range checks of the words read and written.
         let mut at = k;
-        while at > left {
-            w.set_slot(at, w.slot(at - 1));
+        while at > lo && at < n {
+            let below = w.slot(at - 1);
+            if key(w, below) <= item_key {
+                break;
+            }
+            w.set_slot(at, below);
             at -= 1;
         }
-        w.set_slot(left, item);
+        w.set_slot(at, item);
     }
 }
 
@@ -41,22 +40,20 @@ pub fn insertion_sort<W: Workspace, K: Ord>(w: &mut W, lo: usize, hi: usize, key
 /// its sort array from the tail and bubble-sorts it stably). Returns how
 /// many are fixed: the words from there on are also `size-first-fit`'s
 /// order.
+#[inline]
 pub fn tflm_order<W: Workspace>(w: &mut W) -> usize {
     let n = w.count();
-    let mut k = 0;
+    // One pass: the fixed ones from the first word up, the others from the
+    // last word down, so that they end up from the last added, as TFLite
+    // Micro fills its sort array: equal sizes are then in place already.
+    let (mut fixed, mut others) = (0, 0);
     for i in 0..n {
         if w.fixed(i).is_some() {
-            w.set_slot(k, i as u32);
-            k += 1;
-        }
-    }
-    let fixed = k;
-    // The others from the last added, as TFLite Micro fills its sort
-    // array: equal sizes are then in place already.
-    for i in (0..n).rev() {
-        if w.fixed(i).is_none() {
-            w.set_slot(k, i as u32);
-            k += 1;
+            w.set_slot(fixed, i as u32);
+            fixed += 1;
+        } else {
+            others += 1;
+            w.set_slot(n - others, i as u32);
         }
     }
     // Larger first; as large: added later first.

@@ -31,52 +31,66 @@ pub enum Walk {
 /// walked past) whose gap to the next entry holds it; entries that start
 /// below the candidate (fixed buffers overlapping each other) never leave a
 /// gap. O(n) per buffer, O(n^2) in all, as in TFLite Micro.
+#[inline]
 pub fn walk<W: Workspace>(w: &mut W, placed_before: usize, end: usize, kind: Walk) -> usize {
+    // Bounded by the count (as every caller's range is), so that the
+    // optimiser knows the words read exist and drops their range checks.
+    let end = end.min(w.count());
     let mut listed = placed_before;
     for next in placed_before..end {
+        // The list never passes the word being taken (it grows by at most
+        // one word per word taken); stated, for the same reason.
+        listed = listed.min(next);
         let i = ix(w.slot(next));
-        let size = w.size(i);
-        let enters = match kind {
-            Walk::Tflm => !w.never_live(i),
-            Walk::FirstFit => w.occupies(i),
-        };
+        // First fit lists only the buffers that occupy memory.
+        let enters = !w.never_live(i) && (kind == Walk::Tflm || w.size(i) > W::Bytes::ZERO);
         let offset = match w.fixed(i) {
             Some(o) => o,
             None if !enters => W::Bytes::ZERO,
-            None => first_gap(w, i, size, listed),
+            None => first_gap(w, i, listed),
         };
         w.set_offset(i, offset);
-        if !enters {
-            continue;
+        if enters {
+            enter(w, listed, i, offset);
+            listed += 1;
         }
-        // Word `listed` is the list's end or an order word already taken
-        // (listed <= next). Shift the entries above the offset up by one,
-        // from the top: the new one goes after those at its offset.
-        let mut at = listed;
-        while at > 0 {
-            let below = w.slot(at - 1);
-            if w.offset(ix(below)) <= offset {
-                break;
-            }
-            w.set_slot(at, below);
-            at -= 1;
-        }
-        w.set_slot(at, i as u32);
-        listed += 1;
     }
     listed
 }
 
-/// The offset the walk gives buffer `i` of `size` over the `listed`
-/// entries.
+/// Puts buffer `i`, at `offset`, into the list of the `listed` entries
+/// sorted by offset, after those at its offset. Word `listed` is the
+/// list's end or an order word already taken; the entries above the offset
+/// move up by one, from the top.
 #[inline]
-fn first_gap<W: Workspace>(w: &W, i: usize, size: W::Bytes, listed: usize) -> W::Bytes {
-    let (start, end) = (w.start(i), w.end(i));
+fn enter<W: Workspace>(w: &mut W, listed: usize, i: usize, offset: W::Bytes) {
+    let n = w.count();
+    let mut at = listed;
+    // `at < n` always holds, as do the bounds of the buffers named; stated,
+    // they let the optimiser drop the range checks of the words read and
+    // written.
+    while at > 0 && at < n {
+        let below = w.slot(at - 1);
+        if ix(below) >= n || w.offset(ix(below)) <= offset {
+            break;
+        }
+        w.set_slot(at, below);
+        at -= 1;
+    }
+    w.set_slot(at, i as u32);
+}
+
+/// The offset the walk gives buffer `i` over the `listed` entries.
+#[inline]
+fn first_gap<W: Workspace>(w: &W, i: usize, listed: usize) -> W::Bytes {
+    let (start, end, size) = (w.start(i), w.end(i), w.size(i));
     let mut candidate = W::Bytes::ZERO;
-    for k in 0..listed {
+    let n = w.count();
+    for k in 0..listed.min(n) {
         let j = ix(w.slot(k));
-        // Entries in the list are live at some step.
-        if w.start(j) >= end || start >= w.end(j) {
+        // Entries in the list are live at some step (and name buffers: the
+        // bounds, stated, let the optimiser drop the range checks).
+        if j >= n || w.start(j) >= end || start >= w.end(j) {
             continue;
         }
         let at = w.offset(j);
@@ -94,6 +108,7 @@ fn first_gap<W: Workspace>(w: &W, i: usize, size: W::Bytes, listed: usize) -> W:
 /// TFLite Micro's `LinearMemoryPlanner`: every unfixed buffer after the
 /// previous one in order of addition, starting above the highest fixed
 /// buffer that occupies memory; fixed buffers keep their offsets.
+#[inline]
 pub fn linear<W: Workspace>(w: &mut W) {
     let n = w.count();
     let mut next = W::Bytes::ZERO;

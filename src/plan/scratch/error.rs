@@ -7,7 +7,12 @@ use crate::plan::algorithm::Algorithm;
 use crate::status::Status;
 
 /// A refused call of the scratch planner; the call changed nothing.
+///
+/// A word-sized tag: the figures are words, so the error (and the C
+/// boundary's failure around it) is then words without padding, which
+/// moves as a few word copies instead of byte by byte.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(u32)]
 pub enum ScratchError {
     /// The algorithm needs the heap planner.
     NotInScratch {

@@ -141,16 +141,21 @@ impl View<'_> {
     }
 
     /// Checks that the sizes of all buffers plus the highest fixed end fit
-    /// in 32 bits: every sum the algorithms make stays below them.
+    /// in 32 bits: every sum the algorithms make stays below them. In
+    /// 32-bit sums (no 64-bit arithmetic on a 32-bit core): the total
+    /// passes 2^32 - 1 exactly when one of its parts or their sum does.
+    #[inline]
     fn check_sums(&self) -> Result<(), ScratchError> {
-        let (mut sum, mut fixed_top) = (0u64, 0u64);
+        let (mut sum, mut fixed_top) = (0u32, 0u32);
         for (index, r) in self.0.iter().enumerate() {
-            sum += u64::from(r[SIZE]);
-            if r[FIXED] != NOT_FIXED {
-                fixed_top = fixed_top.max(u64::from(r[FIXED]) + u64::from(r[SIZE]));
-            }
-            if sum + fixed_top > u64::from(u32::MAX) {
-                return Err(ScratchError::Overflow { index, size: r[SIZE] });
+            let size = r[SIZE];
+            let top = if r[FIXED] != NOT_FIXED { r[FIXED].checked_add(size) } else { Some(0) };
+            match (sum.checked_add(size), top) {
+                (Some(s), Some(t)) if s.checked_add(fixed_top.max(t)).is_some() => {
+                    sum = s;
+                    fixed_top = fixed_top.max(t);
+                }
+                _ => return Err(ScratchError::Overflow { index, size }),
             }
         }
         Ok(())
@@ -223,7 +228,9 @@ impl<'a> ScratchPlanner<'a> {
         lost: usize,
         pad: usize,
     ) -> Result<Self, ScratchError> {
-        if !ALGORITHMS.contains(&algorithm) {
+        // ALGORITHMS are the values 1 to 3 (checked at compile time,
+        // beside them): a range check instead of a search.
+        if !matches!(algorithm as u32, 1..=3) {
             return Err(ScratchError::NotInScratch { algorithm });
         }
         let records = records.get_mut(..records.len().min(u32::MAX as usize)).unwrap_or_default();
@@ -325,6 +332,7 @@ impl<'a> ScratchPlanner<'a> {
     /// (with the bytes missing), `BadLifetime`, `BadOffset`, `SizeOverflow`
     /// when the size rounded up to the alignment passes 2^32 - 1 (planning
     /// checks that the sizes of all buffers plus the highest fixed end fit).
+    #[inline]
     pub fn add(
         &mut self,
         size: u32,
@@ -341,8 +349,9 @@ impl<'a> ScratchPlanner<'a> {
             let needed = HEADER_BYTES + (capacity + 1) * BYTES_PER_BUFFER + pad;
             return Err(ScratchError::Full { capacity, bytes, needed });
         }
-        let never_used = first_use == -1 && last_use == -1;
-        if !never_used && (first_use < -1 || last_use < 0 || last_use < first_use || last_use == i32::MAX) {
+        // With a first use of -1 or more and a last use not before it, a
+        // last use below 0 is -1 and -1, never used.
+        if first_use < -1 || last_use < first_use || last_use == i32::MAX {
             return Err(ScratchError::BadLifetime { first_use, last_use });
         }
         let alignment = self.alignment();
@@ -353,15 +362,13 @@ impl<'a> ScratchPlanner<'a> {
         if fixed_offset.is_some() && (fixed & (alignment - 1) != 0 || fixed == NOT_FIXED) {
             return Err(ScratchError::BadOffset { offset: fixed, alignment });
         }
-        // Half-open steps; tflm lives TFLite Micro's never-used buffers at
-        // step -1.
-        let (start, end) = match (never_used, self.algorithm()) {
-            (true, Algorithm::Tflm) => (-1, 0),
-            (true, _) => (-1, -1),
-            (false, _) => (first_use, last_use + 1),
-        };
+        // Half-open steps: [first, last + 1), which for a never-used
+        // buffer is step -1 alone, where tflm lives it as TFLite Micro
+        // does; the others leave it empty.
+        let never_used = last_use == -1;
+        let end = if never_used && self.algorithm() != Algorithm::Tflm { -1 } else { last_use + 1 };
         if let Some(r) = self.records.get_mut(count) {
-            *r = [size, start as u32, end as u32, fixed, 0, 0];
+            *r = [size, first_use as u32, end as u32, fixed, 0, 0];
         }
         self.header[H_COUNT] = count as u32 + 1;
         self.set_planned(false);
@@ -439,6 +446,7 @@ impl<'a> ScratchPlanner<'a> {
     /// The offset of buffer `index`, planning first if needed. Errors:
     /// `Index` when there is no such buffer, `Overflow` as
     /// [`ScratchPlanner::plan`].
+    #[inline]
     pub fn offset(&mut self, index: usize) -> Result<u32, ScratchError> {
         let count = self.len();
         if index >= count {
@@ -454,6 +462,7 @@ impl<'a> ScratchPlanner<'a> {
 
     /// Buffer `index` as added (size aligned), with its offset, planning
     /// first if needed. Errors: as [`ScratchPlanner::offset`].
+    #[inline]
     pub fn buffer(&mut self, index: usize) -> Result<ScratchBuffer, ScratchError> {
         let count = self.len();
         if index >= count {
