@@ -58,7 +58,8 @@ pub trait Text {
     }
 
     /// Appends a wide figure in decimal (sizes computed in `u128` so that
-    /// no intermediate overflows); one past `usize::MAX` prints as it.
+    /// no intermediate overflows); a figure above `usize::MAX` prints as
+    /// `usize::MAX`.
     fn wide(&mut self, n: u128) {
         self.number(usize::try_from(n).unwrap_or(usize::MAX));
     }

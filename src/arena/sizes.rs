@@ -61,13 +61,6 @@ impl<M: Memory> Arena<'_, M> {
         TailStep { span: t.size as Wide + c, align: t.align() as Wide, lead: c }
     }
 
-    /// Smallest end of the persistent side for the tail so far, with an
-    /// optional extra step and, in single mode, the last floor raised to
-    /// `raise` (a failed call's hypothetical).
-    fn min_persistent_end(&self, extra: Option<TailStep>, raise: Wide) -> Wide {
-        self.tail_end(self.split, extra, raise)
-    }
-
     /// The smallest end from which every tail step (an `extra` one last)
     /// succeeds, walking them backwards (see `required`). `alone`: against
     /// the persistent start only (split mode, or the persistent side by
@@ -107,7 +100,7 @@ impl<M: Memory> Arena<'_, M> {
         let required = if self.split {
             required_nonpersistent.saturating_add(required_persistent)
         } else {
-            saturate(self.min_persistent_end(None, 0) - self.np.start as Wide)
+            saturate(self.tail_end(self.split, None, 0) - self.np.start as Wide)
         };
         let a = self.alignment;
         let c = self.canary;
@@ -158,7 +151,7 @@ impl<M: Memory> Arena<'_, M> {
         let span = (t - (data - c)) as Wide;
         let available = self.tail_bottom.saturating_sub(self.persistent_limit());
         let step = TailStep { span: size as Wide + c as Wide, align: align as Wide, lead: c as Wide };
-        let end = self.min_persistent_end(Some(step), 0);
+        let end = self.tail_end(self.split, Some(step), 0);
         self.shortfall(Request::Persistent, size, align, span, available, end, Side::Persistent)
     }
 
@@ -205,7 +198,7 @@ impl<M: Memory> Arena<'_, M> {
         if self.split {
             top
         } else {
-            self.min_persistent_end(None, top)
+            self.tail_end(false, None, top)
         }
     }
 

@@ -24,7 +24,8 @@ use core::ffi::{c_int, c_void};
 pub use self::host::*;
 use self::memory::{Backing, CallerMemory, PointerMap};
 pub use self::state::{PERSISTENT_RECORD_BYTES, STATE_ALIGNMENT, STATE_HEADER_BYTES, TEMP_RECORD_BYTES};
-use crate::arena::{check_alignment, Arena, ArenaOptions, ArenaSizes, CategoryStats};
+use super::bare::{misaligned, null_argument};
+use crate::arena::{check_alignment, Arena, ArenaOptions, ArenaSizes, Buffers, CategoryStats};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*` and `nnm_arena_init`: keep per-category
@@ -165,20 +166,17 @@ impl From<CategoryStats> for nnm_arena_category_stats {
 
 /// The core's calls with what the C side adds: pointers for addresses.
 impl nnm_arena {
-    /// An arena over what `backing` gives, its records in `slots` or on the
-    /// heap.
-    fn over(backing: Backing, options: ArenaOptions, slots: Option<crate::arena::Slots<'static>>) -> Result<Self> {
+    /// The arena `make` builds over what `backing` gives (its records on
+    /// the heap, `Arena::new`, or in slots, `Arena::in_slots`).
+    fn over(
+        backing: Backing,
+        make: impl FnOnce(Buffers, CallerMemory) -> Result<Arena<'static, CallerMemory>>,
+    ) -> Result<Self> {
         #[cfg(feature = "std")]
         let Backing { buffers, memory, nonpersistent, persistent, owned } = backing;
         #[cfg(not(feature = "std"))]
         let Backing { buffers, memory, nonpersistent, persistent } = backing;
-        let arena = match slots {
-            Some(slots) => Arena::in_slots(buffers, options, memory, slots)?,
-            #[cfg(feature = "std")]
-            None => Arena::new(buffers, options, memory)?,
-            #[cfg(not(feature = "std"))]
-            None => return Err(Error::with(Status::InvalidArgument, |t| t.put("no slots for the arena's records"))),
-        };
+        let arena = make(buffers, memory)?;
         Ok(nnm_arena {
             #[cfg(feature = "std")]
             names: arena.categories().iter().map(|(_, name, _)| host::nul_terminated(name)).collect(),
@@ -219,16 +217,6 @@ fn status_of(body: impl FnOnce() -> Result<()>) -> Status {
     };
 }
 
-/// NULL_ARGUMENT naming `what`.
-#[cold]
-#[inline(never)]
-fn null_argument(what: &'static str) -> Error {
-    Error::with(Status::NullArgument, |t| {
-        t.put(what);
-        t.put(" is NULL");
-    })
-}
-
 /// The out-parameter `out` (named `what`), checked non-NULL and aligned
 /// before any work, so that a failure leaves everything as it was.
 #[inline(always)]
@@ -240,19 +228,6 @@ fn out_param<T>(out: *mut T, what: &'static str) -> Result<core::ptr::NonNull<T>
         return Err(misaligned(out.as_ptr() as usize, core::mem::align_of::<T>(), what));
     }
     Ok(out)
-}
-
-#[cold]
-#[inline(never)]
-fn misaligned(addr: usize, align: usize, what: &'static str) -> Error {
-    Error::with(Status::InvalidArgument, |t| {
-        t.put(what);
-        t.put(" (");
-        t.hex(addr);
-        t.put(") is not aligned to ");
-        t.number(align);
-        t.put(" bytes");
-    })
 }
 
 /// The path of every export that writes one result: `open` checks the
@@ -416,7 +391,7 @@ pub unsafe extern "C" fn nnm_arena_init(
         // `state_len` bytes while the arena lives, apart from `buffer` and
         // used only through the arena.
         let (head, slots) = unsafe { state::Layout::carve(state, state_len, max_temps, options.guard) }?.into_parts();
-        let arena = nnm_arena::over(backing, options, Some(slots))?;
+        let arena = nnm_arena::over(backing, |buffers, memory| Arena::in_slots(buffers, options, memory, slots))?;
         #[cfg(feature = "std")]
         let _ = head;
         #[cfg(feature = "std")]

@@ -23,16 +23,11 @@ pub(crate) fn non_null<T>(ptr: *const T, what: &str) -> Result<()> {
     Ok(())
 }
 
-#[cold]
-#[inline(never)]
-pub(crate) fn null_argument(what: &str) -> Error {
-    Error::new(Status::NullArgument, format!("{what} is NULL"))
-}
+pub(crate) use super::bare::null_argument;
 
-#[cold]
-#[inline(never)]
+/// INVALID_ARGUMENT: `ptr` (named `what`) is not aligned for a `T`.
 fn misaligned<T>(ptr: *const T, what: &str) -> Error {
-    Error::invalid(format!("{what} ({ptr:p}) is not aligned to {} bytes", align_of::<T>()))
+    super::bare::misaligned(ptr as usize, align_of::<T>(), what)
 }
 
 #[cold]

@@ -105,6 +105,32 @@ fn failed(f: Failure) -> Status {
     status
 }
 
+/// NULL_ARGUMENT naming `what` ("out_ptr is NULL"): the message of every
+/// export's NULL check, in both builds.
+#[cold]
+#[inline(never)]
+pub(crate) fn null_argument(what: &str) -> crate::status::Error {
+    crate::status::Error::with(Status::NullArgument, |t| {
+        t.put(what);
+        t.put(" is NULL");
+    })
+}
+
+/// INVALID_ARGUMENT for the pointer argument `what` at `addr`, not aligned
+/// to `align` bytes.
+#[cold]
+#[inline(never)]
+pub(crate) fn misaligned(addr: usize, align: usize, what: &str) -> crate::status::Error {
+    crate::status::Error::with(Status::InvalidArgument, |t| {
+        t.put(what);
+        t.put(" (");
+        t.hex(addr);
+        t.put(") is not aligned to ");
+        t.number(align);
+        t.put(" bytes");
+    })
+}
+
 /// `ptr` as non-NULL, or the failure naming `what`.
 #[inline]
 pub(crate) fn non_null<T>(ptr: *mut T, what: &'static str) -> Result<NonNull<T>, Failure> {

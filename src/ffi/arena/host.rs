@@ -7,7 +7,7 @@ use std::mem::MaybeUninit;
 
 use super::memory::{owned_block, Backing};
 use super::{arena_mut, arena_ref, nnm_arena, options, write_result};
-use crate::arena::{report, ArenaOptions, ReportFormat};
+use crate::arena::{report, Arena, ArenaOptions, ReportFormat};
 use crate::ffi::args::{handle_query, non_null, read_str, slice_out};
 use crate::ffi::device::{allocator_or_host, nnm_device_allocator};
 use crate::ffi::error::{guard, guard_ptr};
@@ -26,7 +26,7 @@ use crate::status::{Error, Result, Status};
 unsafe fn create(out_arena: *mut *mut nnm_arena, parts: impl FnOnce() -> Result<(Backing, ArenaOptions)>) -> Status {
     let make = || {
         let (backing, options) = parts()?;
-        Ok(into_handle(nnm_arena::over(backing, options, None)?))
+        Ok(into_handle(nnm_arena::over(backing, |buffers, memory| Arena::new(buffers, options, memory))?))
     };
     // SAFETY: the caller's promise about `out_arena` is `write_result`'s.
     unsafe { write_result(|| Ok(()), out_arena, "out_arena", |()| make()) }
