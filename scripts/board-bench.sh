@@ -74,7 +74,10 @@ for pair in "m4 thumbv7em-none-eabihf" "m0 thumbv6m-none-eabi"; do
     for variant in messages stripped; do
         library=$(lib "$target" "$variant")
         link "size_tflm-$core-$variant" "$flags" "$library" $board/size_tflm.c
-        link "size_class-$core-$variant" "$flags" "$library" $board/size_class.cpp
+        # Stripped as TFLite Micro's figure is: its error strings too.
+        strip=""
+        [ "$variant" = stripped ] && strip=-DTF_LITE_STRIP_ERROR_STRINGS
+        link "size_class-$core-$variant" "$flags $strip" "$library" $board/size_class.cpp
         link "size_arena-$core-$variant" "$flags" "$library" $board/size_arena.c
         tflm=$(python3 $board/code_size.py "$out/size_tflm-$core-$variant.map")
         klass=$(python3 $board/code_size.py "$out/size_class-$core-$variant.map" --class "$out/size_class-$core-$variant.elf")
@@ -111,7 +114,7 @@ section=$(mktemp)
     printf 'Written by `scripts/board-bench.sh` (%s, commit %s): the embedded build (`--no-default-features`, profile `embedded`: opt-level s, fat LTO, panic abort) linked with arm-none-eabi-gcc %s (`-Os`, `--gc-sections`) and run under %s with `-icount shift=0` (an instruction count, not a time: the same on any host). TensorFlow Lite Micro'"'"'s GreedyMemoryPlanner (commit 90b983c2) was measured the same way with `c-tests/board/measure-tflm-greedy.sh` on a TFLite Micro checkout; its output is kept in `benches/board/` (its source cannot be part of this repository).\n\n' \
         "$(date -u +%Y-%m-%d)" "$(git rev-parse --short HEAD)" "$(arm-none-eabi-gcc -dumpversion)" "$(qemu-system-arm --version | head -n 1 | sed 's/ (.*//')"
     printf '### Flash\n\n'
-    printf 'Bytes of code and read-only data taken from `libnnmem.a` (`c-tests/board/code_size.py` over the link map; the mem* functions, which the firmware has anyway, apart). "tflm path": a C program that makes a planner in a scratch buffer, adds buffers, plans and reads the offsets (`c-tests/board/size_tflm.c`). "class": `tflite::NnmemMemoryPlanner` driven through the base class, its own code and vtable plus the library under it (`size_class.cpp`). "arena calls": `nnm_arena_init` and every call the embedded build holds on an arena, guard mode and recording included (`size_arena.c`). "stripped": with the `strip-messages` feature (`nnm_last_error()` gives the status name), as TFLite Micro'"'"'s figure is with `TF_LITE_STRIP_ERROR_STRINGS`.\n\n'
+    printf 'Bytes of code and read-only data taken from `libnnmem.a` (`c-tests/board/code_size.py` over the link map; the mem* functions, which the firmware has anyway, apart). "tflm path": a C program that makes a planner in a scratch buffer, adds buffers, plans and reads the offsets (`c-tests/board/size_tflm.c`). "class": `tflite::NnmemMemoryPlanner` driven through the base class, its own code and vtable plus the library under it (`size_class.cpp`). "arena calls": `nnm_arena_init` and every call the embedded build holds on an arena, guard mode and recording included (`size_arena.c`). "stripped": with the `strip-messages` feature (`nnm_last_error()` gives the status name), as TFLite Micro'"'"'s figure is with `TF_LITE_STRIP_ERROR_STRINGS` (with which the class is compiled too: it then prints nothing, as TFLite Micro'"'"'s planners do).\n\n'
     printf '| core | messages | tflm path | goal | class + library | goal | arena calls | goal | TFLite Micro GreedyMemoryPlanner (code + vtable) |\n|---|---|---:|---|---:|---|---:|---|---:|\n'
     for row in "${sizes[@]}"; do
         read -r core variant own helpers kown khelpers kclass aown ahelpers <<<"$row"

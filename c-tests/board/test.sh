@@ -17,6 +17,8 @@
 #                                 ($NNMEM_DIGEST_HOST, when set)
 #   planner_board.c, stripped     0 with NNMEM_LIB_M4_STRIPPED (the M4F
 #                                 build with strip-messages)
+#   tflm_class_board.cpp,         0 with the same library and
+#     stripped                    -DTF_LITE_STRIP_ERROR_STRINGS
 #
 #   c-tests/board/test.sh [BUILD_DIR]     (default: a temporary directory)
 #
@@ -175,6 +177,14 @@ if [ -n "${NNMEM_LIB_M4_STRIPPED:-}" ]; then
     || fail "build planner_board-stripped"
   unset LIB
   check mps2-an386 planner_board-stripped 0 passed
+  # The class built as TFLite Micro is with its error strings stripped:
+  # the same tests, nothing printed.
+  export LIB=$NNMEM_LIB_M4_STRIPPED
+  # shellcheck disable=SC2086
+  build tflm_class_board-stripped m4 mps2.ld tflm_class_board.cpp "-I$here/../../include" \
+    "-I$here/../compat/tflm" -DNNMEM_NO_HEAP -DTF_LITE_STRIP_ERROR_STRINGS || fail "build tflm_class_board-stripped"
+  unset LIB
+  check mps2-an386 tflm_class_board-stripped 0 passed
 fi
 
 echo "outputs in $out"

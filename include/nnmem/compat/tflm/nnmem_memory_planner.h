@@ -55,7 +55,9 @@
  *
  * Errors are printed with MicroPrintf, as TFLite Micro's planners do, and
  * returned as kTfLiteError; GetMaximumMemorySize() returns 0 when planning
- * failed. No exceptions are thrown (TFLite Micro builds without them).
+ * failed. Built with TF_LITE_STRIP_ERROR_STRINGS, the class prints nothing
+ * (PrintMemoryPlan() included) and never reads nnm_last_error(), as TFLite
+ * Micro's planners print nothing then. No exceptions are thrown (TFLite Micro builds without them).
  * Not thread-safe, like the planners of TFLite Micro.
  */
 #ifndef NNMEM_COMPAT_TFLM_NNMEM_MEMORY_PLANNER_H
@@ -75,6 +77,16 @@
 #include "tensorflow/lite/micro/memory_planner/micro_memory_planner.h"
 #include "tensorflow/lite/micro/micro_log.h"
 
+// The class's messages follow TFLite Micro's rule: built with
+// TF_LITE_STRIP_ERROR_STRINGS (where TFLite Micro's MicroPrintf prints
+// nothing), the class prints nothing and does not fetch nnmem's message
+// (nnm_last_error), so neither it nor its arguments are linked.
+#if defined(TF_LITE_STRIP_ERROR_STRINGS)
+#define NNMEM_TFLM_PRINTF(...) ((void)0)
+#else
+#define NNMEM_TFLM_PRINTF(...) MicroPrintf(__VA_ARGS__)
+#endif
+
 namespace tflite {
 
 class NnmemMemoryPlanner : public MicroMemoryPlanner {
@@ -92,14 +104,14 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
         usable_(true) {
 #ifdef NNMEM_NO_HEAP
     if (!NNM_SCRATCH_PLANNER_RUNS(algorithm)) {
-      MicroPrintf("nnmem: algorithm value %u is not one the scratch planner runs (tflm, linear, size-first-fit); "
+      NNMEM_TFLM_PRINTF("nnmem: algorithm value %u is not one the scratch planner runs (tflm, linear, size-first-fit); "
                   "the others need the heap planner, which NNMEM_NO_HEAP leaves out",
                   static_cast<unsigned>(algorithm));
       usable_ = false;
     }
 #else
     if (nnm_algorithm_name(algorithm) == nullptr) {
-      MicroPrintf("nnmem: unknown algorithm value %u", static_cast<unsigned>(algorithm));
+      NNMEM_TFLM_PRINTF("nnmem: unknown algorithm value %u", static_cast<unsigned>(algorithm));
       usable_ = false;
     }
 #endif
@@ -127,7 +139,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     count_ = 0;
     scratch_size_ = scratch_buffer == nullptr || scratch_buffer_size < 0 ? 0 : scratch_buffer_size;
     if (scratch_buffer_size < 0) {
-      MicroPrintf("nnmem: scratch buffer size %d is negative", scratch_buffer_size);
+      NNMEM_TFLM_PRINTF("nnmem: scratch buffer size %d is negative", scratch_buffer_size);
       return kTfLiteError;
     }
     if (scratch_buffer == nullptr) return kTfLiteOk;
@@ -172,17 +184,17 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     if (Plan() != kTfLiteOk) return kTfLiteError;
     const int count = GetBufferCount();
     if (buffer_index < 0 || buffer_index >= count) {
-      MicroPrintf("buffer index %d is outside range 0 to %d", buffer_index, count);
+      NNMEM_TFLM_PRINTF("buffer index %d is outside range 0 to %d", buffer_index, count);
       return kTfLiteError;
     }
     if (offset == nullptr) {
-      MicroPrintf("nnmem: GetOffsetForBuffer: offset is NULL");
+      NNMEM_TFLM_PRINTF("nnmem: GetOffsetForBuffer: offset is NULL");
       return kTfLiteError;
     }
     uint32_t at = 0;
     if (!Check(nnm_scratch_planner_get_offset(planner_, static_cast<size_t>(buffer_index), &at))) return kTfLiteError;
     if (at > static_cast<uint32_t>(INT_MAX)) {
-      MicroPrintf("nnmem: offset %lu of buffer %d does not fit an int", static_cast<unsigned long>(at), buffer_index);
+      NNMEM_TFLM_PRINTF("nnmem: offset %lu of buffer %d does not fit an int", static_cast<unsigned long>(at), buffer_index);
       return kTfLiteError;
     }
     *offset = static_cast<int>(at);
@@ -197,16 +209,18 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // The plan, a line per buffer (index, size, inclusive steps, offsets) and
   // the arena size, through MicroPrintf.
   void PrintMemoryPlan() override {
+#if !defined(TF_LITE_STRIP_ERROR_STRINGS)
     if (Plan() != kTfLiteOk) return;
     const int count = GetBufferCount();
     for (int i = 0; i < count; ++i) {
       nnm_scratch_buffer b;
       if (!Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(i), &b))) return;
-      MicroPrintf("%d: %lu B, steps %d..%d, at %lu..%lu%s", i, static_cast<unsigned long>(b.size),
+      NNMEM_TFLM_PRINTF("%d: %lu B, steps %d..%d, at %lu..%lu%s", i, static_cast<unsigned long>(b.size),
                   static_cast<int>(b.first_use), static_cast<int>(b.last_use), static_cast<unsigned long>(b.offset),
                   static_cast<unsigned long>(b.offset + b.size), b.fixed ? " (offline)" : "");
     }
-    MicroPrintf("%d buffers, peak %lu B", count, static_cast<unsigned long>(required_));
+    NNMEM_TFLM_PRINTF("%d buffers, peak %lu B", count, static_cast<unsigned long>(required_));
+#endif
   }
 
   // TFLite Micro's check: whether two buffers live at a common step
@@ -229,7 +243,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
         const uint32_t a_end = a.offset + a.size, b_end = b.offset + b.size;
         if (a.offset >= b_end || b.offset >= a_end) continue;
         found = true;
-        MicroPrintf("Overlap: %d (%d=>%d, %d->%d) vs %d (%d=>%d, %d->%d)", i, static_cast<int>(a.first_use),
+        NNMEM_TFLM_PRINTF("Overlap: %d (%d=>%d, %d->%d) vs %d (%d=>%d, %d->%d)", i, static_cast<int>(a.first_use),
                     static_cast<int>(a.last_use), static_cast<int>(a.offset), static_cast<int>(a_end), j,
                     static_cast<int>(b.first_use), static_cast<int>(b.last_use), static_cast<int>(b.offset),
                     static_cast<int>(b_end));
@@ -248,23 +262,23 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   // Prints nnmem's message for a failed call.
   static bool Check(nnm_status status) {
     if (status == NNM_OK) return true;
-    MicroPrintf("nnmem: %s", nnm_last_error());
+    NNMEM_TFLM_PRINTF("nnmem: %s", nnm_last_error());
     return false;
   }
 
   TfLiteStatus Unusable() const {
-    MicroPrintf("nnmem: this NnmemMemoryPlanner has no planner (its construction failed)");
+    NNMEM_TFLM_PRINTF("nnmem: this NnmemMemoryPlanner has no planner (its construction failed)");
     return kTfLiteError;
   }
 
   TfLiteStatus Ready() const {
     if (!usable_) return Unusable();
     if (planner_ == nullptr && scratch_size_ < 0) {
-      MicroPrintf("nnmem: Init() first: the planner lives in the scratch buffer Init() is given");
+      NNMEM_TFLM_PRINTF("nnmem: Init() first: the planner lives in the scratch buffer Init() is given");
       return kTfLiteError;
     }
     if (planner_ == nullptr) {
-      MicroPrintf("nnmem: no scratch: Init() gave %d B, the planner needs %lu B and %lu B per buffer at any address",
+      NNMEM_TFLM_PRINTF("nnmem: no scratch: Init() gave %d B, the planner needs %lu B and %lu B per buffer at any address",
                   scratch_size_, static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES(0)),
                   static_cast<unsigned long>(NNM_SCRATCH_PLANNER_BYTES_PER_BUFFER));
       return kTfLiteError;
@@ -275,7 +289,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
   TfLiteStatus Add(int size, int first_time_used, int last_time_used, int offline_offset) {
     if (Ready() != kTfLiteOk) return kTfLiteError;
     if (size < 0 || offline_offset < -1) {
-      MicroPrintf("nnmem: buffer size %d or offline offset %d is negative", size, offline_offset);
+      NNMEM_TFLM_PRINTF("nnmem: buffer size %d or offline offset %d is negative", size, offline_offset);
       return kTfLiteError;
     }
     if (offline_offset != -1 && algorithm_ == NNM_ALGORITHM_LINEAR && SharesOfflineBytes(size, offline_offset)) {
@@ -302,7 +316,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
       nnm_scratch_buffer b;
       if (!Check(nnm_scratch_planner_get_buffer(planner_, static_cast<size_t>(i), &b))) return true;
       if (b.fixed && b.size > 0 && size > 0 && lo < b.offset + b.size && b.offset < hi) {
-        MicroPrintf(
+        NNMEM_TFLM_PRINTF(
             "nnmem: offline buffer at %d..%lu shares bytes with offline buffer %d at %lu..%lu; "
             "NNM_ALGORITHM_LINEAR preserves all tensors, so no two may share memory",
             offset, static_cast<unsigned long>(hi), i, static_cast<unsigned long>(b.offset),
@@ -353,7 +367,7 @@ class NnmemMemoryPlanner : public MicroMemoryPlanner {
     std::vector<uint32_t> offsets(wide.size());
     for (size_t i = 0; i < wide.size(); ++i) {
       if (wide[i] > UINT32_MAX) {
-        MicroPrintf("nnmem: buffer %d is planned at offset %llu, past the 32-bit offsets TFLite Micro takes",
+        NNMEM_TFLM_PRINTF("nnmem: buffer %d is planned at offset %llu, past the 32-bit offsets TFLite Micro takes",
                     static_cast<int>(i), static_cast<unsigned long long>(wide[i]));
         return kTfLiteError;
       }
