@@ -416,8 +416,7 @@ impl<'a, M: Memory> Arena<'a, M> {
             return Err(self.slots_full(SlotKind::Persistent));
         }
         if c > 0 && self.memory.is_backed() {
-            guard::write_canary(&mut self.memory, bottom);
-            guard::write_canary(&mut self.memory, data + size);
+            self.guard_around(data, size);
         }
         if self.recording {
             self.categories.record(category, size, self.tail_bottom - bottom);
@@ -458,8 +457,7 @@ impl<'a, M: Memory> Arena<'a, M> {
             return Err(self.slots_full(SlotKind::Temp));
         }
         if c > 0 && self.memory.is_backed() {
-            guard::write_canary(&mut self.memory, data - c);
-            guard::write_canary(&mut self.memory, data + size);
+            self.guard_around(data, size);
             self.forget_reclaimed_below(top);
         }
         if self.recording {
@@ -746,6 +744,15 @@ impl<'a, M: Memory> Arena<'a, M> {
         } else {
             self.temp_top
         }
+    }
+
+    /// Guard mode: the canaries before and after the allocation of `size`
+    /// bytes at `data`. Out of line: both allocation calls share it, and it
+    /// stays off their path without guard mode.
+    #[inline(never)]
+    fn guard_around(&mut self, data: usize, size: usize) {
+        guard::write_canary(&mut self.memory, data - self.canary);
+        guard::write_canary(&mut self.memory, data + size);
     }
 
     /// Guard mode: memory below `top` is in use again, so the reclaimed

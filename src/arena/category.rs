@@ -165,8 +165,10 @@ impl Categories {
         self.record_many(id, 1, requested as u64, used as u64);
     }
 
-    /// Adds `count` allocations at once (a committed plan).
-    #[inline]
+    /// Adds `count` allocations at once (a committed plan). Out of line:
+    /// every allocation call shares it, and it stays off their path while
+    /// recording is off.
+    #[inline(never)]
     pub fn record_many(&mut self, id: u32, count: u64, requested: u64, used: u64) {
         if let Some(s) = self.stats.get_mut(id as usize) {
             // Saturating: a dry run may account more than 2^64 B in total.
