@@ -14,7 +14,8 @@
 # abort; C side -Os, --gc-sections):
 #   - code a C program takes from libnnmem.a to plan with tflm
 #     (c-tests/board/size_tflm.c: init, add, plan, offsets), the arena's
-#     calls (size_arena.c: nnm_arena_init and every call on it), and the TFLite
+#     calls (size_arena.c: nnm_arena_init and every call on it; also in guard
+#     mode and recording, with the features that hold them), and the TFLite
 #     Micro class with the library under it (size_class.cpp), counted by
 #     c-tests/board/code_size.py from the link map;
 #   - instructions to plan TFLite Micro's person_detect tensors and 100
@@ -36,15 +37,17 @@ CXXFLAGS="-std=c++11 -Wall -Wextra -Werror -Os -fno-exceptions -fno-rtti -ffunct
 -DNNMEM_NO_HEAP -Iinclude -Ic-tests/compat/tflm -I$board"
 LDFLAGS="--specs=nano.specs --specs=rdimon.specs -nostartfiles -Wl,--gc-sections -T $board/mps2.ld"
 
-# lib TARGET VARIANT -> path of a copy of that build's libnnmem.a
+# lib TARGET VARIANT [PARTS] -> path of a copy of that build's libnnmem.a;
+# PARTS "whole": with the arena's guard mode and recording
 lib() {
-    local features=()
-    [ "$2" = stripped ] && features=(--features strip-messages)
-    cargo build --locked -q -p nnmem --lib --no-default-features "${features[@]}" --target "$1" --profile embedded \
-        2>&1 | { grep -v 'dropping unsupported crate type\|generated 1 warning' >&2 || true; }
+    local features=() name="$1-$2${3:+-$3}"
+    [ "$2" = stripped ] && features=(strip-messages)
+    [ "${3:-}" = whole ] && features+=(arena-guard arena-recording)
+    cargo build --locked -q -p nnmem --lib --no-default-features --features "${features[*]}" --target "$1" \
+        --profile embedded 2>&1 | { grep -v 'dropping unsupported crate type\|generated 1 warning' >&2 || true; }
     [ "${PIPESTATUS[0]}" = 0 ] || { echo "board-bench: the embedded build for $1 failed" >&2; exit 1; }
-    cp "$target_dir/$1/embedded/libnnmem.a" "$out/libnnmem-$1-$2.a"
-    echo "$out/libnnmem-$1-$2.a"
+    cp "$target_dir/$1/embedded/libnnmem.a" "$out/libnnmem-$name.a"
+    echo "$out/libnnmem-$name.a"
 }
 
 # link NAME FLAGS LIB SOURCE -> ELF with a map, linked against LIB
@@ -79,11 +82,15 @@ for pair in "m4 thumbv7em-none-eabihf" "m0 thumbv6m-none-eabi"; do
         [ "$variant" = stripped ] && strip=-DTF_LITE_STRIP_ERROR_STRINGS
         link "size_class-$core-$variant" "$flags $strip" "$library" $board/size_class.cpp
         link "size_arena-$core-$variant" "$flags" "$library" $board/size_arena.c
+        # The arena's guard mode and recording, in the build that has them.
+        link "size_arena_whole-$core-$variant" "$flags -DSIZE_ARENA_GUARD_AND_RECORDING" \
+            "$(lib "$target" "$variant" whole)" $board/size_arena.c
         tflm=$(python3 $board/code_size.py "$out/size_tflm-$core-$variant.map")
         klass=$(python3 $board/code_size.py "$out/size_class-$core-$variant.map" --class "$out/size_class-$core-$variant.elf")
         arena=$(python3 $board/code_size.py "$out/size_arena-$core-$variant.map")
-        sizes+=("$core $variant $(field "$tflm" own) $(field "$tflm" helpers) $(field "$klass" own) $(field "$klass" helpers) $(field "$klass" class) $(field "$arena" own) $(field "$arena" helpers)")
-        echo "$core $variant: tflm path: $tflm; class: $klass; arena: $arena" >&2
+        whole=$(python3 $board/code_size.py "$out/size_arena_whole-$core-$variant.map")
+        sizes+=("$core $variant $(field "$tflm" own) $(field "$tflm" helpers) $(field "$klass" own) $(field "$klass" helpers) $(field "$klass" class) $(field "$arena" own) $(field "$arena" helpers) $(field "$whole" own) $(field "$whole" helpers)")
+        echo "$core $variant: tflm path: $tflm; class: $klass; arena: $arena; arena with guard and recording: $whole" >&2
     done
     link "plan_count-$core" "$flags" "$out/libnnmem-$target-messages.a" $board/plan_count.cpp
 done
@@ -114,18 +121,19 @@ section=$(mktemp)
     printf 'Written by `scripts/board-bench.sh` (%s, commit %s): the embedded build (`--no-default-features`, profile `embedded`: opt-level s, fat LTO, panic abort) linked with arm-none-eabi-gcc %s (`-Os`, `--gc-sections`) and run under %s with `-icount shift=0` (an instruction count, not a time: the same on any host). TensorFlow Lite Micro'"'"'s GreedyMemoryPlanner (commit 90b983c2) was measured the same way with `c-tests/board/measure-tflm-greedy.sh` on a TFLite Micro checkout; its output is kept in `benches/board/` (its source cannot be part of this repository).\n\n' \
         "$(date -u +%Y-%m-%d)" "$(git rev-parse --short HEAD)" "$(arm-none-eabi-gcc -dumpversion)" "$(qemu-system-arm --version | head -n 1 | sed 's/ (.*//')"
     printf '### Flash\n\n'
-    printf 'Bytes of code and read-only data taken from `libnnmem.a` (`c-tests/board/code_size.py` over the link map; the mem* functions, which the firmware has anyway, apart). "tflm path": a C program that makes a planner in a scratch buffer, adds buffers, plans and reads the offsets (`c-tests/board/size_tflm.c`). "class": `tflite::NnmemMemoryPlanner` driven through the base class, its own code and vtable plus the library under it (`size_class.cpp`). "arena calls": `nnm_arena_init` and every call the embedded build holds on an arena, guard mode and recording included (`size_arena.c`). "stripped": with the `strip-messages` feature (`nnm_last_error()` gives the status name), as TFLite Micro'"'"'s figure is with `TF_LITE_STRIP_ERROR_STRINGS` (with which the class is compiled too: it then prints nothing, as TFLite Micro'"'"'s planners do).\n\n'
-    printf '| core | messages | tflm path | goal | class + library | goal | arena calls | goal | TFLite Micro GreedyMemoryPlanner (code + vtable) |\n|---|---|---:|---|---:|---|---:|---|---:|\n'
+    printf 'Bytes of code and read-only data taken from `libnnmem.a` (`c-tests/board/code_size.py` over the link map; the mem* functions, which the firmware has anyway, apart). "tflm path": a C program that makes a planner in a scratch buffer, adds buffers, plans and reads the offsets (`c-tests/board/size_tflm.c`). "class": `tflite::NnmemMemoryPlanner` driven through the base class, its own code and vtable plus the library under it (`size_class.cpp`). "arena calls": `nnm_arena_init` and every call the embedded build holds on an arena (`size_arena.c`), in the build without the `arena-guard` and `arena-recording` features; "with guard and recording": the same program making its arena in guard mode and recording, in the build with both (a firmware that does not use them carries none of their code). "stripped": with the `strip-messages` feature (`nnm_last_error()` gives the status name), as TFLite Micro'"'"'s figure is with `TF_LITE_STRIP_ERROR_STRINGS` (with which the class is compiled too: it then prints nothing, as TFLite Micro'"'"'s planners do).\n\n'
+    printf '| core | messages | tflm path | goal | class + library | goal | arena calls | goal | arena calls with guard and recording | TFLite Micro GreedyMemoryPlanner (code + vtable) |\n|---|---|---:|---|---:|---|---:|---|---:|---:|\n'
     for row in "${sizes[@]}"; do
-        read -r core variant own helpers kown khelpers kclass aown ahelpers <<<"$row"
+        read -r core variant own helpers kown khelpers kclass aown ahelpers wown whelpers <<<"$row"
         path=$((own + helpers))
         whole=$((kown + khelpers + kclass))
         calls=$((aown + ahelpers))
+        guarded=$((wown + whelpers))
         if [ "$core" = m4 ]; then header="m4"; name="Cortex-M4"; else header="m0"; name="Cortex-M0+"; fi
         if [ "$variant" = stripped ]; then ref_file=$ref_stripped; else ref_file=$ref; fi
-        printf '| %s | %s | %s B | %s | %s B (class %s B) | %s | %s B | %s | %s B |\n' "$name" "$variant" "$path" \
+        printf '| %s | %s | %s B | %s | %s B (class %s B) | %s | %s B | %s | %s B | %s B |\n' "$name" "$variant" "$path" \
             "$(verdict "$path" 2048)" "$whole" "$kclass" "$(verdict "$whole" 3072)" "$calls" "$(verdict "$calls" 2048)" \
-            "$(tflm_size "$ref_file" "linked symbols, $header")"
+            "$guarded" "$(tflm_size "$ref_file" "linked symbols, $header")"
     done
     printf '\nGoals (issue 32): the tflm path and the arena calls at most 2 KB each and the class with the library at most 3 KB on Cortex-M4; the same limits are shown for Cortex-M0+. Scratch: 24 B per buffer and 12 B per planner (GreedyMemoryPlanner: 40 B per buffer). The arena'"'"'s state on a 32-bit target (`NNM_ARENA_STATE_BYTES`): 456 B for the arena, 24 B per temp allocation held at once (48 B in guard mode) and 20 B per persistent allocation.\n\n'
     printf '### Instructions to plan\n\n'

@@ -2,8 +2,10 @@
 # nnmem on emulated Cortex-M boards (README.md, "The embedded build"):
 #
 #   1. the embedded build (no std, no heap) for thumbv7em-none-eabihf
-#      (Cortex-M4F, also with strip-messages) and thumbv6m-none-eabi
-#      (Cortex-M0+), and the host build's static library;
+#      (Cortex-M4F) and thumbv6m-none-eabi (Cortex-M0+), both with the
+#      arena's guard mode and recording, the M4F one also with
+#      strip-messages and neither arena part, and the host build's static
+#      library;
 #   2. what the embedded library's code calls out to: nothing but the mem*
 #      functions compilers emit (compiler helpers such as v6-M's division,
 #      which the archive carries, are listed);
@@ -28,17 +30,19 @@ mkdir -p "$out"
 target_dir=${CARGO_TARGET_DIR:-$root/target}
 
 echo "==> the embedded build, for Cortex-M4F and Cortex-M0+"
+# With the arena's guard mode and recording, which the arena's tests use.
+whole=(--features arena-guard,arena-recording)
 for target in thumbv7em-none-eabihf thumbv6m-none-eabi; do
-    cargo build --locked -p nnmem --lib --no-default-features --target "$target" --profile embedded
+    cargo build --locked -p nnmem --lib --no-default-features "${whole[@]}" --target "$target" --profile embedded
 done
 lib_m4=$target_dir/thumbv7em-none-eabihf/embedded/libnnmem.a
 lib_m0=$target_dir/thumbv6m-none-eabi/embedded/libnnmem.a
-# The M4F build with strip-messages, kept apart (the next build of the
-# default features writes the same path).
+# The M4F build with strip-messages and neither arena part, the smallest,
+# kept apart (the next build of the other features writes the same path).
 cargo build --locked -p nnmem --lib --no-default-features --features strip-messages \
     --target thumbv7em-none-eabihf --profile embedded
 cp "$lib_m4" "$out/libnnmem-m4-stripped.a"
-cargo build --locked -p nnmem --lib --no-default-features --target thumbv7em-none-eabihf --profile embedded
+cargo build --locked -p nnmem --lib --no-default-features "${whole[@]}" --target thumbv7em-none-eabihf --profile embedded
 cargo build --locked --release -p nnmem --lib
 
 echo "==> what the embedded library calls out to"
@@ -83,7 +87,8 @@ NNMEM_LIB_M4=$lib_m4 NNMEM_LIB_M0=$lib_m0 NNMEM_LIB_M4_STRIPPED=$out/libnnmem-m4
 echo "==> no panic machinery in the firmware"
 # No path through the C API panics, so none of core's panic or formatting
 # code may be linked into a program that uses nnmem.
-for elf in "$out"/planner_board-*.elf "$out"/tflm_class_board-*.elf "$out"/plan_digest-*.elf "$out"/arena_init-*.elf; do
+for elf in "$out"/planner_board-*.elf "$out"/tflm_class_board-*.elf "$out"/plan_digest-*.elf "$out"/arena_init-*.elf \
+    "$out"/arena_parts-*.elf; do
     found=$(arm-none-eabi-nm "$elf" | awk '{ print $NF }' | grep -E 'core3fmt|core\.\.fmt|panic_fmt|panic_bounds_check|slice_index_fail|panic_const' || true)
     if [ -n "$found" ]; then
         echo "FAIL: $(basename "$elf") links: $(echo "$found" | head -n 3 | tr '\n' ' ')"

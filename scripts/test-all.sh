@@ -210,7 +210,9 @@ banner "cargo clippy --all-targets -- -D warnings (and on the embedded build)"
 leg_start
 if cargo clippy --release --locked --workspace --all-targets -- -D warnings \
     && cargo clippy --locked -p nnmem --lib --no-default-features --target thumbv7em-none-eabihf \
-        --profile embedded -- -D warnings; then
+        --profile embedded -- -D warnings \
+    && cargo clippy --locked -p nnmem --lib --no-default-features --target thumbv7em-none-eabihf \
+        --features strip-messages,arena-guard,arena-recording --profile embedded -- -D warnings; then
     leg_end
     summary+=("cargo clippy: clean ($leg)")
 else

@@ -141,6 +141,11 @@ impl Error {
     }
 }
 
+/// Whether errors carry no message (the embedded build with
+/// `strip-messages`): code that only works out a message's figures can
+/// skip that work.
+pub const MESSAGES_STRIPPED: bool = cfg!(nnmem_stripped);
+
 /// An error of the safe core in the embedded build: the kind of failure.
 /// Its message was recorded as the last error when it was made
 /// ([`Error::with`]), as the embedded build has no heap to carry it.
@@ -156,8 +161,12 @@ impl Error {
     /// embedded build records it as the last error at once (with
     /// `strip-messages`, only the status). `status` must not be
     /// [`Status::Ok`].
-    #[cold]
-    #[inline(never)]
+    ///
+    /// Stripped of messages, `describe` is dropped unread and every call
+    /// shares one out-of-line [`Error::stripped`], instead of one copy of
+    /// the same few instructions per message.
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     pub fn with(status: Status, describe: impl FnOnce(&mut dyn crate::message::Text)) -> Self {
         debug_assert!(status != Status::Ok, "an error cannot carry NNM_OK");
         #[cfg(feature = "std")]
@@ -166,11 +175,26 @@ impl Error {
             describe(&mut message);
             Error { status, message }
         }
-        #[cfg(not(feature = "std"))]
+        #[cfg(all(not(feature = "std"), not(nnmem_stripped)))]
         {
             crate::message::last::record(status, describe);
             Error { status }
         }
+        #[cfg(nnmem_stripped)]
+        {
+            let _ = describe;
+            Error::stripped(status)
+        }
+    }
+
+    /// The embedded build's error without a message: its status recorded
+    /// as the last error.
+    #[cfg(nnmem_stripped)]
+    #[cold]
+    #[inline(never)]
+    fn stripped(status: Status) -> Self {
+        crate::message::last::record(status, |_| {});
+        Error { status }
     }
 
     /// The kind of failure.

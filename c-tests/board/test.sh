@@ -7,7 +7,8 @@
 #   udiv.c                        0 on mps2, 99 on microbit (a v6-M check)
 #   calibrate.c                   0 under -icount shift=0 (icount.h)
 # and, with NNMEM_LIB_M4 and NNMEM_LIB_M0 set to the embedded build's
-# libnnmem.a for thumbv7em-none-eabihf and thumbv6m-none-eabi
+# libnnmem.a for thumbv7em-none-eabihf and thumbv6m-none-eabi (with the
+# arena-guard and arena-recording features)
 # (scripts/board-test.sh sets them), nnmem on the boards:
 #   planner_board.c               0 (the scratch planner's C tests)
 #   ../arena_init_test.c          0 (the arena's C tests in the caller's
@@ -19,6 +20,8 @@
 #                                 build with strip-messages)
 #   tflm_class_board.cpp,         0 with the same library and
 #     stripped                    -DTF_LITE_STRIP_ERROR_STRINGS
+#   arena_parts.c, stripped       0 with the same library, built without the
+#                                 arena-guard and arena-recording features
 #
 #   c-tests/board/test.sh [BUILD_DIR]     (default: a temporary directory)
 #
@@ -185,6 +188,11 @@ if [ -n "${NNMEM_LIB_M4_STRIPPED:-}" ]; then
     "-I$here/../compat/tflm" -DNNMEM_NO_HEAP -DTF_LITE_STRIP_ERROR_STRINGS || fail "build tflm_class_board-stripped"
   unset LIB
   check mps2-an386 tflm_class_board-stripped 0 passed
+  # That library has neither of the arena's optional parts.
+  export LIB=$NNMEM_LIB_M4_STRIPPED
+  build arena_parts-stripped m4 mps2.ld arena_parts.c "-I$here/../../include" || fail "build arena_parts-stripped"
+  unset LIB
+  check mps2-an386 arena_parts-stripped 0 " 0 failed"
 fi
 
 echo "outputs in $out"

@@ -34,8 +34,10 @@
  *   be used from different threads at once.
  *
  * Embedded build: holds nnm_arena_init and every call on an arena (head,
- *   temp and tail, recording under the predefined categories, the size
- *   needed, guard mode); leaves out nnm_arena_new* (records on the heap,
+ *   temp and tail, the size needed; guard mode and recording under the
+ *   predefined categories with the cargo features arena-guard and
+ *   arena-recording, without which asking for them is INVALID_ARGUMENT and
+ *   every category reads 0); leaves out nnm_arena_new* (records on the heap,
  *   split buffers, owned memory, dry runs), named categories, committing an
  *   nnm_planner's plan (reserve the head for the scratch planner's size) and
  *   the reports.
@@ -118,11 +120,12 @@ typedef struct nnm_arena nnm_arena;
  * caller's.
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags,
- * `state` and `buffer` overlap), OVERFLOW (a buffer wraps around the
- * address space), DOES_NOT_FIT (`buffer` too small to align its start;
- * `state` too small for the arena and `max_temps` temp records, twice
- * that in guard mode, with the bytes missing; `NNM_ARENA_STATE_BYTES(
- * max_temps, 0)` is always enough). On failure nothing is made and the
+ * `state` and `buffer` overlap, guard mode or recording asked of an
+ * embedded build made without the feature that holds it), OVERFLOW (a
+ * buffer wraps around the address space), DOES_NOT_FIT (`buffer` too
+ * small to align its start; `state` too small for the arena and
+ * `max_temps` temp records, twice that in guard mode, with the bytes
+ * missing; `NNM_ARENA_STATE_BYTES(max_temps, 0)` is always enough). On failure nothing is made and the
  * state's bytes are unspecified.
  *
  * # Safety
@@ -155,7 +158,8 @@ void nnm_arena_free(struct nnm_arena *arena);
 /**
  * Switches per-category recording on (`enabled` non-zero) or off.
  *
- * Errors: NULL_ARGUMENT.
+ * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (switching it on in an embedded
+ * build without the `arena-recording` feature; nothing changes).
  *
  * # Safety
  * `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
@@ -188,7 +192,8 @@ typedef struct nnm_arena_category_stats {
 } nnm_arena_category_stats;
 
 /**
- * Writes what recording counted for category `id`.
+ * Writes what recording counted for category `id` (zeros in an embedded
+ * build without recording).
  *
  * Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
  *

@@ -19,6 +19,21 @@ use crate::status::{Error, Result, Status};
 /// the arena's start.
 pub const DEFAULT_ALIGNMENT: usize = 16;
 
+/// Whether this build has guard mode: always on the host; in the embedded
+/// build with the `arena-guard` feature, so that a firmware that does not
+/// use it does not carry its code. Without it, asking for guard mode fails.
+pub const GUARD_BUILT: bool = cfg!(any(feature = "std", feature = "arena-guard"));
+
+/// Whether this build has recording: always on the host; in the embedded
+/// build with the `arena-recording` feature (as [`GUARD_BUILT`]). Without
+/// it, switching recording on fails and every category reads zero.
+pub const RECORDING_BUILT: bool = cfg!(any(feature = "std", feature = "arena-recording"));
+
+/// Whether temp allocations are numbered: their numbers name them in
+/// messages and guard reports, so an embedded build with neither skips
+/// the count.
+const NUMBERED: bool = GUARD_BUILT || !crate::status::MESSAGES_STRIPPED;
+
 /// Where a dry run pretends its buffer starts: aligned to every alignment a
 /// call may ask for (up to `DRY_RUN_BASE` itself), so the size it reports
 /// holds for any real buffer aligned to the largest alignment used.
@@ -53,6 +68,7 @@ impl Span {
         self.start + self.len
     }
 
+    #[cfg(feature = "std")]
     fn overlaps(&self, other: &Span) -> bool {
         self.start < other.end() && other.start < self.end()
     }
@@ -75,7 +91,9 @@ pub enum Buffers {
     Single(Span),
     /// Two buffers: the tail (persistent) in one, head and temp
     /// (non-persistent) in the other, for example tail in DRAM, head in
-    /// SRAM.
+    /// SRAM. Host only: the embedded build's arenas are single, so that
+    /// their code carries no split case.
+    #[cfg(feature = "std")]
     Split {
         /// Holds the tail.
         persistent: Span,
@@ -84,6 +102,8 @@ pub enum Buffers {
     },
     /// No memory: every call is checked and accounted as if the buffer were
     /// large enough, and [`ArenaSizes::required`] says how large it must be.
+    /// Host only, as `Split`.
+    #[cfg(feature = "std")]
     DryRun,
 }
 
@@ -138,6 +158,19 @@ pub struct TempRecord {
     pub(super) serial: u32,
     pub(super) released: bool,
 }
+
+// Both records hold only integers and a bool, so all-zero bytes are a
+// valid record: `nnm_arena_init` zeroes its slots in one go and relies on
+// it. The destructuring below stops the build when a field is added or
+// changes type, so that the promise is looked at again.
+const _: () = {
+    let _ = |t: TempRecord, p: TailRecord| {
+        let TempRecord { addr, size, top_before, category, serial, released } = t;
+        let TailRecord { addr: a, size: s, floor, category: c, align_log2 } = p;
+        let _: (usize, usize, usize, u32, u32, bool) = (addr, size, top_before, category, serial, released);
+        let _: (usize, usize, usize, u32, u8) = (a, s, floor, c, align_log2);
+    };
+};
 
 /// A TFLite-Micro-style tensor arena: head (planned, non-persistent) at the
 /// start, temp (scoped) above it, tail (persistent) growing down from the
@@ -236,6 +269,7 @@ impl<'a, M: Memory> Arena<'a, M> {
     /// As [`Arena::new`], with the records in `slots`: a temp or persistent
     /// allocation that finds its slots full fails (DOES_NOT_FIT, naming
     /// the slots) and changes nothing.
+    #[inline]
     pub fn in_slots(buffers: Buffers, options: ArenaOptions, memory: M, slots: Slots<'a>) -> Result<Self> {
         let Slots { temps, reclaimed, tails } = slots;
         Arena::with_records(
@@ -248,6 +282,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         )
     }
 
+    #[inline]
     fn with_records(
         buffers: Buffers,
         options: ArenaOptions,
@@ -257,8 +292,15 @@ impl<'a, M: Memory> Arena<'a, M> {
         tails: Stack<'a, TailRecord>,
     ) -> Result<Self> {
         check_alignment(options.alignment)?;
+        if options.guard && !GUARD_BUILT {
+            return Err(not_built("guard mode", "arena-guard"));
+        }
+        if options.recording && !RECORDING_BUILT {
+            return Err(not_built("recording", "arena-recording"));
+        }
         let (np, p, split, dry_run) = match buffers {
             Buffers::Single(s) => (s, s, false, false),
+            #[cfg(feature = "std")]
             Buffers::Split { persistent, nonpersistent } => {
                 if persistent.overlaps(&nonpersistent) {
                     return Err(Error::with(Status::InvalidArgument, |t| {
@@ -275,6 +317,7 @@ impl<'a, M: Memory> Arena<'a, M> {
                 }
                 (nonpersistent, persistent, true, false)
             }
+            #[cfg(feature = "std")]
             Buffers::DryRun => {
                 let s = Span::new(DRY_RUN_BASE, DRY_RUN_BASE)?;
                 (s, s, false, true)
@@ -332,17 +375,30 @@ impl<'a, M: Memory> Arena<'a, M> {
 
     /// Whether guard mode is on.
     pub fn is_guarded(&self) -> bool {
-        self.canary > 0
+        self.canary() > 0
+    }
+
+    /// The bytes of each guard canary: 0 without guard mode, and always 0
+    /// in a build without it (so its code folds away).
+    #[inline(always)]
+    pub(super) fn canary(&self) -> usize {
+        if GUARD_BUILT {
+            self.canary
+        } else {
+            0
+        }
     }
 
     /// Whether this is a dry run (no memory).
+    #[inline(always)]
     pub fn is_dry_run(&self) -> bool {
-        self.dry_run
+        cfg!(feature = "std") && self.dry_run
     }
 
     /// Whether persistent and non-persistent sides are separate buffers.
+    #[inline(always)]
     pub fn is_split(&self) -> bool {
-        self.split
+        cfg!(feature = "std") && self.split
     }
 
     /// The arena's default alignment.
@@ -350,14 +406,20 @@ impl<'a, M: Memory> Arena<'a, M> {
         self.alignment
     }
 
-    /// Switches per-category recording on or off.
-    pub fn set_recording(&mut self, on: bool) {
+    /// Switches per-category recording on or off. Switching it on fails
+    /// (changing nothing) in a build without recording.
+    pub fn set_recording(&mut self, on: bool) -> Result<()> {
+        if on && !RECORDING_BUILT {
+            return Err(not_built("recording", "arena-recording"));
+        }
         self.recording = on;
+        Ok(())
     }
 
-    /// Whether recording is on.
+    /// Whether recording is on (never in a build without it).
+    #[inline(always)]
     pub fn is_recording(&self) -> bool {
-        self.recording
+        RECORDING_BUILT && self.recording
     }
 
     /// The categories and what was recorded for them.
@@ -399,10 +461,34 @@ impl<'a, M: Memory> Arena<'a, M> {
     /// address.
     #[inline]
     pub fn alloc_persistent(&mut self, size: usize, alignment: usize, category: u32) -> Result<usize> {
+        self.allocate(Scope::Persistent, size, alignment, category)
+    }
+
+    /// A temp allocation above the head: `size` bytes aligned to `alignment`
+    /// (0: the arena's), released with [`Arena::release_temp`]. Returns its
+    /// address.
+    #[inline]
+    pub fn alloc_temp(&mut self, size: usize, alignment: usize, category: u32) -> Result<usize> {
+        self.allocate(Scope::Temp, size, alignment, category)
+    }
+
+    /// [`Arena::alloc_persistent`] or [`Arena::alloc_temp`]: the arguments
+    /// are checked the same way for both, so a caller that keeps one copy
+    /// of this (the embedded build's C layer) keeps one copy of the checks.
+    #[inline]
+    pub fn allocate(&mut self, scope: Scope, size: usize, alignment: usize, category: u32) -> Result<usize> {
         let align = self.call_alignment(alignment)?;
         check_size(size)?;
         self.categories.check(category)?;
-        let c = self.canary;
+        match scope {
+            Scope::Persistent => self.place_persistent(size, align, category),
+            Scope::Temp => self.place_temp(size, align, category),
+        }
+    }
+
+    #[inline]
+    fn place_persistent(&mut self, size: usize, align: usize, category: u32) -> Result<usize> {
+        let c = self.canary();
         let bottom = self
             .tail_bottom
             .checked_sub(size + c)
@@ -418,7 +504,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         if c > 0 && self.memory.is_backed() {
             self.guard_around(data, size);
         }
-        if self.recording {
+        if self.is_recording() {
             self.categories.record(category, size, self.tail_bottom - bottom);
         }
         self.max_align = self.max_align.max(align);
@@ -435,15 +521,9 @@ impl<'a, M: Memory> Arena<'a, M> {
         Ok(data)
     }
 
-    /// A temp allocation above the head: `size` bytes aligned to `alignment`
-    /// (0: the arena's), released with [`Arena::release_temp`]. Returns its
-    /// address.
     #[inline]
-    pub fn alloc_temp(&mut self, size: usize, alignment: usize, category: u32) -> Result<usize> {
-        let align = self.call_alignment(alignment)?;
-        check_size(size)?;
-        self.categories.check(category)?;
-        let c = self.canary;
+    fn place_temp(&mut self, size: usize, align: usize, category: u32) -> Result<usize> {
+        let c = self.canary();
         let placed = self
             .temp_top
             .checked_add(c)
@@ -460,18 +540,20 @@ impl<'a, M: Memory> Arena<'a, M> {
             self.guard_around(data, size);
             self.forget_reclaimed_below(top);
         }
-        if self.recording {
+        if self.is_recording() {
             self.categories.record(category, size, top - self.temp_top);
         }
         self.max_align = self.max_align.max(align);
-        self.temp_serial = self.temp_serial.wrapping_add(1);
+        if NUMBERED {
+            self.temp_serial = self.temp_serial.wrapping_add(1);
+        }
         // Cannot fail: checked above.
         let _ = self.temps.push(TempRecord {
             addr: data,
             size,
             top_before: self.temp_top,
             category,
-            serial: self.temp_serial,
+            serial: if NUMBERED { self.temp_serial } else { 0 },
             released: false,
         });
         self.temps_held += 1;
@@ -508,7 +590,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         }
         record.released = true;
         self.temps_held -= 1;
-        let guarded = self.canary > 0 && self.memory.is_backed();
+        let guarded = self.canary() > 0 && self.memory.is_backed();
         if guarded {
             let mut found = DamageLog::default();
             self.check_canaries(Damage::temp(&t), &mut found);
@@ -516,8 +598,7 @@ impl<'a, M: Memory> Arena<'a, M> {
             self.memory.fill(t.addr, t.size, POISON);
         }
         let old_top = self.temp_top;
-        while self.temps.last().is_some_and(|t| t.released) {
-            let Some(top) = self.temps.pop() else { break };
+        while let Some(top) = self.temps.pop_if(|t| t.released) {
             self.temp_top = top.top_before;
             if guarded {
                 if top.serial != t.serial {
@@ -541,6 +622,7 @@ impl<'a, M: Memory> Arena<'a, M> {
 
     /// Ends the temp scope: fails (changing nothing) while temp allocations
     /// are held, or in guard mode when a guard was damaged.
+    #[inline]
     pub fn reset_temp(&mut self) -> Result<()> {
         self.check()?;
         if self.temps_held > 0 {
@@ -568,6 +650,7 @@ impl<'a, M: Memory> Arena<'a, M> {
     /// returns its start. Growing it while temp allocations are held is an
     /// error. Size 0 only asks where the head starts: nothing changes and
     /// nothing is recorded (`category` is still checked).
+    #[inline]
     pub fn reserve_head(&mut self, size: usize, category: u32) -> Result<usize> {
         self.categories.check(category)?;
         if size == 0 {
@@ -575,7 +658,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         }
         check_size(size)?;
         self.grow_head(size)?;
-        if self.recording {
+        if self.is_recording() {
             self.categories.record_many(category, 1, size as u64, size as u64);
         }
         self.plans += 1;
@@ -627,7 +710,7 @@ impl<'a, M: Memory> Arena<'a, M> {
             }));
         };
         self.grow_head(peak)?;
-        if self.recording {
+        if self.is_recording() {
             // Used is the plan's span, requested the sum of its buffers: the
             // difference is what reuse (minus alignment) saved.
             self.categories.record_many(category, plan.buffers, plan.requested_bytes, peak as u64);
@@ -639,6 +722,7 @@ impl<'a, M: Memory> Arena<'a, M> {
 
     /// Empties the head (every committed plan is dropped). An error while
     /// temp allocations are held.
+    #[inline]
     pub fn reset_head(&mut self) -> Result<()> {
         self.check()?;
         if self.temps_held > 0 {
@@ -655,6 +739,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         Ok(())
     }
 
+    #[inline]
     fn grow_head(&mut self, size: usize) -> Result<()> {
         if size <= self.head_size {
             return Ok(());
@@ -662,7 +747,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         if self.temps_held > 0 {
             return Err(self.head_busy(size));
         }
-        let c = self.canary;
+        let c = self.canary();
         let base = self
             .head_start
             .checked_add(size)
@@ -681,8 +766,8 @@ impl<'a, M: Memory> Arena<'a, M> {
         Ok(())
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     fn head_busy(&self, size: usize) -> Error {
         let (held, head) = (self.temps_held, self.head_size);
         Error::with(Status::WrongState, |t| {
@@ -706,8 +791,8 @@ impl<'a, M: Memory> Arena<'a, M> {
 
     /// The error of an allocation whose record finds the caller's slots
     /// full (`nnm_arena_init`'s state).
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     fn slots_full(&self, kind: SlotKind) -> Error {
         let (what, capacity, remedy) = match kind {
             SlotKind::Temp => ("temp", self.temps.capacity(), "a larger max_temps"),
@@ -731,7 +816,7 @@ impl<'a, M: Memory> Arena<'a, M> {
     // --- limits and sizes ----------------------------------------------------
 
     pub(super) fn nonpersistent_limit(&self) -> usize {
-        if self.split {
+        if self.is_split() {
             self.np.end()
         } else {
             self.tail_bottom
@@ -739,7 +824,7 @@ impl<'a, M: Memory> Arena<'a, M> {
     }
 
     pub(super) fn persistent_limit(&self) -> usize {
-        if self.split {
+        if self.is_split() {
             self.p.start
         } else {
             self.temp_top
@@ -751,7 +836,8 @@ impl<'a, M: Memory> Arena<'a, M> {
     /// stays off their path without guard mode.
     #[inline(never)]
     fn guard_around(&mut self, data: usize, size: usize) {
-        guard::write_canary(&mut self.memory, data - self.canary);
+        let before = data - self.canary();
+        guard::write_canary(&mut self.memory, before);
         guard::write_canary(&mut self.memory, data + size);
     }
 
@@ -759,9 +845,7 @@ impl<'a, M: Memory> Arena<'a, M> {
     /// allocations there are no longer watched.
     #[inline]
     fn forget_reclaimed_below(&mut self, top: usize) {
-        while self.reclaimed.last().is_some_and(|t| t.addr < top) {
-            let _ = self.reclaimed.pop();
-        }
+        while self.reclaimed.pop_if(|t| t.addr < top).is_some() {}
     }
 
     fn raise_floor(&mut self, top: usize) {
@@ -797,6 +881,15 @@ pub struct PlanFigures {
     pub requested_bytes: u64,
 }
 
+/// Which end of the arena an allocation comes from.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Scope {
+    /// The tail: kept until the arena ends.
+    Persistent,
+    /// Above the head: released, or ended by a temp reset.
+    Temp,
+}
+
 /// Which records a full slot array holds.
 #[derive(Copy, Clone)]
 enum SlotKind {
@@ -804,8 +897,19 @@ enum SlotKind {
     Persistent,
 }
 
-#[cold]
-#[inline(never)]
+/// The error of asking for a part the embedded build was made without.
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
+pub(super) fn not_built(what: &'static str, feature: &'static str) -> Error {
+    Error::with(Status::InvalidArgument, |t| {
+        t.put(what);
+        t.put(" is not in this build of nnmem: build it with the cargo feature ");
+        t.put(feature);
+    })
+}
+
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
 fn not_a_temp(addr: usize) -> Error {
     Error::with(Status::InvalidArgument, |t| {
         t.hex(addr);
@@ -855,8 +959,8 @@ fn check_size(size: usize) -> Result<()> {
     Ok(())
 }
 
-#[cold]
-#[inline(never)]
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
 fn bad_size(size: usize) -> Error {
     if size == 0 {
         Error::with(Status::InvalidArgument, |t| t.put("size is 0"))

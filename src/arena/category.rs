@@ -87,9 +87,14 @@ pub struct Categories {
     names: Vec<String>,
     #[cfg(feature = "std")]
     stats: Vec<CategoryStats>,
+    /// Empty in an embedded build without recording: nothing is counted.
     #[cfg(not(feature = "std"))]
-    stats: [CategoryStats; PREDEFINED],
+    stats: [CategoryStats; STORED],
 }
+
+/// The categories whose statistics the embedded build stores.
+#[cfg(not(feature = "std"))]
+const STORED: usize = if super::arena::RECORDING_BUILT { PREDEFINED } else { 0 };
 
 impl Default for Categories {
     fn default() -> Self {
@@ -106,7 +111,7 @@ impl Categories {
             #[cfg(feature = "std")]
             stats: vec![CategoryStats::default(); PREDEFINED],
             #[cfg(not(feature = "std"))]
-            stats: [CategoryStats { requested: 0, used: 0, count: 0 }; PREDEFINED],
+            stats: [CategoryStats { requested: 0, used: 0, count: 0 }; STORED],
         }
     }
 
@@ -139,17 +144,17 @@ impl Categories {
     /// Fails unless `id` names a category.
     #[inline]
     pub fn check(&self, id: u32) -> Result<()> {
-        if (id as usize) < self.stats.len() {
+        if (id as usize) < self.len() {
             Ok(())
         } else {
             Err(self.unknown(id))
         }
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     fn unknown(&self, id: u32) -> Error {
-        let last = self.stats.len() - 1;
+        let last = self.len() - 1;
         Error::with(Status::InvalidArgument, |t| {
             t.put("unknown category ");
             t.number(id as usize);
@@ -180,12 +185,15 @@ impl Categories {
 
     /// The number of categories, predefined ones included.
     pub fn len(&self) -> usize {
-        self.stats.len()
+        #[cfg(feature = "std")]
+        return self.stats.len();
+        #[cfg(not(feature = "std"))]
+        return PREDEFINED;
     }
 
     /// Always false: the predefined categories exist from the start.
     pub fn is_empty(&self) -> bool {
-        self.stats.is_empty()
+        self.len() == 0
     }
 
     /// The name of category `id`.
@@ -205,7 +213,7 @@ impl Categories {
 
     /// Every category with its id, name and statistics, in id order.
     pub fn iter(&self) -> impl Iterator<Item = (u32, &str, CategoryStats)> {
-        (0..self.stats.len() as u32).map(|id| (id, self.name(id).unwrap_or(""), self.stats(id).unwrap_or_default()))
+        (0..self.len() as u32).map(|id| (id, self.name(id).unwrap_or(""), self.stats(id).unwrap_or_default()))
     }
 }
 

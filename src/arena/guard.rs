@@ -151,7 +151,7 @@ impl<M: Memory> Arena<'_, M> {
     /// memory; the error names the first damaged allocation and its
     /// category. Always succeeds without guard mode or without memory.
     pub fn check(&self) -> Result<()> {
-        if self.canary == 0 || !self.memory.is_backed() {
+        if self.canary() == 0 || !self.memory.is_backed() {
             return Ok(());
         }
         let mut damage = self.damage;
@@ -207,9 +207,16 @@ impl<M: Memory> Arena<'_, M> {
     /// bytes changed, the first at `first`.
     fn stale_write(&self, n: usize, first: usize, end: usize) -> Damage {
         // Each allocation took `[top_before, addr + size + canary)`: padding,
-        // canary, data, canary.
-        let hit =
-            self.reclaimed.as_slice().iter().find(|t| t.top_before <= first && first < t.addr + t.size + self.canary);
+        // canary, data, canary. The watched ones are kept highest first,
+        // and where two hold the byte (a later one was placed in an earlier
+        // one's padding) the later is lower: search from the lowest, so
+        // that the byte's last owner is named.
+        let hit = self
+            .reclaimed
+            .as_slice()
+            .iter()
+            .rev()
+            .find(|t| t.top_before <= first && first < t.addr + t.size + self.canary());
         Damage::Stale {
             bytes: n,
             from: self.temp_top,
@@ -223,7 +230,7 @@ impl<M: Memory> Arena<'_, M> {
     /// Adds the damage of the canaries around `named` to `damage`: after
     /// its end first, then before its start.
     pub(super) fn check_canaries(&self, named: Named, damage: &mut DamageLog) {
-        let before = damaged_canary_bytes(&self.memory, named.addr - self.canary);
+        let before = damaged_canary_bytes(&self.memory, named.addr - self.canary());
         let after = damaged_canary_bytes(&self.memory, named.addr + named.size);
         if after > 0 {
             damage.add(Damage::Canary { named, after: true, bytes: after, on_release: false });
@@ -273,7 +280,7 @@ impl<M: Memory> Arena<'_, M> {
                     // still watched), so no whole allocation is left to name.
                     None => {
                         out.put("released temp memory of ");
-                        out.put(if self.split { "the non-persistent buffer" } else { "the arena" });
+                        out.put(if self.is_split() { "the non-persistent buffer" } else { "the arena" });
                         out.put(" was written after it was released: ");
                     }
                 }
@@ -301,7 +308,7 @@ impl<M: Memory> Arena<'_, M> {
     }
 
     fn describe(&self, named: &Named, out: &mut dyn Text) {
-        let (buffer, start) = match (self.split, named.side) {
+        let (buffer, start) = match (self.is_split(), named.side) {
             (false, _) => ("the arena", self.np.start),
             (true, Side::Persistent) => ("the persistent buffer", self.p.start),
             (true, Side::NonPersistent) => ("the non-persistent buffer", self.np.start),

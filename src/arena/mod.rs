@@ -36,8 +36,8 @@ mod stack;
 mod tests;
 
 pub use arena::{
-    check_alignment, Arena, ArenaOptions, Buffers, PlanFigures, Slots, Span, TailRecord, TempRecord, DEFAULT_ALIGNMENT,
-    DRY_RUN_BASE,
+    check_alignment, Arena, ArenaOptions, Buffers, PlanFigures, Scope, Slots, Span, TailRecord, TempRecord,
+    DEFAULT_ALIGNMENT, DRY_RUN_BASE, GUARD_BUILT, RECORDING_BUILT,
 };
 pub use category::{Categories, Category, CategoryStats, MAX_CATEGORY_NAME};
 pub use guard::{CANARY_BYTES, POISON};

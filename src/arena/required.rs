@@ -30,27 +30,63 @@ pub type Wide = u128;
 #[cfg(not(target_pointer_width = "64"))]
 pub type Wide = u64;
 
-/// One persistent allocation as the tail cursor sees it.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct TailStep {
-    /// Bytes between the allocation's start and the cursor before it: its
-    /// size plus the guard canary after it.
-    pub span: Wide,
-    /// Its alignment (a power of two).
-    pub align: Wide,
-    /// Bytes below the allocation: the guard canary before it.
-    pub lead: Wide,
+/// An integer the tail walk runs in: `usize` where no figure can pass the
+/// address space (the calls that succeeded: see [`Arena::fitted_end`]),
+/// [`Wide`] where one can (a call that did not fit, for its message).
+///
+/// [`Arena::fitted_end`]: super::Arena
+pub trait Cursor:
+    Copy
+    + Ord
+    + core::ops::Add<Output = Self>
+    + core::ops::Sub<Output = Self>
+    + core::ops::BitAnd<Output = Self>
+    + core::ops::Not<Output = Self>
+{
+    /// 1.
+    const ONE: Self;
+    /// `x` in this type (never narrower than `usize`).
+    fn of(x: usize) -> Self;
 }
 
-fn align_up(x: Wide, align: Wide) -> Wide {
-    (x + align - 1) & !(align - 1)
+impl Cursor for usize {
+    const ONE: usize = 1;
+    #[inline(always)]
+    fn of(x: usize) -> usize {
+        x
+    }
+}
+
+impl Cursor for Wide {
+    const ONE: Wide = 1;
+    #[inline(always)]
+    fn of(x: usize) -> Wide {
+        x as Wide
+    }
+}
+
+/// One persistent allocation as the tail cursor sees it.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TailStep<W = Wide> {
+    /// Bytes between the allocation's start and the cursor before it: its
+    /// size plus the guard canary after it.
+    pub span: W,
+    /// Its alignment (a power of two).
+    pub align: W,
+    /// Bytes below the allocation: the guard canary before it.
+    pub lead: W,
+}
+
+#[inline(always)]
+fn align_up<W: Cursor>(x: W, align: W) -> W {
+    (x + align - W::ONE) & !(align - W::ONE)
 }
 
 /// The smallest end address from which a step and every later one
 /// succeed: `need` is that of the later steps, `floor` the floor that held
 /// before this step.
 #[inline]
-pub fn step_back(need: Wide, step: TailStep, floor: Wide) -> Wide {
+pub fn step_back<W: Cursor>(need: W, step: TailStep<W>, floor: W) -> W {
     floor.max(align_up(need + step.lead, step.align) + step.span)
 }
 

@@ -4,7 +4,7 @@
 
 use super::arena::{align_up, Arena, Side, TailRecord};
 use super::memory::Memory;
-use super::required::{step_back, TailStep, Wide};
+use super::required::{step_back, Cursor, TailStep, Wide};
 
 /// `Wide` with a sign, for a cursor that may pass below address 0.
 #[cfg(target_pointer_width = "64")]
@@ -12,9 +12,12 @@ type IWide = i128;
 /// `Wide` with a sign, for a cursor that may pass below address 0.
 #[cfg(not(target_pointer_width = "64"))]
 type IWide = i64;
-use crate::status::{Error, Status};
+use crate::status::{Error, Status, MESSAGES_STRIPPED};
 
 /// The sizes of an arena's sections and the size it needs.
+// repr(C): the same layout as the C API's `nnm_arena_sizes`, so that
+// converting is one copy (a microcontroller's flash pays for a shuffle).
+#[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct ArenaSizes {
     /// Bytes of the caller's buffers (both, in split mode); 0 in a dry run.
@@ -56,18 +59,20 @@ pub struct ArenaSizes {
 }
 
 impl<M: Memory> Arena<'_, M> {
-    fn step(&self, t: &TailRecord) -> TailStep {
-        let c = self.canary as Wide;
-        TailStep { span: t.size as Wide + c, align: t.align() as Wide, lead: c }
+    fn step<W: Cursor>(&self, t: &TailRecord) -> TailStep<W> {
+        let c = W::of(self.canary());
+        TailStep { span: W::of(t.size) + c, align: W::of(t.align()), lead: c }
     }
 
     /// The smallest end from which every tail step (an `extra` one last)
     /// succeeds, walking them backwards (see `required`). `alone`: against
     /// the persistent start only (split mode, or the persistent side by
     /// itself); otherwise against the floors the non-persistent side set,
-    /// the last one raised to `raise`. One loop for every case, so the
-    /// embedded build carries one copy.
-    #[inline(never)]
+    /// the last one raised to `raise`. Inlined, so that what a caller
+    /// passes as constants folds away; the walk is shared. In [`Wide`]: the
+    /// extra step and the raise are calls that did not fit, whose figures
+    /// may pass the address space.
+    #[inline]
     fn tail_end(&self, alone: bool, extra: Option<TailStep>, raise: Wide) -> Wide {
         let start = self.p.start as Wide;
         let last = (self.last_floor as Wide).max(raise);
@@ -79,15 +84,35 @@ impl<M: Memory> Arena<'_, M> {
         if let Some(step) = extra {
             need = step_back(need, step, if alone { start } else { last });
         }
+        self.walk_back(need, alone)
+    }
+
+    /// [`Arena::tail_end`] of the calls so far alone, in `usize`: every one
+    /// of them fitted, so no figure of the walk passes the buffer's end.
+    /// (By induction from the last step: the smallest need after step `k`
+    /// is at most the tail bottom `t_k` the real buffer reached, and
+    /// `align_up(t_{k+1} + lead) + span <= t_k` because `t_{k+1} + lead` is
+    /// `t_k - span` aligned down; the floors only lower it.)
+    #[inline]
+    fn fitted_end(&self, alone: bool) -> usize {
+        self.walk_back(if alone { self.p.start } else { self.last_floor }, alone)
+    }
+
+    /// The walk over the persistent allocations, newest first, from
+    /// `need`, the smallest end after them.
+    #[inline(never)]
+    fn walk_back<W: Cursor>(&self, mut need: W, alone: bool) -> W {
+        let start = W::of(self.p.start);
         for t in self.tails.as_slice().iter().rev() {
-            need = step_back(need, self.step(t), if alone { start } else { t.floor as Wide });
+            need = step_back(need, self.step(t), if alone { start } else { W::of(t.floor) });
         }
         need
     }
 
     /// All sizes, including the exact size needed so far.
+    #[inline]
     pub fn sizes(&self) -> ArenaSizes {
-        let capacity = match (self.dry_run, self.split) {
+        let capacity = match (self.is_dry_run(), self.is_split()) {
             (true, _) => 0,
             (false, false) => self.np.len as u64,
             (false, true) => (self.np.len + self.p.len) as u64,
@@ -96,14 +121,14 @@ impl<M: Memory> Arena<'_, M> {
         let tail = (self.p.end() - self.tail_bottom) as u64;
         let head = self.head_size as u64;
         let required_nonpersistent = (self.np_peak - self.np.start) as u64;
-        let required_persistent = saturate(self.persistent_only_end() - self.p.start as Wide);
-        let required = if self.split {
+        let required_persistent = (self.fitted_end(true) - self.p.start) as u64;
+        let required = if self.is_split() {
             required_nonpersistent.saturating_add(required_persistent)
         } else {
-            saturate(self.tail_end(self.split, None, 0) - self.np.start as Wide)
+            (self.fitted_end(self.is_split()) - self.np.start) as u64
         };
         let a = self.alignment;
-        let c = self.canary;
+        let c = self.canary();
         let available = self
             .temp_top
             .checked_add(c)
@@ -134,16 +159,13 @@ impl<M: Memory> Arena<'_, M> {
         }
     }
 
-    /// The smallest end of the persistent side with the tail alone (floor
-    /// at the persistent start).
-    fn persistent_only_end(&self) -> Wide {
-        self.tail_end(true, None, 0)
-    }
-
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     pub(super) fn tail_shortfall(&self, size: usize, align: usize) -> Error {
-        let c = self.canary as IWide;
+        if MESSAGES_STRIPPED {
+            return Error::with(Status::DoesNotFit, |_| {});
+        }
+        let c = self.canary() as IWide;
         let t = self.tail_bottom as IWide;
         // Rounded down to the alignment, a power of two (below zero too:
         // masking a two's complement value rounds towards minus infinity).
@@ -151,14 +173,17 @@ impl<M: Memory> Arena<'_, M> {
         let span = (t - (data - c)) as Wide;
         let available = self.tail_bottom.saturating_sub(self.persistent_limit());
         let step = TailStep { span: size as Wide + c as Wide, align: align as Wide, lead: c as Wide };
-        let end = self.tail_end(self.split, Some(step), 0);
+        let end = self.tail_end(self.is_split(), Some(step), 0);
         self.shortfall(Request::Persistent, size, align, span, available, end, Side::Persistent)
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     pub(super) fn temp_shortfall(&self, size: usize, align: usize) -> Error {
-        let c = self.canary as Wide;
+        if MESSAGES_STRIPPED {
+            return Error::with(Status::DoesNotFit, |_| {});
+        }
+        let c = self.canary() as Wide;
         let data = (self.temp_top as Wide + c + align as Wide - 1) & !(align as Wide - 1);
         let top = data + size as Wide + c;
         self.shortfall(
@@ -172,10 +197,13 @@ impl<M: Memory> Arena<'_, M> {
         )
     }
 
-    #[cold]
-    #[inline(never)]
+    #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+    #[cfg_attr(nnmem_stripped, inline(always))]
     pub(super) fn head_shortfall(&self, size: usize) -> Error {
-        let top = self.head_start as Wide + size as Wide + self.canary as Wide;
+        if MESSAGES_STRIPPED {
+            return Error::with(Status::DoesNotFit, |_| {});
+        }
+        let top = self.head_start as Wide + size as Wide + self.canary() as Wide;
         let growth = (size - self.head_size) as Wide;
         self.shortfall(
             Request::Head(self.head_size),
@@ -195,7 +223,7 @@ impl<M: Memory> Arena<'_, M> {
     /// The smallest end of the buffer holding the non-persistent side once
     /// its top reaches `top`.
     fn nonpersistent_end(&self, top: Wide) -> Wide {
-        if self.split {
+        if self.is_split() {
             top
         } else {
             self.tail_end(false, None, top)
@@ -221,12 +249,12 @@ impl<M: Memory> Arena<'_, M> {
         let span_of_side = if side == Side::Persistent { self.p } else { self.np };
         let missing = end.saturating_sub(span_of_side.end() as Wide);
         let needed = end - span_of_side.start as Wide;
-        let (which, article) = match (self.split, side) {
+        let (which, article) = match (self.is_split(), side) {
             (false, _) => ("arena", "an"),
             (true, Side::Persistent) => ("persistent buffer", "a"),
             (true, Side::NonPersistent) => ("non-persistent buffer", "a"),
         };
-        let guarded = self.canary > 0;
+        let guarded = self.canary() > 0;
         Error::with(Status::DoesNotFit, |t| {
             t.put(which);
             t.put(" too small for ");
@@ -279,10 +307,4 @@ enum Request {
 /// A figure for a message (`usize::MAX` past it).
 fn figure(x: Wide) -> usize {
     usize::try_from(x).unwrap_or(usize::MAX)
-}
-
-/// A figure as `u64`, saturating (`Wide` may be wider).
-#[allow(clippy::useless_conversion)] // `Wide` is `u64` on 32-bit targets
-fn saturate(x: Wide) -> u64 {
-    u64::try_from(x).unwrap_or(u64::MAX)
 }

@@ -125,6 +125,30 @@ impl<'a, T: Copy> Stack<'a, T> {
         }
     }
 
+    /// Removes and returns the newest record if `pred` holds for it.
+    #[inline]
+    pub fn pop_if(&mut self, pred: impl FnOnce(&T) -> bool) -> Option<T> {
+        match &mut self.store {
+            #[cfg(feature = "std")]
+            Store::Heap(v) => {
+                if pred(v.last()?) {
+                    v.pop()
+                } else {
+                    None
+                }
+            }
+            Store::Slots { slots, len } => {
+                let below = len.checked_sub(1)?;
+                let top = *slots.get(below)?;
+                if !pred(&top) {
+                    return None;
+                }
+                *len = below;
+                Some(top)
+            }
+        }
+    }
+
     /// Removes every record.
     pub fn clear(&mut self) {
         match &mut self.store {
@@ -149,7 +173,9 @@ mod tests {
         assert!(!s.push(9), "a full stack refuses");
         assert_eq!(s.as_slice(), &[7, 8]);
         s.as_mut_slice()[0] = 5;
-        assert_eq!((s.pop(), s.pop(), s.pop()), (Some(8), Some(5), None));
+        assert_eq!(s.pop_if(|&t| t == 7), None, "the top is 8");
+        assert_eq!(s.pop_if(|&t| t == 8), Some(8));
+        assert_eq!((s.pop(), s.pop(), s.pop_if(|_| true)), (Some(5), None, None));
         assert!(s.push(1));
         s.clear();
         assert_eq!((s.len(), s.last()), (0, None));
@@ -162,5 +188,8 @@ mod tests {
             assert!(s.push(i));
         }
         assert_eq!((s.capacity(), s.is_full(), s.len(), s.last()), (None, false, 100, Some(&99)));
+        assert_eq!((s.pop_if(|&t| t == 98), s.pop_if(|&t| t == 99), s.len()), (None, Some(99), 99));
+        s.clear();
+        assert_eq!(s.pop_if(|_| true), None);
     }
 }

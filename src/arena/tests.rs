@@ -549,7 +549,7 @@ fn recording_counts_per_category_only_while_on() {
     let mut a = single(0, 4096, ArenaOptions::default());
     a.alloc_persistent(10, 0, OP).unwrap();
     assert_eq!(a.category_stats(OP).unwrap().count, 0);
-    a.set_recording(true);
+    a.set_recording(true).unwrap();
     a.alloc_persistent(10, 0, OP).unwrap();
     a.alloc_persistent(20, 64, OP).unwrap();
     let st = a.category_stats(OP).unwrap();
@@ -579,7 +579,7 @@ fn text_report_reads_like_tflite_micro() {
 [nnmem arena] 'Temp scratch data' used 100 bytes with alignment overhead (requested 100 bytes for 1 allocation)
 ";
     assert_eq!(text, expected);
-    a.set_recording(false);
+    a.set_recording(false).unwrap();
     let off = single(0, 64, ArenaOptions::default());
     assert!(report(&off, ReportFormat::Text).ends_with("[nnmem arena] Recording is off: no per-category figures\n"));
 }
@@ -600,6 +600,32 @@ fn json_report_is_valid_json_with_every_field() {
     assert_eq!(
         (mine["requested_bytes"].as_u64(), mine["used_bytes"].as_u64(), mine["count"].as_u64()),
         (Some(10), Some(16), Some(1))
+    );
+}
+
+/// A temp allocation placed in the padding of an earlier, reclaimed one:
+/// both are watched once it is released too, and a stale write into its
+/// bytes names it, the bytes' last owner, not the earlier one.
+#[test]
+fn a_stale_write_names_the_last_allocation_that_held_the_byte() {
+    let mut a = single(0, 4096, guarded());
+    // Aligned to 256: its canary and padding take the 256 B below it.
+    let wide = a.alloc_temp(64, 256, OP).unwrap();
+    assert_eq!(wide, 256);
+    a.release_temp(wide).unwrap();
+    // Placed in that padding, below `wide`'s data: `wide` stays watched.
+    let small = a.alloc_temp(16, 0, SCRATCH).unwrap();
+    assert!(small + 16 + CANARY_BYTES <= wide);
+    a.release_temp(small).unwrap();
+    a.check().unwrap();
+    a.memory_mut().bytes[small + 3] = 0;
+    let e = a.check().unwrap_err();
+    assert!(
+        e.message().contains(&format!(
+            "released temp allocation #2 (category 'Temp scratch data', 16 B at offset {small} of the arena) was written after it was released: "
+        )),
+        "{}",
+        e.message()
     );
 }
 
@@ -731,4 +757,14 @@ fn full_watched_slots_still_find_a_stale_write() {
     a.memory_mut().write(t2, &[0]);
     let e = a.check().unwrap_err();
     assert!(e.message().contains("released temp allocation #2"), "{}", e.message());
+}
+
+#[test]
+fn a_part_left_out_of_the_embedded_build_is_named_with_its_feature() {
+    // Only an embedded build made without the feature reaches this (the
+    // host holds both; the board test checks the status there).
+    const { assert!(super::GUARD_BUILT && super::RECORDING_BUILT, "the host build holds guard mode and recording") };
+    let e = super::arena::not_built("guard mode", "arena-guard");
+    assert_eq!(e.status(), Status::InvalidArgument);
+    assert_eq!(e.message(), "guard mode is not in this build of nnmem: build it with the cargo feature arena-guard");
 }

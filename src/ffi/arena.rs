@@ -25,7 +25,7 @@ pub use self::host::*;
 use self::memory::{Backing, CallerMemory, PointerMap};
 pub use self::state::{PERSISTENT_RECORD_BYTES, STATE_ALIGNMENT, STATE_HEADER_BYTES, TEMP_RECORD_BYTES};
 use super::bare::{misaligned, null_argument};
-use crate::arena::{check_alignment, Arena, ArenaOptions, ArenaSizes, Buffers, CategoryStats};
+use crate::arena::{check_alignment, Arena, ArenaOptions, ArenaSizes, Buffers, CategoryStats, Scope};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*` and `nnm_arena_init`: keep per-category
@@ -116,27 +116,49 @@ pub struct nnm_arena_sizes {
 }
 
 impl From<ArenaSizes> for nnm_arena_sizes {
+    /// One copy: `nnm_arena_sizes` is `ArenaSizes` under the C API's field
+    /// names (both `repr(C)`, the same `u64` fields in the same order,
+    /// checked below), and a field-by-field conversion costs a
+    /// microcontroller a few hundred bytes of flash.
+    #[inline(always)]
     fn from(s: ArenaSizes) -> Self {
-        nnm_arena_sizes {
-            capacity_bytes: s.capacity,
-            alignment_lost_bytes: s.alignment_lost,
-            head_bytes: s.head,
-            temp_bytes: s.temp,
-            temp_peak_bytes: s.temp_peak,
-            tail_bytes: s.tail,
-            used_bytes: s.used,
-            available_bytes: s.available,
-            available_persistent_bytes: s.available_persistent,
-            required_bytes: s.required,
-            required_nonpersistent_bytes: s.required_nonpersistent,
-            required_persistent_bytes: s.required_persistent,
-            temp_count: s.temp_count,
-            persistent_count: s.persistent_count,
-            plan_count: s.plan_count,
-            largest_alignment_bytes: s.largest_alignment,
-        }
+        // SAFETY: both types are `repr(C)` structs of the same size whose
+        // fields are all `u64` (the field list below type-checks that) at
+        // the same offsets (checked at compile time): every bit pattern of
+        // one is a valid value of the other, field for field.
+        unsafe { core::mem::transmute::<ArenaSizes, nnm_arena_sizes>(s) }
     }
 }
+
+/// Holds `nnm_arena_sizes` to `ArenaSizes`'s layout for the copy above:
+/// each pair at the same offset, and every field a `u64`.
+macro_rules! same_sizes_layout {
+    ($($c:ident = $r:ident),* $(,)?) => {
+        const _: () = assert!(core::mem::size_of::<nnm_arena_sizes>() == core::mem::size_of::<ArenaSizes>());
+        $(const _: () = assert!(
+            core::mem::offset_of!(nnm_arena_sizes, $c) == core::mem::offset_of!(ArenaSizes, $r)
+        );)*
+        const _: fn(ArenaSizes, nnm_arena_sizes) -> [[u64; 2]; 16] = |r, c| [$([r.$r, c.$c]),*];
+    };
+}
+same_sizes_layout!(
+    capacity_bytes = capacity,
+    alignment_lost_bytes = alignment_lost,
+    head_bytes = head,
+    temp_bytes = temp,
+    temp_peak_bytes = temp_peak,
+    tail_bytes = tail,
+    used_bytes = used,
+    available_bytes = available,
+    available_persistent_bytes = available_persistent,
+    required_bytes = required,
+    required_nonpersistent_bytes = required_nonpersistent,
+    required_persistent_bytes = required_persistent,
+    temp_count = temp_count,
+    persistent_count = persistent_count,
+    plan_count = plan_count,
+    largest_alignment_bytes = largest_alignment
+);
 
 /// What recording counted for one category (`nnm_arena_get_category`).
 #[repr(C)]
@@ -168,6 +190,7 @@ impl From<CategoryStats> for nnm_arena_category_stats {
 impl nnm_arena {
     /// The arena `make` builds over what `backing` gives (its records on
     /// the heap, `Arena::new`, or in slots, `Arena::in_slots`).
+    #[inline]
     fn over(
         backing: Backing,
         make: impl FnOnce(Buffers, CallerMemory) -> Result<Arena<'static, CallerMemory>>,
@@ -189,13 +212,12 @@ impl nnm_arena {
     }
 
     #[inline(always)]
-    fn alloc_persistent(&mut self, size: usize, alignment: usize, category: u32) -> Result<*mut c_void> {
-        Ok(self.persistent.to_ptr(self.arena.alloc_persistent(size, alignment, category)?))
-    }
-
-    #[inline(always)]
-    fn alloc_temp(&mut self, size: usize, alignment: usize, category: u32) -> Result<*mut c_void> {
-        Ok(self.nonpersistent.to_ptr(self.arena.alloc_temp(size, alignment, category)?))
+    fn allocate(&mut self, scope: Scope, size: usize, alignment: usize, category: u32) -> Result<*mut c_void> {
+        let addr = self.arena.allocate(scope, size, alignment, category)?;
+        Ok(match scope {
+            Scope::Persistent => self.persistent.to_ptr(addr),
+            Scope::Temp => self.nonpersistent.to_ptr(addr),
+        })
     }
 
     fn reserve_head(&mut self, size: usize, category: u32) -> Result<*mut c_void> {
@@ -306,6 +328,26 @@ unsafe fn arena_hot<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
     return unsafe { placed::get(arena) }.map(|a| unsafe { &mut *a.as_ptr() });
 }
 
+/// The path of both allocation exports: inlined into each on the host,
+/// where they are hot, and one shared copy in the embedded build's flash.
+///
+/// # Safety
+/// As `nnm_arena_alloc_persistent`'s.
+#[cfg_attr(feature = "std", inline(always))]
+#[cfg_attr(not(feature = "std"), inline(never))]
+unsafe fn allocate(
+    arena: *mut nnm_arena,
+    scope: Scope,
+    size: usize,
+    alignment: usize,
+    category: u32,
+    out_ptr: *mut *mut c_void,
+) -> Status {
+    // SAFETY: `arena` is NULL or a live arena used by no other call;
+    // `out_ptr` is NULL or writable (the exports' contract).
+    unsafe { write_result(|| arena_hot(arena), out_ptr, "out_ptr", |a| a.allocate(scope, size, alignment, category)) }
+}
+
 /// The options of `alignment` (0: the default) and `flags`.
 fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
     let unknown = flags & !(NNM_ARENA_RECORDING | NNM_ARENA_GUARD);
@@ -340,11 +382,12 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
 /// caller's.
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (alignment, unknown flags,
-/// `state` and `buffer` overlap), OVERFLOW (a buffer wraps around the
-/// address space), DOES_NOT_FIT (`buffer` too small to align its start;
-/// `state` too small for the arena and `max_temps` temp records, twice
-/// that in guard mode, with the bytes missing; `NNM_ARENA_STATE_BYTES(
-/// max_temps, 0)` is always enough). On failure nothing is made and the
+/// `state` and `buffer` overlap, guard mode or recording asked of an
+/// embedded build made without the feature that holds it), OVERFLOW (a
+/// buffer wraps around the address space), DOES_NOT_FIT (`buffer` too
+/// small to align its start; `state` too small for the arena and
+/// `max_temps` temp records, twice that in guard mode, with the bytes
+/// missing; `NNM_ARENA_STATE_BYTES(max_temps, 0)` is always enough). On failure nothing is made and the
 /// state's bytes are unspecified.
 ///
 /// # Safety
@@ -430,7 +473,8 @@ pub unsafe extern "C" fn nnm_arena_free(arena: *mut nnm_arena) {
 
 /// Switches per-category recording on (`enabled` non-zero) or off.
 ///
-/// Errors: NULL_ARGUMENT.
+/// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (switching it on in an embedded
+/// build without the `arena-recording` feature; nothing changes).
 ///
 /// # Safety
 /// `arena` must be NULL or an arena from `nnm_arena_new*` or `nnm_arena_init` (a freed one is
@@ -439,10 +483,11 @@ pub unsafe extern "C" fn nnm_arena_free(arena: *mut nnm_arena) {
 pub unsafe extern "C" fn nnm_arena_set_recording(arena: *mut nnm_arena, enabled: c_int) -> Status {
     // SAFETY: `arena` is an arena used by no other call, or NULL or freed
     // (refused unread).
-    status_of(|| unsafe { arena_mut(arena) }.map(|a| a.arena.set_recording(enabled != 0)))
+    status_of(|| unsafe { arena_mut(arena) }?.arena.set_recording(enabled != 0))
 }
 
-/// Writes what recording counted for category `id`.
+/// Writes what recording counted for category `id` (zeros in an embedded
+/// build without recording).
 ///
 /// Errors: NULL_ARGUMENT, INVALID_ARGUMENT (unknown id).
 ///
@@ -488,7 +533,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_persistent(
 ) -> Status {
     // SAFETY: `arena` is NULL or a live arena used by no other call;
     // `out_ptr` is NULL or writable (the caller's contract).
-    unsafe { write_result(|| arena_hot(arena), out_ptr, "out_ptr", |a| a.alloc_persistent(size, alignment, category)) }
+    unsafe { allocate(arena, Scope::Persistent, size, alignment, category, out_ptr) }
 }
 
 /// Allocates `size` temp bytes above the head, aligned to `alignment` (0:
@@ -508,7 +553,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
     out_ptr: *mut *mut c_void,
 ) -> Status {
     // SAFETY: as in `nnm_arena_alloc_persistent`.
-    unsafe { write_result(|| arena_hot(arena), out_ptr, "out_ptr", |a| a.alloc_temp(size, alignment, category)) }
+    unsafe { allocate(arena, Scope::Temp, size, alignment, category, out_ptr) }
 }
 
 /// Releases a temp allocation. Its bytes are reused once every temp

@@ -107,8 +107,8 @@ fn failed(f: Failure) -> Status {
 
 /// NULL_ARGUMENT naming `what` ("out_ptr is NULL"): the message of every
 /// export's NULL check, in both builds.
-#[cold]
-#[inline(never)]
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
 pub(crate) fn null_argument(what: &str) -> crate::status::Error {
     crate::status::Error::with(Status::NullArgument, |t| {
         t.put(what);
@@ -118,8 +118,8 @@ pub(crate) fn null_argument(what: &str) -> crate::status::Error {
 
 /// INVALID_ARGUMENT for the pointer argument `what` at `addr`, not aligned
 /// to `align` bytes.
-#[cold]
-#[inline(never)]
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
 pub(crate) fn misaligned(addr: usize, align: usize, what: &str) -> crate::status::Error {
     crate::status::Error::with(Status::InvalidArgument, |t| {
         t.put(what);

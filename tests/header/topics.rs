@@ -158,8 +158,10 @@ Thread safety:
   be used from different threads at once.",
         embedded: "\
 Embedded build: holds nnm_arena_init and every call on an arena (head,
-  temp and tail, recording under the predefined categories, the size
-  needed, guard mode); leaves out nnm_arena_new* (records on the heap,
+  temp and tail, the size needed; guard mode and recording under the
+  predefined categories with the cargo features arena-guard and
+  arena-recording, without which asking for them is INVALID_ARGUMENT and
+  every category reads 0); leaves out nnm_arena_new* (records on the heap,
   split buffers, owned memory, dry runs), named categories, committing an
   nnm_planner's plan (reserve the head for the scratch planner's size) and
   the reports.",

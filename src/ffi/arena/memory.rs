@@ -60,11 +60,15 @@ struct Region {
     len: usize,
 }
 
+/// The most buffers an arena has: two (split) on the host, one in the
+/// embedded build, whose arenas are single.
+const REGIONS: usize = if cfg!(feature = "std") { 2 } else { 1 };
+
 /// The caller's buffers as the core's [`Memory`]: guard bytes are read and
 /// written through the pointers it was made with.
 pub(super) struct CallerMemory {
     /// The buffers: none for a dry run, one, or two for a split arena.
-    regions: [Region; 2],
+    regions: [Region; REGIONS],
     count: usize,
 }
 
@@ -84,8 +88,10 @@ impl CallerMemory {
 }
 
 impl Memory for CallerMemory {
+    #[inline(always)]
     fn is_backed(&self) -> bool {
-        self.count > 0
+        // The embedded build has neither dry runs nor memory-less arenas.
+        !cfg!(feature = "std") || self.count > 0
     }
     fn write(&mut self, addr: usize, bytes: &[u8]) {
         if let Some(dst) = self.pointer(addr, bytes.len()) {
@@ -111,6 +117,7 @@ impl Memory for CallerMemory {
 }
 
 /// No buffer.
+#[cfg(feature = "std")]
 const NO_REGION: Region = Region { start: 0, ptr: core::ptr::null_mut(), len: 0 };
 
 /// What an arena is made over: the core's view of the buffers, the memory
@@ -146,7 +153,7 @@ impl Backing {
         let map = PointerMap { base: ptr.cast() };
         Ok(Backing {
             buffers: Buffers::Single(span),
-            memory: CallerMemory { regions: [region, NO_REGION], count: 1 },
+            memory: CallerMemory { regions: [region; REGIONS], count: 1 },
             nonpersistent: map,
             persistent: map,
             #[cfg(feature = "std")]

@@ -27,6 +27,7 @@ const _: () = assert!(core::mem::align_of::<Placed>() <= super::state::STATE_ALI
 /// # Safety
 /// `head` must be aligned to the state's alignment and valid for writes of
 /// `STATE_HEADER_BYTES` for as long as the arena is used.
+#[inline]
 pub(super) unsafe fn place(head: *mut u8, arena: nnm_arena) -> *mut nnm_arena {
     let placed = head.cast::<Placed>();
     // SAFETY: the caller's promise: aligned and writable for the header,
@@ -42,19 +43,42 @@ pub(super) unsafe fn place(head: *mut u8, arena: nnm_arena) -> *mut nnm_arena {
 /// # Safety
 /// `ptr` must be NULL or point 8 bytes into readable memory of at least a
 /// `Placed` (a handle `place` returned, live or freed).
+#[inline(always)]
 pub(super) unsafe fn get(ptr: *const nnm_arena) -> Result<core::ptr::NonNull<nnm_arena>> {
-    if ptr.is_null() {
-        return Err(null_argument("arena"));
+    // SAFETY: the caller's promise is `find`'s.
+    match unsafe { find(ptr) } {
+        Some(arena) => Ok(arena),
+        None => Err(refuse(ptr)),
     }
-    let placed = ptr.cast::<u8>().wrapping_sub(offset_of!(Placed, arena)).cast::<Placed>().cast_mut();
-    // SAFETY: the caller promises the header is readable; an unaligned
-    // pointer is refused before it is read.
-    if !placed.is_aligned() || unsafe { core::ptr::addr_of!((*placed).tag).read() } != TAG {
-        return Err(not_live(ptr as usize));
+}
+
+/// [`get`]'s check, out of line and answering in a register (every export
+/// makes it, so its flash counts once per export).
+///
+/// # Safety
+/// As [`get`].
+#[inline(never)]
+unsafe fn find(ptr: *const nnm_arena) -> Option<core::ptr::NonNull<nnm_arena>> {
+    let placed = ptr.cast::<u8>().wrapping_sub(offset_of!(Placed, arena)).cast::<Placed>();
+    // SAFETY: the caller promises the header is readable; NULL and an
+    // unaligned pointer are refused before it is read.
+    if ptr.is_null() || !placed.is_aligned() || unsafe { core::ptr::addr_of!((*placed).tag).read() } != TAG {
+        return None;
     }
     // The tag says `place` wrote an arena here that is not freed; the
     // callers make a shared or an exclusive reference as the call needs.
-    core::ptr::NonNull::new(ptr.cast_mut()).ok_or_else(|| null_argument("arena"))
+    core::ptr::NonNull::new(ptr.cast_mut())
+}
+
+/// Why [`find`] refused `ptr`.
+#[cold]
+#[inline(never)]
+fn refuse(ptr: *const nnm_arena) -> Error {
+    if ptr.is_null() {
+        null_argument("arena")
+    } else {
+        not_live(ptr as usize)
+    }
 }
 
 /// Ends the arena behind `ptr` (NULL: nothing): its tag is cleared, so
@@ -75,8 +99,8 @@ pub(super) unsafe fn remove(ptr: *mut nnm_arena) -> Result<()> {
     Ok(())
 }
 
-#[cold]
-#[inline(never)]
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
 fn not_live(addr: usize) -> Error {
     Error::with(Status::InvalidArgument, |t| {
         t.put("arena (");

@@ -50,9 +50,9 @@ pub(super) struct Layout {
 impl Layout {
     /// Cuts `len` bytes at `state` for an arena with room for `max_temps`
     /// temp records (and as many watched ones with `guard`), the rest for
-    /// persistent records, and fills the slots with empty records (so a
-    /// later failure of `nnm_arena_init` leaves the state's bytes changed:
-    /// the header says they are unspecified then).
+    /// persistent records, and zeroes the slots, which makes them empty
+    /// records (a later failure of `nnm_arena_init` therefore leaves the
+    /// state's bytes changed: the header says they are unspecified then).
     ///
     /// # Safety
     /// `state` must be NULL or valid for reads and writes of `len` bytes
@@ -94,13 +94,18 @@ impl Layout {
         // header's end and `end`, inside the caller's `len` bytes (checked
         // above), each aligned (the header and records keep the alignment
         // of `base`); the caller promises the bytes are valid and ours for
-        // the arena's life, which the 'static slices stand for. `init`
-        // writes every record before a reference to it is made.
+        // the arena's life, which the 'static slices stand for. They are
+        // zeroed first, in one go, and all-zero bytes are a valid record
+        // (the records hold only integers and a bool, which a check beside
+        // `TempRecord` in src/arena/arena.rs holds them to).
         let slots = unsafe {
+            let records_end = tails_ptr.wrapping_add(tail_count).cast::<u8>();
+            let first = temps_ptr.cast::<u8>();
+            core::ptr::write_bytes(first, 0, records_end as usize - first as usize);
             Slots {
-                temps: init(temps_ptr, temps),
-                reclaimed: init(watched_ptr, watched),
-                tails: init(tails_ptr, tail_count),
+                temps: core::slice::from_raw_parts_mut(temps_ptr, temps),
+                reclaimed: core::slice::from_raw_parts_mut(watched_ptr, watched),
+                tails: core::slice::from_raw_parts_mut(tails_ptr, tail_count),
             }
         };
         Ok(Layout { head: bytes.wrapping_add(offset(base)), slots })
@@ -112,23 +117,8 @@ impl Layout {
     }
 }
 
-/// `count` empty records written at `ptr`, as a slice.
-///
-/// # Safety
-/// `ptr` must be aligned and valid for writes of `count` records for
-/// `'static` (as the caller of `carve` promised), used by nothing else.
-unsafe fn init<T: Copy + Default>(ptr: *mut T, count: usize) -> &'static mut [T] {
-    for i in 0..count {
-        // SAFETY: record `i` lies within the `count` the caller vouched for.
-        unsafe { ptr.add(i).write(T::default()) };
-    }
-    // SAFETY: all `count` records were just written; the caller vouched for
-    // the memory's validity, alignment and exclusivity.
-    unsafe { core::slice::from_raw_parts_mut(ptr, count) }
-}
-
-#[cold]
-#[inline(never)]
+#[cfg_attr(not(nnmem_stripped), cold, inline(never))]
+#[cfg_attr(nnmem_stripped, inline(always))]
 fn too_small(len: usize, start: usize, temps: usize, watched: usize) -> Error {
     let lost = start.wrapping_neg() & (STATE_ALIGNMENT - 1);
     let needed = lost
