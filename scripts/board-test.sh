@@ -3,9 +3,9 @@
 #
 #   1. the embedded build (no std, no heap) for thumbv7em-none-eabihf
 #      (Cortex-M4F) and thumbv6m-none-eabi (Cortex-M0+), both with the
-#      arena's guard mode and recording, the M4F one also with
-#      strip-messages and neither arena part, and the host build's static
-#      library;
+#      arena's guard mode and recording, also the M4F one with
+#      strip-messages and the M0+ one with messages, both without the arena
+#      parts, and the host build's static library;
 #   2. what the embedded library's code calls out to: nothing but the mem*
 #      functions compilers emit (compiler helpers such as v6-M's division,
 #      which the archive carries, are listed);
@@ -43,6 +43,11 @@ cargo build --locked -p nnmem --lib --no-default-features --features strip-messa
     --target thumbv7em-none-eabihf --profile embedded
 cp "$lib_m4" "$out/libnnmem-m4-stripped.a"
 cargo build --locked -p nnmem --lib --no-default-features "${whole[@]}" --target thumbv7em-none-eabihf --profile embedded
+# The M0+ build as the README's plain line makes it: messages, neither
+# arena part.
+cargo build --locked -p nnmem --lib --no-default-features --target thumbv6m-none-eabi --profile embedded
+cp "$lib_m0" "$out/libnnmem-m0-plain.a"
+cargo build --locked -p nnmem --lib --no-default-features "${whole[@]}" --target thumbv6m-none-eabi --profile embedded
 cargo build --locked --release -p nnmem --lib
 
 echo "==> what the embedded library calls out to"
@@ -81,6 +86,7 @@ cc -std=c99 -pedantic -Wall -Wextra -Werror -I"$root/include" c-tests/board/plan
 
 echo "==> the boards"
 NNMEM_LIB_M4=$lib_m4 NNMEM_LIB_M0=$lib_m0 NNMEM_LIB_M4_STRIPPED=$out/libnnmem-m4-stripped.a \
+    NNMEM_LIB_M0_PLAIN=$out/libnnmem-m0-plain.a \
     NNMEM_DIGEST_HOST=$out/plan_digest-host.log \
     c-tests/board/test.sh "$out" || status=1
 

@@ -22,6 +22,9 @@
 #     stripped                    -DTF_LITE_STRIP_ERROR_STRINGS
 #   arena_parts.c, stripped       0 with the same library, built without the
 #                                 arena-guard and arena-recording features
+#   arena_parts.c, plain          0 with NNMEM_LIB_M0_PLAIN (the M0+ build
+#                                 with messages, without those features) on
+#                                 mps2-an385, the messages checked
 #
 #   c-tests/board/test.sh [BUILD_DIR]     (default: a temporary directory)
 #
@@ -193,6 +196,16 @@ if [ -n "${NNMEM_LIB_M4_STRIPPED:-}" ]; then
   build arena_parts-stripped m4 mps2.ld arena_parts.c "-I$here/../../include" || fail "build arena_parts-stripped"
   unset LIB
   check mps2-an386 arena_parts-stripped 0 " 0 failed"
+fi
+
+# The M0+ build with messages and without the arena parts
+# (NNMEM_LIB_M0_PLAIN): the refusals name the feature to build with.
+if [ -n "${NNMEM_LIB_M0_PLAIN:-}" ]; then
+  export LIB=$NNMEM_LIB_M0_PLAIN
+  build arena_parts-plain m0 mps2.ld arena_parts.c "-I$here/../../include" -DARENA_PARTS_MESSAGES \
+    || fail "build arena_parts-plain"
+  unset LIB
+  check mps2-an385 arena_parts-plain 0 " 0 failed"
 fi
 
 echo "outputs in $out"

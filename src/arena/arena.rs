@@ -125,6 +125,22 @@ impl Default for ArenaOptions {
     }
 }
 
+impl ArenaOptions {
+    /// Fails unless an arena can be made with these options: the alignment
+    /// (see [`check_alignment`]), and guard mode and recording only where
+    /// the build has them ([`GUARD_BUILT`], [`RECORDING_BUILT`]).
+    pub fn check(&self) -> Result<()> {
+        check_alignment(self.alignment)?;
+        if self.guard && !GUARD_BUILT {
+            return Err(not_built("guard mode", "arena-guard"));
+        }
+        if self.recording && !RECORDING_BUILT {
+            return Err(not_built("recording", "arena-recording"));
+        }
+        Ok(())
+    }
+}
+
 /// A persistent allocation, kept for the exact size and the guard check
 /// (32 bytes on 64-bit targets: one push per allocation is most of its
 /// cost). `nnm_arena_init` keeps them in the caller's state.
@@ -291,13 +307,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         reclaimed: Stack<'a, TempRecord>,
         tails: Stack<'a, TailRecord>,
     ) -> Result<Self> {
-        check_alignment(options.alignment)?;
-        if options.guard && !GUARD_BUILT {
-            return Err(not_built("guard mode", "arena-guard"));
-        }
-        if options.recording && !RECORDING_BUILT {
-            return Err(not_built("recording", "arena-recording"));
-        }
+        options.check()?;
         let (np, p, split, dry_run) = match buffers {
             Buffers::Single(s) => (s, s, false, false),
             #[cfg(feature = "std")]
@@ -475,7 +485,9 @@ impl<'a, M: Memory> Arena<'a, M> {
     /// [`Arena::alloc_persistent`] or [`Arena::alloc_temp`]: the arguments
     /// are checked the same way for both, so a caller that keeps one copy
     /// of this (the embedded build's C layer) keeps one copy of the checks.
-    #[inline]
+    /// Always inlined: with a constant `scope` (the host's exports) only
+    /// one side's code remains, as hot as a call of its own.
+    #[inline(always)]
     pub fn allocate(&mut self, scope: Scope, size: usize, alignment: usize, category: u32) -> Result<usize> {
         let align = self.call_alignment(alignment)?;
         check_size(size)?;
@@ -486,7 +498,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn place_persistent(&mut self, size: usize, align: usize, category: u32) -> Result<usize> {
         let c = self.canary();
         let bottom = self
@@ -521,7 +533,7 @@ impl<'a, M: Memory> Arena<'a, M> {
         Ok(data)
     }
 
-    #[inline]
+    #[inline(always)]
     fn place_temp(&mut self, size: usize, align: usize, category: u32) -> Result<usize> {
         let c = self.canary();
         let placed = self
@@ -900,7 +912,7 @@ enum SlotKind {
 /// The error of asking for a part the embedded build was made without.
 #[cfg_attr(not(nnmem_stripped), cold, inline(never))]
 #[cfg_attr(nnmem_stripped, inline(always))]
-pub(super) fn not_built(what: &'static str, feature: &'static str) -> Error {
+fn not_built(what: &'static str, feature: &'static str) -> Error {
     Error::with(Status::InvalidArgument, |t| {
         t.put(what);
         t.put(" is not in this build of nnmem: build it with the cargo feature ");

@@ -77,9 +77,12 @@ pub struct TailStep<W = Wide> {
     pub lead: W,
 }
 
+/// `x` rounded up to `align`. `align - 1` first: `x + align` alone may
+/// pass the type's top where the result does not (a `usize` walk next to
+/// the end of the address space).
 #[inline(always)]
 fn align_up<W: Cursor>(x: W, align: W) -> W {
-    (x + align - W::ONE) & !(align - W::ONE)
+    (x + (align - W::ONE)) & !(align - W::ONE)
 }
 
 /// The smallest end address from which a step and every later one

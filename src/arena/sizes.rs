@@ -88,11 +88,20 @@ impl<M: Memory> Arena<'_, M> {
     }
 
     /// [`Arena::tail_end`] of the calls so far alone, in `usize`: every one
-    /// of them fitted, so no figure of the walk passes the buffer's end.
-    /// (By induction from the last step: the smallest need after step `k`
-    /// is at most the tail bottom `t_k` the real buffer reached, and
-    /// `align_up(t_{k+1} + lead) + span <= t_k` because `t_{k+1} + lead` is
-    /// `t_k - span` aligned down; the floors only lower it.)
+    /// of them fitted, so no figure of the walk passes the buffer's end `E`.
+    /// By induction from the last step, the need `n_k` before step `k` is
+    /// at most the tail bottom `t_k` the real buffer had then (`t_0 = E`):
+    /// - the last need is the last floor, a temp top that fitted below the
+    ///   tail bottom, so `n_n <= t_n`;
+    /// - `n_k = max(floor_k, align_up(n_{k+1} + lead, align) + span)`;
+    ///   `floor_k <= t_k` (that temp top fitted too), and with
+    ///   `n_{k+1} <= t_{k+1}`, `n_{k+1} + lead <= t_{k+1} + lead`, which is
+    ///   `t_k - span` aligned down, so aligning up stays at or below it
+    ///   and adding `span` gives at most `t_k`;
+    /// - the floors of `alone` (the persistent start) are lower still.
+    ///
+    /// Every intermediate sum is at most some `t_k`, and `align_up` adds
+    /// `align - 1` only to a value at most an aligned `t_k - span`.
     #[inline]
     fn fitted_end(&self, alone: bool) -> usize {
         self.walk_back(if alone { self.p.start } else { self.last_floor }, alone)

@@ -758,13 +758,3 @@ fn full_watched_slots_still_find_a_stale_write() {
     let e = a.check().unwrap_err();
     assert!(e.message().contains("released temp allocation #2"), "{}", e.message());
 }
-
-#[test]
-fn a_part_left_out_of_the_embedded_build_is_named_with_its_feature() {
-    // Only an embedded build made without the feature reaches this (the
-    // host holds both; the board test checks the status there).
-    const { assert!(super::GUARD_BUILT && super::RECORDING_BUILT, "the host build holds guard mode and recording") };
-    let e = super::arena::not_built("guard mode", "arena-guard");
-    assert_eq!(e.status(), Status::InvalidArgument);
-    assert_eq!(e.message(), "guard mode is not in this build of nnmem: build it with the cargo feature arena-guard");
-}

@@ -25,7 +25,7 @@ pub use self::host::*;
 use self::memory::{Backing, CallerMemory, PointerMap};
 pub use self::state::{PERSISTENT_RECORD_BYTES, STATE_ALIGNMENT, STATE_HEADER_BYTES, TEMP_RECORD_BYTES};
 use super::bare::{misaligned, null_argument};
-use crate::arena::{check_alignment, Arena, ArenaOptions, ArenaSizes, Buffers, CategoryStats, Scope};
+use crate::arena::{Arena, ArenaOptions, ArenaSizes, Buffers, CategoryStats, Scope};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_arena_new*` and `nnm_arena_init`: keep per-category
@@ -328,14 +328,55 @@ unsafe fn arena_hot<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
     return unsafe { placed::get(arena) }.map(|a| unsafe { &mut *a.as_ptr() });
 }
 
-/// The path of both allocation exports: inlined into each on the host,
-/// where they are hot, and one shared copy in the embedded build's flash.
+/// The path of both allocation exports (`PERSISTENT`: which one). On the
+/// host each export has its own copy, the scope a constant: the calls are
+/// hot, and a copy shared through a run-time scope costs them a third
+/// more (BENCHMARKS.md, targets (k) and (l)). The embedded build keeps one
+/// copy in flash ([`allocate_shared`]).
 ///
 /// # Safety
 /// As `nnm_arena_alloc_persistent`'s.
-#[cfg_attr(feature = "std", inline(always))]
-#[cfg_attr(not(feature = "std"), inline(never))]
-unsafe fn allocate(
+#[cfg(feature = "std")]
+#[inline(always)]
+unsafe fn allocate<const PERSISTENT: bool>(
+    arena: *mut nnm_arena,
+    size: usize,
+    alignment: usize,
+    category: u32,
+    out_ptr: *mut *mut c_void,
+) -> Status {
+    let scope = if PERSISTENT { Scope::Persistent } else { Scope::Temp };
+    // SAFETY: `arena` is NULL or a live arena used by no other call;
+    // `out_ptr` is NULL or writable (the exports' contract).
+    unsafe { write_result(|| arena_hot(arena), out_ptr, "out_ptr", |a| a.allocate(scope, size, alignment, category)) }
+}
+
+/// As on the host, through one shared copy.
+///
+/// # Safety
+/// As `nnm_arena_alloc_persistent`'s.
+#[cfg(not(feature = "std"))]
+#[inline(always)]
+unsafe fn allocate<const PERSISTENT: bool>(
+    arena: *mut nnm_arena,
+    size: usize,
+    alignment: usize,
+    category: u32,
+    out_ptr: *mut *mut c_void,
+) -> Status {
+    let scope = if PERSISTENT { Scope::Persistent } else { Scope::Temp };
+    // SAFETY: the caller's promise is `allocate_shared`'s.
+    unsafe { allocate_shared(arena, scope, size, alignment, category, out_ptr) }
+}
+
+/// Both allocation exports' path in the embedded build, the scope an
+/// argument: one copy in flash.
+///
+/// # Safety
+/// As `nnm_arena_alloc_persistent`'s.
+#[cfg(not(feature = "std"))]
+#[inline(never)]
+unsafe fn allocate_shared(
     arena: *mut nnm_arena,
     scope: Scope,
     size: usize,
@@ -359,8 +400,12 @@ fn options(alignment: usize, flags: u32) -> Result<ArenaOptions> {
         }));
     }
     let alignment = if alignment == 0 { NNM_ARENA_DEFAULT_ALIGNMENT } else { alignment };
-    check_alignment(alignment)?;
-    Ok(ArenaOptions { alignment, guard: flags & NNM_ARENA_GUARD != 0, recording: flags & NNM_ARENA_RECORDING != 0 })
+    let options =
+        ArenaOptions { alignment, guard: flags & NNM_ARENA_GUARD != 0, recording: flags & NNM_ARENA_RECORDING != 0 };
+    // Before any other argument is looked at: a part the build lacks is the
+    // answer, not a state sized for it.
+    options.check()?;
+    Ok(options)
 }
 
 // --- creation in the caller's memory -------------------------------------------
@@ -533,7 +578,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_persistent(
 ) -> Status {
     // SAFETY: `arena` is NULL or a live arena used by no other call;
     // `out_ptr` is NULL or writable (the caller's contract).
-    unsafe { allocate(arena, Scope::Persistent, size, alignment, category, out_ptr) }
+    unsafe { allocate::<true>(arena, size, alignment, category, out_ptr) }
 }
 
 /// Allocates `size` temp bytes above the head, aligned to `alignment` (0:
@@ -553,7 +598,7 @@ pub unsafe extern "C" fn nnm_arena_alloc_temp(
     out_ptr: *mut *mut c_void,
 ) -> Status {
     // SAFETY: as in `nnm_arena_alloc_persistent`.
-    unsafe { allocate(arena, Scope::Temp, size, alignment, category, out_ptr) }
+    unsafe { allocate::<false>(arena, size, alignment, category, out_ptr) }
 }
 
 /// Releases a temp allocation. Its bytes are reused once every temp
