@@ -12,7 +12,8 @@
  * stand-in libcudart on LD_LIBRARY_PATH), "driver" (only the stand-in
  * libcuda.so.1) or "none" (neither: the pair refuses and names every
  * library tried); "refused": NNMEM_TORCH_STRATEGY names no strategy, and
- * nnm_torch_init and every allocation say so. NNMEM_TORCH_STRATEGY is the pair's own variable: the
+ * nnm_torch_init and every allocation say so, except while a pool installed
+ * with nnm_device_init_pool serves the device. NNMEM_TORCH_STRATEGY is the pair's own variable: the
  * pool made must have that strategy, and the device calls must be those of
  * that strategy (no-pool: one per block; the others: none once warm).
  * MOCK_CUDA_DEVICES=2: the pair leaves the thread's current device (or
@@ -58,6 +59,7 @@ static nnm_status (*device_get_pool)(uint32_t type, uint32_t id, nnm_pool **out)
 static const char *(*pool_strategy_name)(const nnm_pool *pool);
 static void (*pool_free)(nnm_pool *pool);
 static nnm_status (*device_remove_pool)(uint32_t type, uint32_t id);
+static nnm_status (*device_init_pool)(uint32_t type, uint32_t id, const char *strategy, const nnm_pool_options *options);
 
 /* The stand-in's, from the library nnmem loaded. */
 static long (*mock_count)(const char *name);
@@ -305,7 +307,8 @@ int main(int argc, char **argv) {
         !SYMBOL(lib, "nnm_torch_end_iteration", torch_end_iteration) ||
         !SYMBOL(lib, "nnm_device_get_pool", device_get_pool) ||
         !SYMBOL(lib, "nnm_pool_strategy_name", pool_strategy_name) || !SYMBOL(lib, "nnm_pool_free", pool_free) ||
-        !SYMBOL(lib, "nnm_device_remove_pool", device_remove_pool)) {
+        !SYMBOL(lib, "nnm_device_remove_pool", device_remove_pool) ||
+        !SYMBOL(lib, "nnm_device_init_pool", device_init_pool)) {
         return 1;
     }
     if (strcmp(mode, "none") == 0) {
@@ -317,6 +320,21 @@ int main(int argc, char **argv) {
         CHECK(torch_alloc(64, 0, NULL) == NULL);
         CHECK(strstr(last_error(), "refuses every allocation") != NULL);
         printf("torch_alloc_test: refused: %s\n", last_error());
+        /* A pool installed for the device is used as it is: the variable
+         * only names the strategy of a pool the pair would make. */
+        CHECK(device_init_pool(NNM_DEVICE_TYPE_CUDA, 0, "page-unit", NULL) == NNM_OK);
+        {
+            void *p = torch_alloc(64, 0, NULL);
+            CHECK(p != NULL);
+            if (p == NULL) fprintf(stderr, "torch_alloc_test: installed pool: %s\n", last_error());
+            torch_free(p, 64, 0, NULL);
+        }
+        CHECK(torch_init(0) == NNM_OK);
+        CHECK(torch_end_iteration(0) == NNM_OK);
+        /* Without it, refused again. */
+        CHECK(device_remove_pool(NNM_DEVICE_TYPE_CUDA, 0) == NNM_OK);
+        CHECK(torch_alloc(64, 0, NULL) == NULL);
+        CHECK(strstr(last_error(), "refuses every allocation") != NULL);
     } else {
         driver = strcmp(mode, "driver") == 0;
         CHECK(torch_init(0) == NNM_OK);

@@ -129,7 +129,9 @@ void nnm_device_allocator_free(struct nnm_device_allocator *allocator);
  * the device has no room. May be called from any thread, concurrently.
  * Memory it handed out and has not taken back must not be returned again:
  * a pool refuses such a block (the same pointer twice, or one inside a
- * block it holds) and never gives it back, as `nnm_pool_alloc` says.
+ * block it holds) and never gives it back, as `nnm_pool_alloc` says. A
+ * block not aligned as asked is given back (`free`) and refused, unless
+ * it is also such a block.
  */
 typedef void *(*nnm_device_alloc_fn)(void *ctx, size_t size, size_t alignment, void *stream);
 
@@ -254,10 +256,12 @@ enum nnm_status nnm_device_allocator_mem_info(const struct nnm_device_allocator 
  * Thread-safe.
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
- * of two, not a live handle; an allocator that returned an address this
- * handle has out already: the message names both blocks, and the memory
- * is neither handed out nor given back, as that would free the block in
- * use); OUT_OF_MEMORY naming the allocator and the size when the device
+ * of two, not a live handle; an allocator that returned memory
+ * overlapping a block this handle has out, such as the same address or
+ * one inside it: the message names both blocks, and the memory is
+ * neither handed out nor given back, as that would free the block in
+ * use, even when it is also misaligned; memory not aligned as asked is
+ * otherwise given back and refused); OUT_OF_MEMORY naming the allocator and the size when the device
  * has no room.
  *
  * # Safety
@@ -582,9 +586,10 @@ void nnm_pool_free(struct nnm_pool *pool);
  * OUT_OF_MEMORY refusal counts in `oom_retries` and `limit_refusals` and
  * has returned idle memory to the device, and a refusal of the device
  * allocator's return (INVALID_ARGUMENT above) may have returned idle
- * `caching` segments first (as to make room) and, on `replay`, counts a
- * plan departure. A registered C strategy's own refusal status is passed
- * on.
+ * `caching` segments first (as to make room); it is final, with the
+ * device asked once (only running out of room makes a strategy ask
+ * again, for less). A registered C strategy's own refusal status is
+ * passed on.
  *
  * # Safety
  * `pool` must be NULL or a live pool handle (only its type tag is checked:
@@ -673,6 +678,9 @@ enum nnm_status nnm_pool_end_iteration(struct nnm_pool *pool);
  * Peaks are since creation or the last `nnm_pool_reset_peak`. With several
  * shards, the requested, allocated and active peaks are the sum of the
  * shards' peaks (an upper bound); reserved figures are always exact.
+ * One read is one moment's, also while other threads allocate (every
+ * shard is held at once): with `no-pool`, `page-unit` and `caching`,
+ * `reserved_bytes == allocated_bytes + cached_bytes` in every read.
  */
 typedef struct nnm_pool_stats {
   /**
@@ -1158,7 +1166,8 @@ enum nnm_status nnm_device_dealloc(uint32_t device_type, uint32_t device_id, voi
  * its pool with the strategy `NNMEM_TORCH_STRATEGY` names (`caching` when
  * unset or empty; `page-unit`, `no-pool`, `replay`, or a registered
  * strategy's name); a pool installed before (`nnm_device_init_pool`, with
- * options) is used as it is. Memory comes from the CUDA runtime, or the
+ * options) is used as it is, whatever the variable holds (a name it
+ * cannot read refuses only the pools the pair would make). Memory comes from the CUDA runtime, or the
  * driver where the runtime is absent (`nnm_device_allocator_cuda`).
  *
  * `size` is `ptrdiff_t`, which is the same type as `ssize_t` on Linux
@@ -1186,7 +1195,9 @@ enum nnm_status nnm_device_dealloc(uint32_t device_type, uint32_t device_id, voi
  * `stream` must be NULL or a stream of device `device` that lives until
  * the block is freed (it is passed to CUDA, never dereferenced here).
  */
-void *nnm_torch_alloc(ptrdiff_t size, int device, void *stream);
+void *nnm_torch_alloc(ptrdiff_t size,
+                      int device,
+                      void *stream);
 
 /**
  * PyTorch's `free`: gives back a block `nnm_torch_alloc` handed out for

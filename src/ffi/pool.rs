@@ -247,9 +247,10 @@ pub unsafe extern "C" fn nnm_pool_free(pool: *mut nnm_pool) {
 /// OUT_OF_MEMORY refusal counts in `oom_retries` and `limit_refusals` and
 /// has returned idle memory to the device, and a refusal of the device
 /// allocator's return (INVALID_ARGUMENT above) may have returned idle
-/// `caching` segments first (as to make room) and, on `replay`, counts a
-/// plan departure. A registered C strategy's own refusal status is passed
-/// on.
+/// `caching` segments first (as to make room); it is final, with the
+/// device asked once (only running out of room makes a strategy ask
+/// again, for less). A registered C strategy's own refusal status is
+/// passed on.
 ///
 /// # Safety
 /// `pool` must be NULL or a live pool handle (only its type tag is checked:

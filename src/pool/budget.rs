@@ -11,7 +11,9 @@ use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
-use crate::pool::device::{handed_out_twice, DevicePtr, SharedAllocator, Stream};
+use crate::pool::device::{
+    aligned_or_given_back, aligned_to, handed_out_twice, overlapping, DevicePtr, SharedAllocator, Stream,
+};
 use crate::status::{Error, Result, Status};
 
 /// Reserved bytes and device calls of one pool.
@@ -38,14 +40,6 @@ struct State {
     /// overlapping, so the block starting last before an address is the
     /// only one that can contain it.
     held: BTreeMap<usize, u64>,
-}
-
-impl State {
-    /// The held block overlapping `[start, end)`, if any.
-    fn overlapping(&self, start: usize, end: usize) -> Option<(usize, u64)> {
-        let (&base, &size) = self.held.range(..end).next_back()?;
-        (base.saturating_add(size as usize) > start).then_some((base, size))
-    }
 }
 
 thread_local! {
@@ -122,16 +116,22 @@ impl Device {
             }
             st.pending += size;
         }
-        let result = self.allocator.alloc(size, alignment, stream);
+        let result = self.allocator.alloc_as_is(size, alignment, stream);
         let mut st = self.state();
         st.pending -= size;
         let ptr = result?;
         // Checked and recorded under one lock: of two concurrent calls
-        // handed the same memory, the second sees the first's block.
+        // handed the same memory, the second sees the first's block. The
+        // overlap first: a misaligned address that is also a held block's
+        // must not be given back.
         let start = ptr.addr();
-        if let Some((base, held)) = st.overlapping(start, start.saturating_add(size as usize)) {
+        if let Some((base, held)) = overlapping(&st.held, start, size, |&bytes| bytes) {
             drop(st);
             return Err(handed_out_twice(self.allocator.name(), (ptr.addr(), size), (base, held), "this pool"));
+        }
+        if !aligned_to(start, alignment) {
+            drop(st);
+            return aligned_or_given_back(self.allocator.as_ref(), ptr, size, alignment, stream);
         }
         st.held.insert(start, size);
         let c = &mut st.counters;

@@ -79,7 +79,7 @@ pub fn auto_shards() -> usize {
 impl PoolOptions {
     fn check(&self) -> Result<()> {
         if !self.page_size.is_power_of_two() {
-            return Err(Error::invalid(format!("page size {} B is not a power of two", self.page_size)));
+            return Err(Error::invalid(format!("page_size {} B is not a power of two", self.page_size)));
         }
         if self.shards > MAX_SHARDS {
             return Err(Error::invalid(format!("{} shards asked, at most {MAX_SHARDS}", self.shards)));
@@ -702,8 +702,13 @@ impl Pool {
     /// the peaks).
     pub fn stats(&self) -> Stats {
         let mut st = Stats::default();
-        for s in self.shards.iter() {
-            let mut s = s.lock();
+        // Every shard held at once, and the device read before any is let
+        // go: every device call happens under a shard's lock, so the
+        // figures are one moment's and agree with each other (reserved =
+        // allocated + cached where the strategy keeps no plan). No other
+        // path holds two shards, so taking them in order cannot deadlock.
+        let mut shards: Vec<_> = self.shards.iter().map(|s| s.lock()).collect();
+        for s in shards.iter_mut() {
             // The strategy's figures count the idle hot block as cached.
             s.settle_hot(&self.device);
             let c = s.counters;
@@ -729,6 +734,7 @@ impl Pool {
             }
         }
         let d = self.device.counters();
+        drop(shards);
         st.reserved_bytes = d.reserved_bytes;
         st.reserved_peak = d.reserved_peak;
         st.device_allocs = d.device_allocs;

@@ -146,18 +146,19 @@ impl Registry {
     /// The pool of `key`'s device; a `page-unit` pool with default options
     /// is made when it has none.
     pub fn get(&self, key: DeviceKey) -> Result<Arc<Pool>> {
-        self.get_or_make(key, DEFAULT_STRATEGY)
+        self.get_or_make(key, &|| Ok(DEFAULT_STRATEGY))
     }
 
-    /// The pool of `key`'s device; a pool of `strategy` with default
-    /// options is made when it has none (the strategy is looked up only
-    /// then).
-    pub fn get_or_make(&self, key: DeviceKey, strategy: &str) -> Result<Arc<Pool>> {
+    /// The pool of `key`'s device; a pool of the strategy `strategy` names
+    /// with default options is made when it has none (`strategy` is asked,
+    /// and the name looked up, only then: an installed pool is used
+    /// whatever it would answer).
+    pub fn get_or_make(&self, key: DeviceKey, strategy: &dyn Fn() -> Result<&'static str>) -> Result<Arc<Pool>> {
         let mut state = self.state();
         if let Some(installed) = state.pools.get(&key) {
             return Ok(installed.pool.clone());
         }
-        let maker = Maker::by_name(strategy)?;
+        let maker = Maker::by_name(strategy()?)?;
         state.install(key, maker, &PoolOptions::default())
     }
 
@@ -184,7 +185,7 @@ impl Registry {
     /// none). An allocation racing a switch is served by the old pool or
     /// the new one, never refused for it.
     pub fn alloc(&self, key: DeviceKey, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
-        self.alloc_or_make(key, DEFAULT_STRATEGY, size, alignment, stream)
+        self.alloc_or_make(key, &|| Ok(DEFAULT_STRATEGY), size, alignment, stream)
     }
 
     /// As [`Registry::alloc`], a pool of `strategy` being made (as by
@@ -192,7 +193,7 @@ impl Registry {
     pub fn alloc_or_make(
         &self,
         key: DeviceKey,
-        strategy: &str,
+        strategy: &dyn Fn() -> Result<&'static str>,
         size: u64,
         alignment: u64,
         stream: Stream,

@@ -196,7 +196,7 @@ fn bad_input_is_refused_and_changes_nothing() {
 fn options_are_checked() {
     let host = device::host();
     for (options, words) in [
-        (PoolOptions { page_size: 3000, ..PoolOptions::default() }, "page size 3000 B"),
+        (PoolOptions { page_size: 3000, ..PoolOptions::default() }, "page_size 3000 B is not a power of two"),
         (PoolOptions { shards: 65, ..PoolOptions::default() }, "65 shards"),
         (PoolOptions { limit: Some(0), ..PoolOptions::default() }, "limit 0 B"),
     ] {
@@ -322,6 +322,55 @@ fn the_trace_keeps_tagged_snapshots_when_asked() {
     let untraced = Pool::new(device::host(), StrategyKind::PageUnit, &one_shard()).unwrap();
     untraced.snapshot("ignored");
     assert!(untraced.trace().is_empty());
+}
+
+/// Statistics read while other threads allocate and free are one
+/// moment's: reserved = allocated + cached in every read, on every
+/// strategy that keeps no plan.
+#[test]
+fn statistics_read_under_load_agree_with_each_other() {
+    const ROUNDS: u64 = if cfg!(miri) { 30 } else { 20_000 };
+    const READS: u64 = if cfg!(miri) { 30 } else { 1000 };
+    for strategy in [StrategyKind::PageUnit, StrategyKind::NoPool, StrategyKind::Caching] {
+        let dev = CountingAllocator::new();
+        let pool =
+            Arc::new(Pool::new(dev.shared(), strategy, &PoolOptions { shards: 4, ..PoolOptions::default() }).unwrap());
+        let workers: Vec<_> = (0..3u64)
+            .map(|t| {
+                let pool = pool.clone();
+                std::thread::spawn(move || {
+                    let mut state = 0x2545_f491u64.wrapping_mul(t + 1);
+                    let mut mine = Vec::new();
+                    for _ in 0..ROUNDS {
+                        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                        if mine.len() < 8 && (state >> 60) < 10 {
+                            mine.push(pool.alloc(1 + (state >> 33) % 50_000, 64, S0).unwrap());
+                        } else if let Some(p) = mine.pop() {
+                            pool.free(p).unwrap();
+                        }
+                        if (state >> 58) == 0 {
+                            pool.release_cached();
+                        }
+                    }
+                    for p in mine {
+                        pool.free(p).unwrap();
+                    }
+                })
+            })
+            .collect();
+        // Reads until every worker is done (at least READS of them).
+        let mut reads = 0;
+        while reads < READS || !workers.iter().all(|w| w.is_finished()) {
+            let st = pool.stats();
+            assert_eq!(st.reserved_bytes, st.allocated_bytes + st.cached_bytes, "{strategy:?}: {st:?}");
+            reads += 1;
+        }
+        for w in workers {
+            w.join().unwrap();
+        }
+        let st = pool.stats();
+        assert_eq!((st.allocated_bytes, st.reserved_bytes, st.cached_bytes), (0, st.cached_bytes, st.reserved_bytes));
+    }
 }
 
 #[test]

@@ -7,7 +7,7 @@ mod vtable;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::ffi::{c_char, c_void, CString};
 use std::sync::{Arc, Mutex};
 
@@ -31,9 +31,10 @@ pub struct nnm_device_allocator {
     pub(crate) inner: SharedAllocator,
     /// The allocator's name, NUL-terminated, for `nnm_device_allocator_name`.
     name: CString,
-    /// Memory handed out by `nnm_device_allocator_alloc`, by address; what
-    /// is still here when the handle is freed goes back to the allocator.
-    direct: Mutex<HashMap<usize, DeviceBlock>>,
+    /// Memory handed out by `nnm_device_allocator_alloc`, by address
+    /// (ordered, to find a block that overlaps a new one); what is still
+    /// here when the handle is freed goes back to the allocator.
+    direct: Mutex<BTreeMap<usize, DeviceBlock>>,
 }
 
 impl nnm_device_allocator {
@@ -43,7 +44,7 @@ impl nnm_device_allocator {
         nnm_device_allocator { inner, name, direct: Mutex::default() }
     }
 
-    fn direct(&self) -> std::sync::MutexGuard<'_, HashMap<usize, DeviceBlock>> {
+    fn direct(&self) -> std::sync::MutexGuard<'_, BTreeMap<usize, DeviceBlock>> {
         // A panic while the map was locked left it consistent (inserts and
         // removes are single calls), so a poisoned lock is still usable.
         self.direct.lock().unwrap_or_else(|p| p.into_inner())
@@ -274,10 +275,12 @@ pub unsafe extern "C" fn nnm_device_allocator_mem_info(
 /// Thread-safe.
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (size 0, alignment not a power
-/// of two, not a live handle; an allocator that returned an address this
-/// handle has out already: the message names both blocks, and the memory
-/// is neither handed out nor given back, as that would free the block in
-/// use); OUT_OF_MEMORY naming the allocator and the size when the device
+/// of two, not a live handle; an allocator that returned memory
+/// overlapping a block this handle has out, such as the same address or
+/// one inside it: the message names both blocks, and the memory is
+/// neither handed out nor given back, as that would free the block in
+/// use, even when it is also misaligned; memory not aligned as asked is
+/// otherwise given back and refused); OUT_OF_MEMORY naming the allocator and the size when the device
 /// has no room.
 ///
 /// # Safety
@@ -297,17 +300,25 @@ pub unsafe extern "C" fn nnm_device_allocator_alloc(
         // The device call runs outside the lock, so that threads sharing
         // the handle allocate in parallel; a block that cannot be recorded
         // goes straight back.
-        let block = DeviceBlock::on_stream(a.inner.clone(), size as u64, alignment as u64, stream_of(stream))?;
+        let block = DeviceBlock::on_stream_as_is(a.inner.clone(), size as u64, alignment as u64, stream_of(stream))?;
         let ptr = block.ptr().as_ptr();
         let mut direct = a.direct();
-        if let Some(held) = direct.get(&block.ptr().addr()) {
+        // Overlap first: a block over one this handle has out is neither
+        // handed out nor given back, even when it is misaligned too.
+        if let Some(held) = device::overlapping(&direct, block.ptr().addr(), block.size(), DeviceBlock::size) {
             let returned = (block.ptr().addr(), block.size());
-            let e = device::handed_out_twice(a.inner.name(), returned, (held.ptr().addr(), held.size()), "this handle");
+            let e = device::handed_out_twice(a.inner.name(), returned, held, "this handle");
             drop(direct);
             block.abandon();
             return Err(e);
         }
-        direct.try_reserve(1).map_err(|_| Error::new(Status::OutOfMemory, "no memory to record the allocation"))?;
+        let block = match block.aligned(alignment as u64) {
+            Ok(block) => block,
+            Err(e) => {
+                drop(direct);
+                return Err(e);
+            }
+        };
         direct.insert(block.ptr().addr(), block);
         out.write(ptr.cast());
         Ok(())

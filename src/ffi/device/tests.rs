@@ -170,34 +170,45 @@ fn device_failures_and_bad_requests_are_reported_with_figures() {
     assert_eq!((broken.allocs.load(Ordering::Relaxed), broken.frees.load(Ordering::Relaxed)), (1, 1));
 }
 
+/// Memory the handle has out, returned again: the same address, one
+/// inside the block, or the same address misaligned for the new request;
+/// refused naming both blocks, and never given back (the counting
+/// allocator under it panics on a free of memory in use).
 #[test]
 fn an_address_the_handle_has_out_already_is_refused_and_not_freed() {
-    let dev = crate::pool::testing::Misbehaving::new();
-    let a = into_handle(nnm_device_allocator::new(dev.clone()));
-    let (mut p, mut q) = (ptr::null_mut(), ptr::null_mut());
-    // SAFETY: live handle, writable out-parameters.
-    unsafe {
-        assert_eq!(nnm_device_allocator_alloc(a, 100, 64, ptr::null_mut(), &mut p), Status::Ok);
-        dev.arm(Some(0));
-        assert_eq!(nnm_device_allocator_alloc(a, 200, 64, ptr::null_mut(), &mut q), Status::InvalidArgument);
+    for (offset, misaligned) in [(0, false), (8, false), (0, true)] {
+        let dev = crate::pool::testing::Misbehaving::new();
+        let a = into_handle(nnm_device_allocator::new(dev.clone()));
+        let (mut p, mut q) = (ptr::null_mut(), ptr::null_mut());
+        // SAFETY: live handle, writable out-parameter.
+        unsafe { assert_eq!(nnm_device_allocator_alloc(a, 100, 64, ptr::null_mut(), &mut p), Status::Ok) };
+        // Twice the largest power of two dividing `p`: `p` is not aligned
+        // to it.
+        let alignment = if misaligned { (p as usize & (p as usize).wrapping_neg()) * 2 } else { 8 };
+        dev.arm(Some(offset));
+        // SAFETY: live handle, writable out-parameter.
+        let status = unsafe { nnm_device_allocator_alloc(a, 200, alignment, ptr::null_mut(), &mut q) };
+        let what = format!("offset {offset}, alignment {alignment}: {}", last_error());
+        assert_eq!(status, Status::InvalidArgument, "{what}");
+        let expected = format!(
+            "device allocator \"misbehaving\" returned [{:#x}, {:#x}) (200 B), overlapping [{p:p}, {:#x}) (100 B) \
+             that this handle already holds from it: not handed out and not given back",
+            p as usize + offset as usize,
+            p as usize + offset as usize + 200,
+            p as usize + 100
+        );
+        assert!(last_error().starts_with(&expected), "{what}");
+        assert!(q.is_null());
+        // `p` is still out (once): given back once, with its own size.
+        dev.arm(None);
+        // SAFETY: live handle; `p` came from it; then freed once.
+        unsafe {
+            assert_eq!(nnm_device_allocator_dealloc(a, p), Status::Ok);
+            assert_eq!(nnm_device_allocator_dealloc(a, p), Status::InvalidArgument);
+            nnm_device_allocator_free(a);
+        }
+        assert_eq!((dev.inner.allocs(), dev.inner.frees(), dev.inner.live_blocks()), (1, 1, 0), "{what}");
     }
-    let expected = format!(
-        "device allocator \"misbehaving\" returned [{p:p}, {:#x}) (200 B), overlapping [{p:p}, {:#x}) (100 B) \
-         that this handle already holds from it: not handed out and not given back",
-        p as usize + 200,
-        p as usize + 100
-    );
-    assert!(last_error().starts_with(&expected), "{}", last_error());
-    assert!(q.is_null());
-    // `p` is still out (once): given back once, with its own size.
-    dev.arm(None);
-    // SAFETY: live handle; `p` came from it; then freed once.
-    unsafe {
-        assert_eq!(nnm_device_allocator_dealloc(a, p), Status::Ok);
-        assert_eq!(nnm_device_allocator_dealloc(a, p), Status::InvalidArgument);
-        nnm_device_allocator_free(a);
-    }
-    assert_eq!((dev.inner.allocs(), dev.inner.frees(), dev.inner.live_blocks()), (1, 1, 0));
 }
 
 #[test]

@@ -6,7 +6,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 use super::super::args::read_str;
-use crate::pool::device::{DeviceAllocator, DevicePtr, MemInfo, Stream};
+use crate::pool::device::{aligned_or_given_back, DeviceAllocator, DevicePtr, MemInfo, Stream};
 use crate::status::{Error, Result, Status};
 
 /// Flag of `nnm_device_allocator_vtable`: the CPU can read and write the
@@ -22,7 +22,9 @@ const KNOWN_FLAGS: u32 = NNM_DEVICE_HOST_ACCESSIBLE;
 /// the device has no room. May be called from any thread, concurrently.
 /// Memory it handed out and has not taken back must not be returned again:
 /// a pool refuses such a block (the same pointer twice, or one inside a
-/// block it holds) and never gives it back, as `nnm_pool_alloc` says.
+/// block it holds) and never gives it back, as `nnm_pool_alloc` says. A
+/// block not aligned as asked is given back (`free`) and refused, unless
+/// it is also such a block.
 pub type nnm_device_alloc_fn =
     Option<unsafe extern "C" fn(ctx: *mut c_void, size: usize, alignment: usize, stream: *mut c_void) -> *mut c_void>;
 
@@ -148,6 +150,11 @@ impl DeviceAllocator for VtableAllocator {
     }
 
     fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        let ptr = self.alloc_as_is(size, alignment, stream)?;
+        aligned_or_given_back(self, ptr, size, alignment, stream)
+    }
+
+    fn alloc_as_is(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
         let name = &self.name;
         if size == 0 || !alignment.is_power_of_two() {
             return Err(Error::invalid(format!(
@@ -162,17 +169,7 @@ impl DeviceAllocator for VtableAllocator {
         // SAFETY: the vtable's contract: `alloc` takes its context, a size
         // > 0 and a power-of-two alignment, from any thread.
         let raw = unsafe { (self.alloc)(self.ctx, c_size, c_alignment, stream.as_handle()) };
-        let ptr = DevicePtr::new(raw.cast()).ok_or_else(oom)?;
-        if ptr.addr() % c_alignment != 0 {
-            // SAFETY: `raw` is what `alloc` just returned for this size and
-            // stream, given back once.
-            unsafe { (self.free)(self.ctx, raw, c_size, stream.as_handle()) };
-            return Err(Error::invalid(format!(
-                "{name}: alloc returned {raw:p} for {size} B, not aligned to the {alignment} B asked for \
-                 (given back; the allocator must honour the alignment)"
-            )));
-        }
-        Ok(ptr)
+        DevicePtr::new(raw.cast()).ok_or_else(oom)
     }
 
     fn free(&self, ptr: DevicePtr, size: u64, stream: Stream) {

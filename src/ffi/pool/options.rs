@@ -139,6 +139,9 @@ pub unsafe extern "C" fn nnm_pool_options_default(out_options: *mut nnm_pool_opt
 /// Peaks are since creation or the last `nnm_pool_reset_peak`. With several
 /// shards, the requested, allocated and active peaks are the sum of the
 /// shards' peaks (an upper bound); reserved figures are always exact.
+/// One read is one moment's, also while other threads allocate (every
+/// shard is held at once): with `no-pool`, `page-unit` and `caching`,
+/// `reserved_bytes == allocated_bytes + cached_bytes` in every read.
 #[repr(C)]
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub struct nnm_pool_stats {

@@ -75,7 +75,8 @@ fn cuda_device(device: c_int) -> Result<DeviceKey> {
 /// its pool with the strategy `NNMEM_TORCH_STRATEGY` names (`caching` when
 /// unset or empty; `page-unit`, `no-pool`, `replay`, or a registered
 /// strategy's name); a pool installed before (`nnm_device_init_pool`, with
-/// options) is used as it is. Memory comes from the CUDA runtime, or the
+/// options) is used as it is, whatever the variable holds (a name it
+/// cannot read refuses only the pools the pair would make). Memory comes from the CUDA runtime, or the
 /// driver where the runtime is absent (`nnm_device_allocator_cuda`).
 ///
 /// `size` is `ptrdiff_t`, which is the same type as `ssize_t` on Linux
@@ -108,12 +109,11 @@ pub unsafe extern "C" fn nnm_torch_alloc(size: isize, device: c_int, stream: *mu
         let bytes = u64::try_from(size)
             .map_err(|_| Error::invalid(format!("PyTorch asked for {size} B: a size is 0 or more")))?;
         let key = cuda_device(device)?;
-        let strategy = strategy()?;
         if bytes == 0 {
             return Ok(std::ptr::null_mut());
         }
         let alignment = NNM_POOL_DEFAULT_ALIGNMENT as u64;
-        Ok(registry().alloc_or_make(key, strategy, bytes, alignment, stream_of(stream))?.as_ptr().cast())
+        Ok(registry().alloc_or_make(key, &strategy, bytes, alignment, stream_of(stream))?.as_ptr().cast())
     })
 }
 
@@ -159,7 +159,7 @@ pub unsafe extern "C" fn nnm_torch_free(ptr: *mut c_void, size: isize, device: c
 pub extern "C" fn nnm_torch_init(device: c_int) -> Status {
     guard(|| {
         let key = cuda_device(device)?;
-        registry().get_or_make(key, strategy()?).map(drop)
+        registry().get_or_make(key, &strategy).map(drop)
     })
 }
 
@@ -182,7 +182,7 @@ pub extern "C" fn nnm_torch_init(device: c_int) -> Status {
 pub extern "C" fn nnm_torch_end_iteration(device: c_int) -> Status {
     guard(|| {
         let key = cuda_device(device)?;
-        registry().get_or_make(key, strategy()?)?.end_iteration()
+        registry().get_or_make(key, &strategy)?.end_iteration()
     })
 }
 

@@ -76,17 +76,21 @@ fn every_strategy_refuses_memory_the_allocator_handed_out_twice() {
     const BIG: u64 = 3 << 20;
     for &kind in StrategyKind::ALL {
         // 0: the same pointer again; 512: a pointer inside the held block
-        // (aligned as every strategy asks).
-        for offset in [0, 512] {
+        // (aligned as every strategy asks); 0 for a request aligned more
+        // than that pointer is: misaligned too, and still never given back
+        // (the counting allocator panics on a free of memory in use).
+        for (offset, misaligned) in [(0, false), (512, false), (0, true)] {
             let dev = Misbehaving::new();
             let pool = Pool::new(dev.clone(), kind, &PoolOptions { shards: 1, ..Default::default() }).unwrap();
             let first = pool.alloc(1000, 256, Stream::DEFAULT).unwrap();
             fill(first, 1000, 7);
             let (base, held) = dev.last();
+            // Twice the largest power of two dividing the address.
+            let alignment = if misaligned { (base.addr() & base.addr().wrapping_neg()) as u64 * 2 } else { 256 };
             let before = pool.stats();
             dev.arm(Some(offset));
-            let e = pool.alloc(BIG, 256, Stream::DEFAULT).unwrap_err();
-            let what = format!("{kind:?} offset {offset}: {}", e.message());
+            let e = pool.alloc(BIG, alignment, Stream::DEFAULT).unwrap_err();
+            let what = format!("{kind:?} offset {offset}, alignment {alignment}: {}", e.message());
             assert_eq!(e.status(), Status::InvalidArgument, "{what}");
             let returned = format!("device allocator \"misbehaving\" returned [{:#x}, ", base.addr() + offset as usize);
             let overlapping = format!(
@@ -95,7 +99,8 @@ fn every_strategy_refuses_memory_the_allocator_handed_out_twice() {
                 base.addr() + held as usize
             );
             assert!(e.message().contains(&returned) && e.message().contains(&overlapping), "{what}");
-            assert!(dev.bogus.load(Ordering::SeqCst) >= 1, "{what}");
+            // Refused at the first answer: the device is not asked again.
+            assert_eq!(dev.bogus.load(Ordering::SeqCst), 1, "{what}");
             // Nothing was handed out or counted.
             let after = pool.stats();
             assert_eq!((after.allocs, after.active_blocks, after.allocated_bytes), (1, 1, before.allocated_bytes));
@@ -115,4 +120,26 @@ fn every_strategy_refuses_memory_the_allocator_handed_out_twice() {
             assert_eq!((dev.inner.live_blocks(), dev.inner.allocs()), (0, dev.inner.frees()), "{what}");
         }
     }
+}
+
+/// `caching` asks for a padded segment first and, refused, for the request
+/// alone: only when the device had no room. Memory handed out twice
+/// refuses the request at the first answer.
+#[test]
+fn caching_retries_the_request_alone_only_after_running_out_of_room() {
+    let dev = Misbehaving::new();
+    let pool = Pool::new(dev.clone(), StrategyKind::Caching, &PoolOptions { shards: 1, ..Default::default() }).unwrap();
+    // 128 MB of large segments held: the next segment is padded to a
+    // sixteenth of that, more than the request rounded.
+    let large = pool.alloc(128 << 20, 256, Stream::DEFAULT).unwrap();
+    dev.arm(Some(0));
+    let e = pool.alloc(3 << 20, 256, Stream::DEFAULT).unwrap_err();
+    assert_eq!(e.status(), Status::InvalidArgument, "{}", e.message());
+    assert_eq!(dev.bogus.load(Ordering::SeqCst), 1, "asked once: {}", e.message());
+    dev.arm(None);
+    let served = pool.alloc(3 << 20, 256, Stream::DEFAULT).unwrap();
+    pool.free(served).unwrap();
+    pool.free(large).unwrap();
+    drop(pool);
+    assert_eq!((dev.inner.live_blocks(), dev.inner.allocs()), (0, dev.inner.frees()));
 }

@@ -28,14 +28,48 @@ impl DeviceBlock {
 
     /// As [`DeviceBlock::new`], for use on `stream` (and freed on it).
     pub fn on_stream(allocator: SharedAllocator, size: u64, alignment: u64, stream: Stream) -> Result<DeviceBlock> {
+        Self::checked(allocator, size, alignment, stream, |a| a.alloc(size, alignment, stream))
+    }
+
+    /// As [`DeviceBlock::on_stream`], with the address as the allocator
+    /// returned it ([`super::DeviceAllocator::alloc_as_is`]): for a caller
+    /// that checks it against the blocks it holds before
+    /// [`DeviceBlock::aligned`] may give it back.
+    pub(crate) fn on_stream_as_is(
+        allocator: SharedAllocator,
+        size: u64,
+        alignment: u64,
+        stream: Stream,
+    ) -> Result<DeviceBlock> {
+        Self::checked(allocator, size, alignment, stream, |a| a.alloc_as_is(size, alignment, stream))
+    }
+
+    fn checked(
+        allocator: SharedAllocator,
+        size: u64,
+        alignment: u64,
+        stream: Stream,
+        alloc: impl FnOnce(&SharedAllocator) -> Result<DevicePtr>,
+    ) -> Result<DeviceBlock> {
         if size == 0 || !alignment.is_power_of_two() {
             return Err(Error::invalid(format!(
                 "{}: size {size} B with alignment {alignment} B (size > 0 and a power-of-two alignment needed)",
                 allocator.name()
             )));
         }
-        let ptr = allocator.alloc(size, alignment, stream)?;
+        let ptr = alloc(&allocator)?;
         Ok(DeviceBlock { allocator, ptr, size, stream, owns_memory: true })
+    }
+
+    /// The block, when its address is aligned to `alignment`; otherwise it
+    /// goes back to its allocator and is refused (INVALID_ARGUMENT).
+    pub(crate) fn aligned(self, alignment: u64) -> Result<DeviceBlock> {
+        if super::aligned_to(self.ptr.addr(), alignment) {
+            return Ok(self);
+        }
+        let e = super::given_back_misaligned(self.allocator.name(), self.ptr, self.size, alignment);
+        drop(self);
+        Err(e)
     }
 
     /// The block's address (with the allocator's provenance).

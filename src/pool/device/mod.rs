@@ -116,6 +116,18 @@ pub trait DeviceAllocator: Send + Sync {
     /// device has no room, naming the size.
     fn alloc(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr>;
 
+    /// As [`DeviceAllocator::alloc`], except that an address not aligned as
+    /// asked comes back as it is instead of being given back and refused:
+    /// for a caller that keeps books of the blocks it holds and checks the
+    /// address against them first, because a misaligned address may also
+    /// be the start of a block it holds, which giving it back would free
+    /// under its user. The caller then passes the address through
+    /// [`aligned_or_given_back`]. An allocator that always aligns needs no
+    /// other version than `alloc`.
+    fn alloc_as_is(&self, size: u64, alignment: u64, stream: Stream) -> Result<DevicePtr> {
+        self.alloc(size, alignment, stream)
+    }
+
     /// Returns memory `alloc` handed out, with the same size and stream.
     /// Never called twice for one pointer.
     fn free(&self, ptr: DevicePtr, size: u64, stream: Stream);
@@ -150,6 +162,63 @@ pub(crate) fn handed_out_twice(
         range(returned),
         range(held)
     ))
+}
+
+/// `ptr`, which `allocator.alloc_as_is(size, alignment, stream)` returned
+/// and which no holder's books name: itself when it is aligned to
+/// `alignment`, otherwise given back (with that size and stream) and
+/// refused with INVALID_ARGUMENT naming the allocator.
+pub(crate) fn aligned_or_given_back(
+    allocator: &dyn DeviceAllocator,
+    ptr: DevicePtr,
+    size: u64,
+    alignment: u64,
+    stream: Stream,
+) -> Result<DevicePtr> {
+    if aligned_to(ptr.addr(), alignment) {
+        return Ok(ptr);
+    }
+    allocator.free(ptr, size, stream);
+    Err(given_back_misaligned(allocator.name(), ptr, size, alignment))
+}
+
+/// Whether `addr` is a multiple of `alignment` (a power of two, checked by
+/// every caller before the device was asked).
+pub(crate) fn aligned_to(addr: usize, alignment: u64) -> bool {
+    alignment != 0 && addr as u64 % alignment == 0
+}
+
+/// The error for a block `allocator` returned at `ptr` for `size` bytes,
+/// not aligned to the `alignment` asked for, and given back.
+#[cold]
+pub(crate) fn given_back_misaligned(
+    allocator: &str,
+    ptr: DevicePtr,
+    size: u64,
+    alignment: u64,
+) -> crate::status::Error {
+    crate::status::Error::invalid(format!(
+        "{allocator}: alloc returned {:p} for {size} B, not aligned to the {alignment} B asked for \
+         (given back; the allocator must honour the alignment)",
+        ptr.as_ptr()
+    ))
+}
+
+/// The block of `held` (keyed by address; blocks apart from each other,
+/// `size_of` giving each one's bytes) that overlaps `size` bytes at
+/// `start`, as (address, bytes).
+pub(crate) fn overlapping<V>(
+    held: &std::collections::BTreeMap<usize, V>,
+    start: usize,
+    size: u64,
+    size_of: impl Fn(&V) -> u64,
+) -> Option<(usize, u64)> {
+    let end = start.saturating_add(usize::try_from(size).unwrap_or(usize::MAX));
+    // The last block starting before the end: any block that overlaps
+    // either is that one or lies wholly before it, apart from it.
+    let (&base, value) = held.range(..end).next_back()?;
+    let bytes = size_of(value);
+    (base.saturating_add(usize::try_from(bytes).unwrap_or(usize::MAX)) > start).then_some((base, bytes))
 }
 
 /// A shared device allocator: pools, arenas and nets hold one each.

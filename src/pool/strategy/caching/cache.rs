@@ -279,10 +279,11 @@ impl Cache {
         let merged = self.release_free_large(device, tag);
         match self.new_segment(device, padded.saturating_add(merged), alignment, stream, tag, false) {
             Ok(i) => Ok(i),
-            Err(_) if padded.saturating_add(merged) > rounded => {
+            Err(e) if e.status() == Status::OutOfMemory && padded.saturating_add(merged) > rounded => {
                 // The padded segment did not fit (under the limit or on the
                 // device): the request alone may. The refusal is not this
-                // request's.
+                // request's. Any other refusal (a block the device handed
+                // out twice, or misaligned) is the request's too.
                 crate::pool::budget::take_limit_refusal();
                 self.new_segment(device, rounded, alignment, stream, tag, false)
             }

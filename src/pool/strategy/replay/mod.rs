@@ -37,7 +37,7 @@ use crate::plan::Algorithm;
 use crate::pool::budget::Device;
 use crate::pool::device::{DevicePtr, Stream};
 use crate::pool::strategy::{CacheFigures, Freed, NotLive, PlanFigures, Request, Served, Strategy};
-use crate::status::Result;
+use crate::status::{Result, Status};
 
 use record::Recording;
 
@@ -304,7 +304,11 @@ impl Replay {
             Some(block) => block,
             None => match device.alloc(plan.block_bytes, plan.block_alignment, plan.block_stream) {
                 Ok(block) => *plan.block.insert(block),
-                Err(_) => return self.depart(request, device),
+                // No room for the block: the fallback may still serve the
+                // request alone. Any other refusal (a block the device
+                // handed out twice, or misaligned) is the request's.
+                Err(e) if e.status() == Status::OutOfMemory => return self.depart(request, device),
+                Err(e) => return Err(e),
             },
         };
         let buffer = plan.steps[at].buffer;

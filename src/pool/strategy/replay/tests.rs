@@ -429,6 +429,39 @@ fn a_request_of_0_bytes_is_recorded_and_replayed_at_an_address_of_its_own() {
     h.finish();
 }
 
+/// The plan's block, asked for again after `release_cached`, answered
+/// with memory the pool already holds: the request is refused there, as
+/// every strategy refuses it, and the device is not asked again by the
+/// fallback (only running out of room departs).
+#[test]
+fn a_block_the_device_handed_out_twice_refuses_the_request_without_departing() {
+    let dev = crate::pool::testing::Misbehaving::new();
+    let device = Device::new(dev.clone(), None);
+    let mut replay = Replay::new(&ReplayOptions::default(), Box::new(NoPool::new()));
+    let request = Request { size: 10_000, alignment: 256, stream: Stream::DEFAULT };
+    let a = replay.alloc(request, &device).unwrap().ptr;
+    replay.free(a, &device).unwrap();
+    replay.end_iteration(&device).unwrap();
+    assert!(replay.release_cached(&device) >= 10_000, "the plan's block went back");
+    // A block of the pool's own; the device's next answer is that block.
+    let held = device.alloc(4096, 256, Stream::DEFAULT).unwrap();
+    dev.arm(Some(0));
+    let e = replay.alloc(request, &device).unwrap_err();
+    assert_eq!(e.status(), crate::status::Status::InvalidArgument, "{}", e.message());
+    assert!(e.message().contains("not handed out and not given back"), "{}", e.message());
+    assert_eq!(dev.bogus.load(std::sync::atomic::Ordering::SeqCst), 1, "asked once");
+    assert_eq!(replay.plan_figures().unwrap().departures, 0);
+    // Behaving again, the plan serves the request.
+    dev.arm(None);
+    let served = replay.alloc(request, &device).unwrap();
+    assert!(served.from_plan);
+    replay.free(served.ptr, &device).unwrap();
+    replay.release_all(&device);
+    device.free(held, 4096, Stream::DEFAULT);
+    // The recorded request, the plan's block twice, the held block: all back.
+    assert_eq!((dev.inner.allocs(), dev.inner.frees()), (4, 4));
+}
+
 #[test]
 fn the_device_refusing_the_block_restarts_the_recording() {
     let counting = CountingAllocator::new();
