@@ -346,6 +346,21 @@ static void test_finish_before_start() {
     CHECK_THROWS(lone2.max_depth(), ov::AssertFailure);
     ov::MemorySolver lone3(std::vector<Box>{{3, 1, 5, 0}});
     CHECK_THROWS(lone3.max_top_depth(), std::runtime_error);
+    // A box that passed the check before the failing one: after the
+    // failure both figures throw again, neither answers from the part of
+    // the sweep done.
+    ov::MemorySolver late(std::vector<Box>{{0, 1, 5, 0}, {3, 2, 5, 1}});
+    CHECK_THROWS(late.max_depth(), ov::AssertFailure);
+    CHECK_THROWS(late.max_top_depth(), ov::AssertFailure);
+    CHECK_THROWS(late.max_depth(), ov::AssertFailure);
+    try {
+        ov::MemorySolver zero(std::vector<Box>{{3, 2, 5, 0}});
+        zero.max_depth();
+        CHECK(false);
+    } catch (const ov::AssertFailure& e) {
+        // OpenVINO's words, under its own macros too.
+        CHECK(std::string(e.what()).find("Check 'top_depth > 0' failed") != std::string::npos);
+    }
 }
 
 // Refused: a negative start (OpenVINO writes out of bounds) or size.
@@ -501,6 +516,8 @@ static void test_openvino_exceptions() {
         CHECK(false);
     } catch (const ov::AssertFailure& e) {
         CHECK(std::string(e.what()).find("openvino stand-in") != std::string::npos);
+        // OPENVINO_ASSERT names the condition as OpenVINO's does.
+        CHECK(std::string(e.what()).find("Check 'top_depth > 0' failed") != std::string::npos);
     }
 }
 #else

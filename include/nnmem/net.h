@@ -1021,13 +1021,15 @@ struct nnm_net *nnm_net_from_list(const struct list_head *list);
  *   `nnm_net_attach_param_adopted` (`mem_kind` host; params and outputs;
  *   a param's `diff` may be NULL or have NULL `data`: a placeholder); on
  *   the inputs list, as NNM_OWNERSHIP_VIEW (a legacy shallow copy of an
- *   output keeps the output's OWNED, and an input owns nothing);
+ *   output keeps the output's OWNED, and an input owns nothing): its
+ *   `diff` is NULL, has NULL `data`, or is the output's;
  * - NNM_OWNERSHIP_BORROWED with `data->data` set: the caller's memory of
  *   `data->mem_kind` (host or device), never freed, as
  *   `nnm_net_attach_param_borrowed` (any of the three lists; `diff` NULL
  *   or with NULL `data`: a placeholder diff);
  * - NNM_OWNERSHIP_BORROWED with `data->data` NULL: an input placeholder,
- *   as `nnm_net_attach_input_placeholder` (inputs only);
+ *   as `nnm_net_attach_input_placeholder` (inputs only; `diff` NULL or
+ *   with NULL `data`: a placeholder has no gradient buffer of its own);
  * - NNM_OWNERSHIP_VIEW: an input that views the output of this net whose
  *   data buffer is `data->data` (a legacy shallow copy of that output),
  *   as `nnm_net_attach_input_view`; the rest of `data` and `diff` are not
@@ -1045,7 +1047,9 @@ struct nnm_net *nnm_net_from_list(const struct list_head *list);
  * ownership or mem_kind; bad dims; a batch dimension that differs from the
  * net's; an ownership the list does not take; adopting device memory, the
  * same buffer twice, or a buffer the net already adopted; a view of no
- * output of this net; a bad name); ALREADY_EXISTS; OVERFLOW;
+ * output of this net; an input's `diff` buffer that is not its output's
+ * or is given to a placeholder, which the net would neither use nor free;
+ * a bad name); ALREADY_EXISTS; OVERFLOW;
  * OUT_OF_MEMORY.
  *
  * # Safety

@@ -183,6 +183,33 @@ pub struct ModelBuilder {
     workbuffers: FastMap<BufferId, WorkbufferRef>,
 }
 
+/// One operator's ids, each looked up in constant time, so that checking
+/// an operator takes time linear in its outputs and workbuffers (a
+/// runtime may give one operator tens of thousands).
+struct OperatorIds {
+    /// Each output id and where it is first listed.
+    first_output: FastMap<BufferId, usize>,
+    /// The input ids.
+    inputs: FastMap<BufferId, ()>,
+    /// How many times each workbuffer id is given, both kinds together.
+    workbuffer_uses: FastMap<BufferId, usize>,
+}
+
+impl OperatorIds {
+    fn of(op: &OperatorSpec) -> Self {
+        let mut first_output = FastMap::default();
+        for (k, out) in op.outputs.iter().enumerate() {
+            first_output.entry(out.id).or_insert(k);
+        }
+        let inputs = op.inputs.iter().map(|i| (i.id, ())).collect();
+        let mut workbuffer_uses = FastMap::default();
+        for &id in op.request.immutable_ids.iter().chain(&op.request.mutable_ids) {
+            *workbuffer_uses.entry(id).or_insert(0) += 1;
+        }
+        OperatorIds { first_output, inputs, workbuffer_uses }
+    }
+}
+
 impl ModelBuilder {
     /// An empty model.
     pub fn new() -> Self {
@@ -236,16 +263,17 @@ impl ModelBuilder {
                 )));
             }
         }
+        let ids = OperatorIds::of(&op);
         for (k, out) in op.outputs.iter().enumerate() {
             self.check_new(out.id, format_args!("{what}: output"))?;
-            if op.outputs[..k].iter().any(|o| o.id == out.id) {
+            if ids.first_output.get(&out.id) != Some(&k) {
                 return Err(Error::new(Status::AlreadyExists, format!("{what}: output {} is listed twice", out.id)));
             }
             if let Some(of) = out.alias_of {
-                self.check_alias(&op, out, of, &what)?;
+                self.check_alias(&ids, out, of, &what)?;
             }
         }
-        self.check_workbuffers(&op, &what)?;
+        self.check_workbuffers(&op, &ids, &what)?;
         for input in &op.inputs {
             let at = self.by_id[&input.id];
             self.buffers[at].last_consumer = Some(index);
@@ -268,15 +296,16 @@ impl ModelBuilder {
         Ok(index)
     }
 
-    /// Checks output `out` of `op`, an alias of `of`.
-    fn check_alias(&self, op: &OperatorSpec, out: &OutputSpec, of: BufferId, what: &OperatorName<'_>) -> Result<()> {
-        if op.outputs.iter().any(|o| o.id == of) {
+    /// Checks output `out` of the operator whose ids are `ids`, an alias of
+    /// `of`.
+    fn check_alias(&self, ids: &OperatorIds, out: &OutputSpec, of: BufferId, what: &OperatorName<'_>) -> Result<()> {
+        if ids.first_output.contains_key(&of) {
             return Err(Error::invalid(format!(
                 "{what}: output {} aliases {of}, an output of the same operator: an alias cycle",
                 out.id
             )));
         }
-        if !op.inputs.iter().any(|i| i.id == of) {
+        if !ids.inputs.contains_key(&of) {
             return Err(Error::invalid(format!(
                 "{what}: output {} aliases {of}, which is not one of its inputs",
                 out.id
@@ -306,8 +335,8 @@ impl ModelBuilder {
         Ok(())
     }
 
-    /// Checks `op`'s workbuffer sizes and ids.
-    fn check_workbuffers(&self, op: &OperatorSpec, what: &OperatorName<'_>) -> Result<()> {
+    /// Checks `op`'s workbuffer sizes and ids (`ids`: the operator's).
+    fn check_workbuffers(&self, op: &OperatorSpec, ids_of_op: &OperatorIds, what: &OperatorName<'_>) -> Result<()> {
         let r = &op.request;
         let lists = [("immutable", &r.immutable, &r.immutable_ids), ("mutable", &r.mutable, &r.mutable_ids)];
         for (kind, sizes, ids) in lists {
@@ -327,8 +356,8 @@ impl ModelBuilder {
             }
             for (k, &id) in ids.iter().enumerate() {
                 self.check_new(id, format_args!("{what}: {kind} workbuffer {k} id"))?;
-                let repeated = op.outputs.iter().any(|o| o.id == id)
-                    || r.immutable_ids.iter().chain(&r.mutable_ids).filter(|&&other| other == id).count() > 1;
+                let repeated = ids_of_op.first_output.contains_key(&id)
+                    || ids_of_op.workbuffer_uses.get(&id).is_some_and(|&n| n > 1);
                 if repeated {
                     return Err(Error::new(
                         Status::AlreadyExists,

@@ -455,3 +455,55 @@ fn workbuffers_with_ids_have_places_without_a_block_and_dynamic_buffers_resolve_
     );
     pool.release(&lease).unwrap();
 }
+
+/// An operator's ids checked against each other: an output listed twice, a
+/// workbuffer id that is also an output or given twice, aliases of the
+/// operator's own outputs or of what it does not read; and the same checks
+/// at 100,000 outputs or workbuffer ids (one lookup each, so this is
+/// quick), refusing a repeat at the end with the same message.
+#[test]
+fn an_operators_ids_are_checked_against_each_other_at_any_count() {
+    let op = |outputs: Vec<OutputSpec>, request: WorkbufferRequest| OperatorSpec {
+        name: "op".into(),
+        inputs: vec![InputSpec::new(1, 64)],
+        outputs,
+        request,
+    };
+    let refused = |spec: OperatorSpec, status: Status, text: &str| {
+        let mut m = ModelBuilder::new();
+        m.add_constant(1, 64, None).unwrap();
+        let e = m.add_operator(spec).unwrap_err();
+        assert_eq!(e.status(), status, "{}", e.message());
+        assert!(e.message().contains(text), "{text:?} in {}", e.message());
+    };
+    let ids = |mutable_ids: Vec<u64>| WorkbufferRequest {
+        mutable: vec![8; mutable_ids.len()],
+        mutable_ids,
+        ..WorkbufferRequest::default()
+    };
+    let out = |id| OutputSpec::new(id, 64);
+    refused(op(vec![out(2), out(3), out(2)], ids(vec![])), Status::AlreadyExists, "output 2 is listed twice");
+    refused(op(vec![out(2)], ids(vec![5, 2])), Status::AlreadyExists, "mutable workbuffer 1: id 2 is given twice");
+    refused(op(vec![], ids(vec![5, 6, 5])), Status::AlreadyExists, "mutable workbuffer 0: id 5 is given twice");
+    let alias = |id, of| OutputSpec { alias_of: Some(of), ..OutputSpec::new(id, 64) };
+    refused(op(vec![alias(2, 3), out(3)], ids(vec![])), Status::InvalidArgument, "an alias cycle");
+    refused(op(vec![alias(2, 9)], ids(vec![])), Status::InvalidArgument, "which is not one of its inputs");
+
+    const COUNT: u64 = 100_000;
+    let mut m = ModelBuilder::new();
+    m.add_constant(1, 64, None).unwrap();
+    m.add_operator(op((2..2 + COUNT).map(out).collect(), ids(vec![]))).unwrap();
+    m.add_operator(op(vec![], ids((COUNT + 2..2 * COUNT + 2).collect()))).unwrap();
+    let mut repeated: Vec<u64> = (3 * COUNT..4 * COUNT).collect();
+    repeated.push(3 * COUNT + 17);
+    refused(
+        op((3 * COUNT..4 * COUNT).map(out).chain([out(3 * COUNT + 17)]).collect(), ids(vec![])),
+        Status::AlreadyExists,
+        &format!("output {} is listed twice", 3 * COUNT + 17),
+    );
+    refused(
+        op(vec![], ids(repeated)),
+        Status::AlreadyExists,
+        &format!("mutable workbuffer 17: id {} is given twice", 3 * COUNT + 17),
+    );
+}

@@ -84,13 +84,15 @@ pub unsafe extern "C" fn nnm_net_from_list(list: *const list_head) -> *mut nnm_n
 ///   `nnm_net_attach_param_adopted` (`mem_kind` host; params and outputs;
 ///   a param's `diff` may be NULL or have NULL `data`: a placeholder); on
 ///   the inputs list, as NNM_OWNERSHIP_VIEW (a legacy shallow copy of an
-///   output keeps the output's OWNED, and an input owns nothing);
+///   output keeps the output's OWNED, and an input owns nothing): its
+///   `diff` is NULL, has NULL `data`, or is the output's;
 /// - NNM_OWNERSHIP_BORROWED with `data->data` set: the caller's memory of
 ///   `data->mem_kind` (host or device), never freed, as
 ///   `nnm_net_attach_param_borrowed` (any of the three lists; `diff` NULL
 ///   or with NULL `data`: a placeholder diff);
 /// - NNM_OWNERSHIP_BORROWED with `data->data` NULL: an input placeholder,
-///   as `nnm_net_attach_input_placeholder` (inputs only);
+///   as `nnm_net_attach_input_placeholder` (inputs only; `diff` NULL or
+///   with NULL `data`: a placeholder has no gradient buffer of its own);
 /// - NNM_OWNERSHIP_VIEW: an input that views the output of this net whose
 ///   data buffer is `data->data` (a legacy shallow copy of that output),
 ///   as `nnm_net_attach_input_view`; the rest of `data` and `diff` are not
@@ -108,7 +110,9 @@ pub unsafe extern "C" fn nnm_net_from_list(list: *const list_head) -> *mut nnm_n
 /// ownership or mem_kind; bad dims; a batch dimension that differs from the
 /// net's; an ownership the list does not take; adopting device memory, the
 /// same buffer twice, or a buffer the net already adopted; a view of no
-/// output of this net; a bad name); ALREADY_EXISTS; OVERFLOW;
+/// output of this net; an input's `diff` buffer that is not its output's
+/// or is given to a placeholder, which the net would neither use nor free;
+/// a bad name); ALREADY_EXISTS; OVERFLOW;
 /// OUT_OF_MEMORY.
 ///
 /// # Safety
@@ -180,8 +184,28 @@ impl Described {
         // An input never owns: a legacy shallow copy of an output still says
         // OWNED, and is a view of it.
         let entry: *mut P = if kind == Kind::Input && ownership != Ownership::Borrowed {
-            net.attach_view(name, viewed_output(net, data.data, ownership)?)?.cast::<P>()
+            let output = viewed_output(net, data.data, ownership)?;
+            if ownership == Ownership::Owned {
+                // A shallow copy's diff is the output's: any other buffer
+                // would be neither used nor freed.
+                // SAFETY: a live entry of this net, which no other call
+                // uses; read in place.
+                let output_diff = unsafe { (*output).buffers[1] };
+                self.refuse_own_diff(
+                    output_diff,
+                    "views an output, whose gradient buffer it shares",
+                    "the output's diff",
+                )?;
+            }
+            net.attach_view(name, output)?.cast::<P>()
         } else {
+            if kind == Kind::Input && data.data.is_null() {
+                self.refuse_own_diff(
+                    ptr::null_mut(),
+                    "is a placeholder, which has no gradient buffer of its own",
+                    "NULL",
+                )?;
+            }
             let ndims = data.ndims as usize;
             if ndims == 0 || ndims > MAX_DIMS {
                 return Err(Error::invalid(format!("data has ndims {ndims}: a tensor has 1 to {MAX_DIMS} dimensions")));
@@ -202,6 +226,19 @@ impl Described {
         // call uses; `P` is the entry's C type (the list's).
         unsafe { (*entry).set_user(self.user) };
         Ok(entry)
+    }
+
+    /// Refuses a `diff` buffer an input cannot take (one other than
+    /// `allowed`, which it would neither use nor free): the input `why`.
+    fn refuse_own_diff(&self, allowed: *mut c_void, why: &str, remedy: &str) -> Result<()> {
+        match self.diff {
+            Some(d) if !d.data.is_null() && d.data != allowed => Err(Error::invalid(format!(
+                "diff->data ({:p}) of an input that {why}: pass {remedy}, or a diff with NULL data (nothing was \
+                 attached; the buffer is still the caller's)",
+                d.data
+            ))),
+            _ => Ok(()),
+        }
     }
 
     /// The entry of data and diff buffers as `ownership` and `data->data`

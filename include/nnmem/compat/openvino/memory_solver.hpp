@@ -45,7 +45,8 @@
  *   before its start gives OpenVINO's figures, and OpenVINO's
  *   ov::AssertFailure where its sweep's check fails (a box normalised to
  *   end the step before it starts, with no other box live at that point
- *   of the sweep).
+ *   of the sweep); after such a failure both throw again on every call
+ *   (OpenVINO's answer from the part of the sweep it did before).
  * - A box whose finish is before its start (not -1) is live at no step:
  *   offset 0, and `solve()` is at least its size, as in OpenVINO. (Where
  *   such boxes make OpenVINO's solve() index its time slots past their
@@ -150,12 +151,13 @@ namespace nnm_compat_openvino {
 #endif
 }
 
-/* OpenVINO's sweep asserts its live count stays positive. */
-inline void check_live_count(int64_t live) {
+/* OpenVINO's sweep asserts its live count stays positive (the parameter's
+ * name is in OPENVINO_ASSERT's message, as in OpenVINO's). */
+inline void check_live_count(int64_t top_depth) {
 #if NNM_COMPAT_OPENVINO_EXCEPT
-    OPENVINO_ASSERT(live > 0);
+    OPENVINO_ASSERT(top_depth > 0);
 #else
-    if (!(live > 0))
+    if (!(top_depth > 0))
         throw ov::AssertFailure("Check 'top_depth > 0' failed");
 #endif
 }
@@ -379,12 +381,16 @@ private:
     /*
      * OpenVINO's sweep over the boxes in start order: a box adds its size
      * when it starts; the boxes that ended before a step leave at the first
-     * box starting at that step. Updates the maxima as it goes, so that a
-     * failed check leaves them where OpenVINO's would be.
+     * box starting at that step. The maxima are kept only once the sweep
+     * is through: after a failed check both stay unknown, so every later
+     * max_depth() or max_top_depth() throws the same (OpenVINO's keeps the
+     * part of the sweep done before the check, and answers from it).
      */
     void calc_depth() {
         int64_t top_depth = 0;
         int64_t depth = 0;
+        int64_t top_max = -1;
+        int64_t depth_max = -1;
         std::map<int64_t, std::vector<size_t> > release_at;
         for (size_t i = 0; i < _boxes.size(); ++i) {
             const Box& box = _boxes[i];
@@ -407,9 +413,11 @@ private:
             if (!released_itself && !nnm_compat_openvino::add_fits(depth, box.size, &depth))
                 nnm_compat_openvino::throw_exception("MemorySolver: the depth passes INT64_MAX");
             nnm_compat_openvino::check_live_count(top_depth);
-            _top_depth = std::max(_top_depth, top_depth);
-            _depth = std::max(_depth, depth);
+            top_max = std::max(top_max, top_depth);
+            depth_max = std::max(depth_max, depth);
         }
+        _top_depth = top_max;
+        _depth = depth_max;
     }
 
     /*

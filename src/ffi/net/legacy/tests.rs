@@ -181,6 +181,37 @@ fn the_first_batched_attachment_decides_the_batch_and_every_entry_carries_its_us
         let mut batch = [0f32; 4];
         assert_eq!(nnm_net_input_bind(x, 0, batch.as_mut_ptr().cast(), ptr::null_mut(), 2), Status::Ok);
         assert_eq!(((*x).data.dims[0], (*x).user as usize), (2, 14));
+        // A gradient buffer of its own, on a shallow copy or a placeholder,
+        // would be neither used nor freed: refused, nothing attached, the
+        // buffer still the caller's (the copy may repeat the output's diff).
+        let own_diff = libc::malloc(4 * 15);
+        let owned_diff = desc(own_diff, &[5, 3], Ownership::Owned);
+        let before = net.report();
+        let (s, _) =
+            attach(inputs, "relu2", &desc((*fc).data.data, &[5, 3], Ownership::Owned), Some(&owned_diff), ctx, 0);
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(
+            last_error()
+                .contains("of an input that views an output, whose gradient buffer it shares: pass the output's diff"),
+            "{}",
+            last_error()
+        );
+        let (s, _) =
+            attach(inputs, "x2", &desc(ptr::null_mut(), &[5, 3], Ownership::Borrowed), Some(&owned_diff), ctx, 0);
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(last_error().contains("of an input that is a placeholder, which has no gradient buffer of its own"));
+        assert_eq!(net.report(), before, "nothing attached");
+        assert!(freed.borrow().is_empty(), "nothing adopted, nothing freed");
+        libc::free(own_diff);
+        let (s, _) = attach(
+            inputs,
+            "relu2",
+            &desc((*fc).data.data, &[5, 3], Ownership::Owned),
+            Some(&desc((*fc).diff.data, &[5, 3], Ownership::Owned)),
+            ctx,
+            0,
+        );
+        assert_eq!(s, Status::Ok, "the output's own diff: {}", last_error());
         // Caller memory as an input is borrowed, and is no placeholder.
         let (s, mine) =
             attach(inputs, "mine", &desc(batch.as_mut_ptr().cast(), &[5, 2], Ownership::Borrowed), None, ctx, 0);
