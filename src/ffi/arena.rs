@@ -330,8 +330,8 @@ unsafe fn arena_hot<'a>(arena: *mut nnm_arena) -> Result<&'a mut nnm_arena> {
 
 /// The path of both allocation exports (`PERSISTENT`: which one). On the
 /// host each export has its own copy, the scope a constant: the calls are
-/// hot, and a copy shared through a run-time scope costs them a third
-/// more (BENCHMARKS.md, targets (k) and (l)). The embedded build keeps one
+/// hot, and a copy shared through a run-time scope is slower for both
+/// (BENCHMARKS.md, targets (k) and (l)). The embedded build keeps one
 /// copy in flash ([`allocate_shared`]).
 ///
 /// # Safety
