@@ -508,11 +508,12 @@ static void check_errors(void) {
     t = p->data;
     t.ndims = 9;
     CHECK_FAILS(nnm_cache_push(cache, &t), NNM_INVALID_ARGUMENT);
-    CHECK(strcmp(nnm_last_error(), "tensor has ndims 9: a tensor has 1 to 8 dimensions") == 0);
-    t.ndims = 0; /* nnm_tensor.ndims is 1 to NNM_MAX_DIMS */
-    CHECK_FAILS(nnm_cache_push(cache, &t), NNM_INVALID_ARGUMENT);
-    CHECK(strcmp(nnm_last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions") == 0);
+    CHECK(strcmp(nnm_last_error(), "tensor has ndims 9: a tensor has 0 (a scalar) to 8 dimensions") == 0);
     CHECK(cache->count == 0);
+    t.ndims = 0; /* a scalar: nnm_tensor.ndims is 0 to NNM_MAX_DIMS */
+    CHECK_OK(nnm_cache_push(cache, &t));
+    CHECK_OK(nnm_cache_pop(cache, &t));
+    CHECK(t.ndims == 0 && cache->count == 0);
     CHECK_FAILS(nnm_cache_pop(cache, NULL), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_cache_count(cache, NULL), NNM_NULL_ARGUMENT);
     CHECK_FAILS(nnm_cache_push_new(cache, NNM_DTYPE_F32, bad_dims, 1, NULL), NNM_INVALID_ARGUMENT);

@@ -91,7 +91,7 @@ typedef struct nnm_tensor {
    */
   uint32_t dims[8];
   /**
-   * Dimensions in use, 1 to NNM_MAX_DIMS.
+   * Dimensions in use, 0 (a scalar: one element) to NNM_MAX_DIMS.
    */
   uint32_t ndims;
   /**
@@ -218,8 +218,8 @@ typedef struct nnm_cache {
  * Amortised O(1); the stack grows as needed. On a cache backed by a stack
  * cache (`cache->stack` set) this is `nnm_stack_cache_push` on it.
  *
- * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
- * 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` above
+ * NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
  * OUT_OF_MEMORY; and those of `nnm_stack_cache_push` on a backed cache.
  *
  * # Safety
@@ -340,7 +340,7 @@ enum nnm_status nnm_stack_cache_init(struct nnm_stack_cache *cache);
  * them the stack grows on the heap (see `nnm_stack_cache`).
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
- * tag or count; `ndims` outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or
+ * tag or count; `ndims` above NNM_MAX_DIMS; `dtype`, `mem_kind` or
  * `ownership` out of range); WRONG_STATE (a copy of a cache holding heap);
  * OUT_OF_MEMORY.
  *
@@ -694,7 +694,7 @@ typedef struct nnm_param {
 
 /**
  * Attaches a learnable param named `name` with data and diff of
- * `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
+ * `dims[0..ndims]` (0, a scalar, to NNM_MAX_DIMS) elements of `dtype` (an
  * `nnm_dtype`). nnmem allocates both from the net's allocator (host
  * memory unless `nnm_net_set_allocator` chose another), zeroed, 64-byte
  * aligned, owned: freed with the net. The entry goes to the back of `net->params`
@@ -1129,6 +1129,280 @@ enum nnm_status nnm_net_attach_stack_cache(struct nnm_net *net,
  * meanwhile. `node` may be any pointer value.
  */
 enum nnm_status nnm_net_detach(struct nnm_net *net, struct list_head *node);
+
+/**
+ * Makes the caller's list head `head` one of `net`'s lists, in the
+ * caller's storage (a legacy model's own `struct list_head` member):
+ * `nnm_net_from_list(head)` finds the net, `nnm_net_link` links the
+ * caller's entries to it, `nnm_net_lookup` finds them by name, and
+ * `nnm_net_free_list`, `nnm_net_detach` and `nnm_net_free` give them back
+ * through their release functions. After `nnm_net_free` the head is an
+ * empty list again, the caller's. The head must be empty and initialised
+ * (`init_list_head`: its `next` and `prev` point to itself).
+ *
+ * `nnm_net_link` also adopts an unknown head by itself, into a net of its
+ * own; this call is for a model that names its lists to one net it
+ * holds.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live net; `head`
+ * misaligned, not empty and initialised, or already a list of a live
+ * net).
+ *
+ * # Safety
+ * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
+ * without being read), and no other call may use it meanwhile. `head` must
+ * be NULL or valid for reading and writing a `struct list_head` until the
+ * net is freed.
+ */
+enum nnm_status nnm_net_adopt_list(struct nnm_net *net, struct list_head *head);
+
+/**
+ * The entry owns its data buffer: the release function gives it back.
+ */
+#define NNM_OWNS_DATA 1
+
+/**
+ * The entry owns its gradient buffer: the release function gives it back.
+ */
+#define NNM_OWNS_DIFF 2
+
+/**
+ * Gives back an entry linked with `nnm_net_link`: called once as
+ * `release(ctx, node, owned)`, after `node` left its list (its `next` and
+ * `prev` then point to `node` itself), with `owned` the NNM_OWNS_DATA and
+ * NNM_OWNS_DIFF bits of the buffers the entry owns. It frees those
+ * buffers, and the caller's struct around `node` if the caller allocated
+ * it; it must not call nnmem on the same net.
+ */
+typedef void (*nnm_release_fn)(void *ctx, struct list_head *node, uint32_t owned);
+
+/**
+ * Links the caller's entry into `list`: `node` (a `struct list_head`
+ * inside the caller's own struct, in no list) goes to the back of the
+ * list, named `name` (unique in that list; copied), with the buffers of
+ * `data` and `diff` as legacy code hands them over (NULL `data`: an entry
+ * with no tensors, such as a layer cache; then `diff` must be NULL too).
+ * C code walks the list as its own type (`list_entry(node, my_t, list)`);
+ * nnmem gives the entry back exactly once, through `release(ctx, node,
+ * owned)`, when it is detached (`nnm_net_detach`, `nnm_net_free_list`)
+ * or its net is freed.
+ *
+ * `list` is a list of a live net (adopted with `nnm_net_adopt_list`, or
+ * earlier by this call), or an empty, initialised list head nnmem does not
+ * know: that head is then adopted into a net of its own that nobody holds
+ * a handle to (`nnm_net_from_list(list)` finds it), which gives itself
+ * back once only placeholders are left after a detach.
+ *
+ * Ownership is decided from the buffers (the descriptors' `ownership`
+ * only says NNM_OWNERSHIP_BORROWED: the caller keeps that buffer):
+ * - a data buffer an entry of the net already owns makes this entry a
+ *   view of that entry (a legacy shallow copy): it owns none of it, shares
+ *   its gradient buffer or owns one of its own, and is detached with that
+ *   entry; a buffer owned by an entry of another implicit net joins the
+ *   two nets into one;
+ * - any other data or gradient buffer is adopted: the entry owns it, and
+ *   `owned` says so to `release`;
+ * - a NULL data buffer (or NNM_MEM_KIND_PLACEHOLDER) makes a placeholder,
+ *   which may own a gradient buffer of its own.
+ * Descriptors may have 0 dimensions (a scalar); only the buffers are
+ * used, and the fields are range-checked.
+ *
+ * Errors: NULL_ARGUMENT (`list`, `name`, `node`, `release`);
+ * INVALID_ARGUMENT (a `list` that is neither a list of a live net nor an
+ * empty initialised head, a caches or tensors anchor of `nnm_net_new`'s
+ * own (use the attach calls there); `node` already linked or a list head;
+ * a gradient buffer without data descriptor; the same buffer as data and
+ * diff; a buffer owned by an entry other than the one viewed, or by an
+ * entry of a net that is not implicit; out-of-range descriptor fields; a
+ * bad name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
+ * (an unknown head is adopted only when the link succeeds).
+ *
+ * # Safety
+ * `list` must be NULL, a list of a live net, or valid for reading and
+ * writing a `struct list_head` for as long as it is adopted; `node` NULL
+ * or valid for reading and writing a `struct list_head` while linked, and
+ * the nodes of the list writable. `name` NULL or a NUL-terminated string;
+ * `data` and `diff` NULL or valid for reading one descriptor. The net
+ * (and a net a view joins it to) must not be used by another call
+ * meanwhile. `release` must be safe to call once with `ctx` and `node`.
+ */
+enum nnm_status nnm_net_link(struct list_head *list,
+                             const char *name,
+                             struct list_head *node,
+                             const struct nnm_tensor *data,
+                             const struct nnm_tensor *diff,
+                             nnm_release_fn release,
+                             void *ctx);
+
+/**
+ * Detaches and gives back every entry linked to the adopted list `list`,
+ * in the order they were linked (with each, the entries elsewhere that
+ * view it): what legacy code's "free all params of this list" does. The
+ * list is empty afterwards, still adopted by its net; a net nnmem made
+ * for a head on its own (see `nnm_net_link`) gives itself back once only
+ * placeholders are left, leaving its heads empty lists. An empty
+ * initialised head nnmem does not know is a list with no entries: nothing
+ * to do.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (`list` is an anchor of a net
+ * made by nnm_net_new, whose entries go with `nnm_net_detach` or
+ * `nnm_net_free`; or neither a list of a live net nor an empty
+ * initialised head).
+ *
+ * # Safety
+ * `list` must be NULL, a list of a live net, or valid for reading a
+ * `struct list_head`; the net (and the nodes of its lists) used by no
+ * other call meanwhile.
+ */
+enum nnm_status nnm_net_free_list(struct list_head *list);
+
+/**
+ * The entry named `name` on the list `list`, as its node: a list of a
+ * live net, its own anchors (`&net->params`: `&param->node`, and so on)
+ * or an adopted list (the node linked with `nnm_net_link`). C code gets
+ * its entry back with `list_entry(node, type, member)`. O(1). NULL when
+ * there is none or on bad arguments, with the reason in
+ * `nnm_last_error()`.
+ *
+ * # Safety
+ * `list` may be any pointer value (it is compared with nnmem's records,
+ * not read); `name` NULL or a NUL-terminated string. The net must not be
+ * changed by another call meanwhile.
+ */
+struct list_head *nnm_net_lookup(const struct list_head *list, const char *name);
+
+/* -------------------------------------------------------------------------
+ * nnm_elem_stack
+ * ------------------------------------------------------------------------- */
+
+/**
+ * The `tag` of an `nnm_elem_stack` set up by `nnm_elem_stack_init`
+ * ("nnm_elst"); a zero-filled stack has tag 0, and
+ * is as valid.
+ */
+#define NNM_ELEM_STACK_TAG 7957417848101172084
+
+/**
+ * The state of a stack whose first elements live in the caller's array
+ * (`slots`, passed to every call with the number of slots and the size of
+ * an element): how many elements are on it, and the heap that holds those
+ * past the array. Valid when zero-filled (`= {0}`, `calloc`, static
+ * storage), as when initialised with `nnm_elem_stack_init`. Read `count`; never
+ * write a field. Every call on one stack passes the same array, slot
+ * count and element size.
+ *
+ * Memory: a push past the array puts the element on the heap, which the
+ * pop that brings `count` back to the slot count frees, as does
+ * `nnm_elem_stack_clear`; so a stack within its array holds no heap and
+ * needs no call before it goes out of scope. While it holds heap it must
+ * not be copied or moved: the calls refuse a copy (WRONG_STATE), as they
+ * do for `nnm_stack_cache`.
+ */
+typedef struct nnm_elem_stack {
+  /**
+   * Elements on the stack.
+   */
+  size_t count;
+  /**
+   * Private: NNM_ELEM_STACK_TAG once initialised, or 0 (zero-filled).
+   */
+  uint64_t tag;
+  /**
+   * Private: the elements past the array, NULL while there are none.
+   */
+  void *spill;
+  /**
+   * Private: room at `spill`, in bytes.
+   */
+  size_t spill_capacity;
+  /**
+   * Private: the stack's own address while `spill` is set.
+   */
+  const struct nnm_elem_stack *spill_owner;
+} nnm_elem_stack;
+
+/**
+ * Makes `*stack` an empty stack; the
+ * storage may be uninitialised. A heap the stack at this address still
+ * holds is freed first, so nothing leaks.
+ *
+ * Errors: NULL_ARGUMENT.
+ *
+ * # Safety
+ * `stack` must be NULL or valid for writing an `nnm_elem_stack`, and no
+ * other call may use it meanwhile.
+ */
+enum nnm_status nnm_elem_stack_init(struct nnm_elem_stack *stack);
+
+/**
+ * Pushes a copy of the `elem_size` bytes at `elem`: into the next of the
+ * `slot_count` slots of `slots` (the caller's array of its element type),
+ * or past them onto the heap.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid stack; `elem_size`
+ * 0); OVERFLOW (`slot_count` times `elem_size`); WRONG_STATE (a copy of a
+ * stack holding heap); OUT_OF_MEMORY. Nothing changes on failure.
+ *
+ * # Safety
+ * `stack` must be NULL or valid for reading and writing an
+ * `nnm_elem_stack`; `slots` valid for reading and writing `slot_count`
+ * elements of `elem_size` bytes; `elem` NULL or valid for reading one
+ * element (it may be one of the slots). No other call may use them
+ * meanwhile.
+ */
+enum nnm_status nnm_elem_stack_push(struct nnm_elem_stack *stack,
+                                    void *slots,
+                                    size_t slot_count,
+                                    size_t elem_size,
+                                    const void *elem);
+
+/**
+ * Pops the element on top of the stack into `out_elem` (`elem_size`
+ * bytes); the pop that brings `count` back to `slot_count` frees the heap.
+ *
+ * Errors: as `nnm_elem_stack_push`, and WRONG_STATE when the stack is
+ * empty (a pop without a matching push). `out_elem` is written only on
+ * success.
+ *
+ * # Safety
+ * As `nnm_elem_stack_push`, with `out_elem` NULL or valid for writing one
+ * element.
+ */
+enum nnm_status nnm_elem_stack_pop(struct nnm_elem_stack *stack,
+                                   void *slots,
+                                   size_t slot_count,
+                                   size_t elem_size,
+                                   void *out_elem);
+
+/**
+ * Copies the element at `index` (0 is the bottom) to `out_elem`.
+ *
+ * Errors: as `nnm_elem_stack_push`, and INVALID_ARGUMENT for an `index`
+ * not below `count`.
+ *
+ * # Safety
+ * As `nnm_elem_stack_pop`.
+ */
+enum nnm_status nnm_elem_stack_get(struct nnm_elem_stack *stack,
+                                   void *slots,
+                                   size_t slot_count,
+                                   size_t elem_size,
+                                   size_t index,
+                                   void *out_elem);
+
+/**
+ * Empties the stack and frees its heap, if any: needed only for a stack
+ * that holds more elements than its slots; harmless on any valid one.
+ * What the elements refer to is the caller's to free first.
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid stack);
+ * WRONG_STATE (a copy of a stack holding heap).
+ *
+ * # Safety
+ * `stack` must be NULL or valid for reading and writing an
+ * `nnm_elem_stack`, and no other call may use it meanwhile.
+ */
+enum nnm_status nnm_elem_stack_clear(struct nnm_elem_stack *stack);
 
 #ifdef __cplusplus
 }  /* extern "C" */

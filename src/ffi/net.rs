@@ -91,7 +91,7 @@ pub struct nnm_tensor {
     pub bytes: u64,
     /// The dimensions; slots past `ndims` are 0.
     pub dims: [u32; 8],
-    /// Dimensions in use, 1 to NNM_MAX_DIMS.
+    /// Dimensions in use, 0 (a scalar: one element) to NNM_MAX_DIMS.
     pub ndims: u32,
     /// An `nnm_dtype`.
     pub dtype: u32,
@@ -465,7 +465,7 @@ unsafe fn report(state: &NetState) -> nnm_net_report {
 // ---- params ------------------------------------------------------------------------------
 
 /// Attaches a learnable param named `name` with data and diff of
-/// `dims[0..ndims]` (1 to NNM_MAX_DIMS) elements of `dtype` (an
+/// `dims[0..ndims]` (0, a scalar, to NNM_MAX_DIMS) elements of `dtype` (an
 /// `nnm_dtype`). nnmem allocates both from the net's allocator (host
 /// memory unless `nnm_net_set_allocator` chose another), zeroed, 64-byte
 /// aligned, owned: freed with the net. The entry goes to the back of `net->params`
@@ -852,8 +852,11 @@ fn publish(c: &mut CacheEntry) {
 /// What is wrong with a descriptor handed to `nnm_cache_push`.
 #[cold]
 fn bad_descriptor(t: &nnm_tensor) -> Error {
-    if t.ndims == 0 || t.ndims as usize > MAX_DIMS {
-        return Error::invalid(format!("tensor has ndims {}: a tensor has 1 to {MAX_DIMS} dimensions", t.ndims));
+    if t.ndims as usize > MAX_DIMS {
+        return Error::invalid(format!(
+            "tensor has ndims {}: a tensor has 0 (a scalar) to {MAX_DIMS} dimensions",
+            t.ndims
+        ));
     }
     let checks = [
         Dtype::from_value(t.dtype).err(),
@@ -868,12 +871,7 @@ fn bad_descriptor(t: &nnm_tensor) -> Error {
 #[inline(always)]
 fn copy_ownership(t: &nnm_tensor) -> Result<u32> {
     // One branch on the hot path; the precise message only on failure.
-    // `ndims - 1` wraps 0 to u32::MAX, so one compare refuses 0 and > 8.
-    if t.ndims.wrapping_sub(1) as usize >= MAX_DIMS
-        || t.dtype as usize >= Dtype::all().len()
-        || t.mem_kind > 2
-        || t.ownership > 2
-    {
+    if t.ndims as usize > MAX_DIMS || t.dtype as usize >= Dtype::all().len() || t.mem_kind > 2 || t.ownership > 2 {
         return Err(bad_descriptor(t));
     }
     // Ownership::of_copy computed in a register: patching the field in
@@ -887,8 +885,8 @@ fn copy_ownership(t: &nnm_tensor) -> Result<u32> {
 /// Amortised O(1); the stack grows as needed. On a cache backed by a stack
 /// cache (`cache->stack` set) this is `nnm_stack_cache_push` on it.
 ///
-/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` outside
-/// 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
+/// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a cache; `ndims` above
+/// NNM_MAX_DIMS; `dtype`, `mem_kind` or `ownership` out of range);
 /// OUT_OF_MEMORY; and those of `nnm_stack_cache_push` on a backed cache.
 ///
 /// # Safety
@@ -1079,10 +1077,18 @@ pub unsafe extern "C" fn nnm_cache_clear(cache: *mut nnm_cache) -> Status {
 mod stack_cache;
 pub use self::stack_cache::*;
 
+mod elem_stack;
+pub use self::elem_stack::*;
+
 // ---- the legacy pattern with no glue state ---------------------------------------------
 
 mod legacy;
 pub use self::legacy::*;
+
+// ---- a legacy model's own lists and entry types ----------------------------------------
+
+mod linked;
+pub use self::linked::*;
 
 #[cfg(test)]
 mod tests;

@@ -25,6 +25,7 @@
 //! never freed.
 
 pub mod cache;
+pub mod linked;
 pub mod names;
 pub mod stack;
 pub mod tensor;

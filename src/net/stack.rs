@@ -126,6 +126,46 @@ impl<'a, T: Copy> SpillStack<'a, T> {
         }
     }
 
+    /// Pushes `items` as a run (an item of the caller's size made of
+    /// several `T`): all of them or, when the spill cannot grow
+    /// (OUT_OF_MEMORY), none.
+    pub fn push_run(&mut self, items: &[T]) -> Result<()> {
+        let n = *self.count;
+        let past_inline = (n + items.len()).saturating_sub(self.inline.len().max(n));
+        self.spill
+            .try_reserve(past_inline)
+            .map_err(|_| Error::new(Status::OutOfMemory, format!("no memory to grow a stack past {n} items")))?;
+        for &item in items {
+            self.push(item)?;
+        }
+        Ok(())
+    }
+
+    /// Pops the run on top of the stack into `out` (as long as `out`),
+    /// first item first; WRONG_STATE, with `out` and the stack untouched,
+    /// when fewer items are on the stack.
+    pub fn pop_run(&mut self, out: &mut [T]) -> Result<()> {
+        if *self.count < out.len() {
+            return Err(empty());
+        }
+        for slot in out.iter_mut().rev() {
+            *slot = self.pop()?;
+        }
+        Ok(())
+    }
+
+    /// Copies the run that starts at `index` into `out`; false, with
+    /// `out` untouched, when the stack ends before the run does.
+    pub fn get_run(&self, index: usize, out: &mut [T]) -> bool {
+        if index.checked_add(out.len()).is_none_or(|end| end > *self.count) {
+            return false;
+        }
+        for (i, slot) in out.iter_mut().enumerate() {
+            *slot = self.get(index + i).expect("within the count");
+        }
+        true
+    }
+
     /// Empties the stack and frees the spill.
     pub fn clear(&mut self) {
         *self.count = 0;
@@ -186,6 +226,27 @@ mod tests {
         (0..10).for_each(|i| s.push(i).unwrap());
         s.clear();
         assert_eq!((count, spill.capacity()), (0, 0));
+    }
+
+    #[test]
+    fn runs_are_pushed_and_popped_whole() {
+        let (mut inline, mut count, mut spill) = ([0u8; 6], 0usize, Vec::new());
+        let mut s = SpillStack::new(&mut inline, &mut count, &mut spill).unwrap();
+        for item in 0..5u8 {
+            s.push_run(&[item, item + 10, item + 20]).unwrap();
+        }
+        assert_eq!(s.len(), 15);
+        let mut run = [0u8; 3];
+        assert!(s.get_run(3, &mut run) && run == [1, 11, 21]);
+        assert!(!s.get_run(13, &mut run) && run == [1, 11, 21], "a run past the end is not read");
+        for item in (0..5u8).rev() {
+            s.pop_run(&mut run).unwrap();
+            assert_eq!(run, [item, item + 10, item + 20]);
+        }
+        assert_eq!(s.pop_run(&mut run).unwrap_err().status(), Status::WrongState);
+        s.push(1).unwrap();
+        assert!(s.pop_run(&mut run).is_err() && s.len() == 1, "a short stack is left as it was");
+        assert_eq!(spill.capacity(), 0, "the spill went with the items past the inline slots");
     }
 
     #[test]

@@ -115,10 +115,11 @@ pub struct Shape {
 }
 
 impl Shape {
-    /// A shape of `dims` (1 to 8 dimensions, each at least 1).
+    /// A shape of `dims` (0 to 8 dimensions, each at least 1; 0
+    /// dimensions make a scalar, one element).
     pub fn new(dtype: Dtype, dims: &[u32]) -> Result<Shape> {
-        if dims.is_empty() || dims.len() > MAX_DIMS {
-            return Err(Error::invalid(format!("{} dimensions: a tensor has 1 to {MAX_DIMS}", dims.len())));
+        if dims.len() > MAX_DIMS {
+            return Err(Error::invalid(format!("{} dimensions: a tensor has at most {MAX_DIMS}", dims.len())));
         }
         if let Some(i) = dims.iter().position(|&d| d == 0) {
             return Err(Error::invalid(format!("dimension {i} is 0: every dimension must be at least 1")));

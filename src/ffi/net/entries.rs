@@ -233,7 +233,8 @@ impl<E: HandleType> Drop for Entries<E> {
 /// The net's Rust state, after the C-visible anchors.
 pub(super) struct NetState {
     // Dropped in this order, which is the order adopted buffers are given
-    // back to their deallocators.
+    // back to their deallocators: the caller's linked entries first.
+    pub(super) linked: super::linked::LinkedLists,
     pub(super) params: Entries<ParamEntry>,
     pub(super) outputs: Entries<LayerEntry>,
     pub(super) inputs: Entries<LayerEntry>,
@@ -251,6 +252,7 @@ pub(super) struct NetState {
 impl NetState {
     pub(super) fn new(core: Net<NonNull<c_void>>) -> NetState {
         NetState {
+            linked: Default::default(),
             params: Entries(Vec::new()),
             outputs: Entries(Vec::new()),
             inputs: Entries(Vec::new()),
@@ -296,7 +298,7 @@ pub(super) unsafe fn anchor(h: *mut NetHandle, kind: Kind) -> *mut list_head {
 /// # Safety
 /// `head` must be an initialised list whose nodes are all valid for
 /// writes, and `node` valid for writes and in no list.
-unsafe fn link_tail(node: *mut list_head, head: *mut list_head) {
+pub(super) unsafe fn link_tail(node: *mut list_head, head: *mut list_head) {
     // SAFETY: the caller promises every pointer here is writable: `head`,
     // its last node (`head` itself when empty) and `node`.
     unsafe {
@@ -551,7 +553,7 @@ impl NetMut<'_> {
 /// # Safety
 /// `node` must be in an initialised list whose nodes are all valid for
 /// writes.
-unsafe fn unlink(node: *mut list_head) {
+pub(super) unsafe fn unlink(node: *mut list_head) {
     // SAFETY: the caller promises `node` and its neighbours are writable
     // nodes of one list.
     unsafe {

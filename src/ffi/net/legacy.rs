@@ -23,7 +23,7 @@ use crate::status::{Error, Result, Status};
 /// The live net whose list anchor `list` is, and which list: `list` minus
 /// each anchor's offset is looked up in nnmem's registry of live handles,
 /// and never read.
-fn net_of_list(list: *const list_head) -> Result<(*mut NetHandle, Kind)> {
+pub(super) fn net_of_anchor(list: *const list_head) -> Result<(*mut NetHandle, Kind)> {
     if list.is_null() {
         return Err(Error::new(Status::NullArgument, "list is NULL"));
     }
@@ -63,7 +63,10 @@ fn net_of_list(list: *const list_head) -> Result<(*mut NetHandle, Kind)> {
 /// None: `list` may be any pointer value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_from_list(list: *const list_head) -> *mut nnm_net {
-    guard_ptr(|| net_of_list(list).map(|(net, _)| net.cast::<nnm_net>()))
+    guard_ptr(|| match net_of_anchor(list) {
+        Ok((net, _)) => Ok(net.cast::<nnm_net>()),
+        Err(e) => super::linked::net_of_adopted(list).map(|net| net.cast::<nnm_net>()).ok_or(e),
+    })
 }
 
 /// Attaches a param, output or input to the list `list` (`&net->params`,
@@ -140,7 +143,7 @@ pub unsafe extern "C" fn nnm_net_attach_tensors(
         // descriptors are copied out before anything changes.
         unsafe {
             write_after(out_node, "out_node", || {
-                let (handle, kind) = net_of_list(list)?;
+                let (handle, kind) = net_of_anchor(list)?;
                 let mut net = net_mut(handle.cast::<nnm_net>())?;
                 let name = name_arg(name)?;
                 let data = *one(data, "data")?;
@@ -207,8 +210,16 @@ impl Described {
                 )?;
             }
             let ndims = data.ndims as usize;
-            if ndims == 0 || ndims > MAX_DIMS {
-                return Err(Error::invalid(format!("data has ndims {ndims}: a tensor has 1 to {MAX_DIMS} dimensions")));
+            if ndims > MAX_DIMS {
+                return Err(Error::invalid(format!(
+                    "data has ndims {ndims}: a tensor has at most {MAX_DIMS} dimensions"
+                )));
+            }
+            if ndims == 0 && kind != Kind::Param {
+                return Err(Error::invalid(format!(
+                    "data has ndims 0: an {}'s first dimension is its batch, so it has at least 1 (a scalar is a param)",
+                    kind.what()
+                )));
             }
             let shape = Shape::new(Dtype::from_value(data.dtype)?, &data.dims[..ndims])?;
             let batch = if kind == Kind::Param { None } else { net.state.core.take_batch(shape.dims()[0])? };
@@ -385,6 +396,11 @@ pub unsafe extern "C" fn nnm_net_detach(net: *mut nnm_net, node: *mut list_head)
         // registry refuses those) or a live net no other call uses.
         let mut net = unsafe { net_mut(net) }?;
         crate::ffi::args::non_null(node, "node")?;
+        if net.state.linked.core.entry(node as usize).is_some() {
+            // SAFETY: a node linked to one of this net's adopted lists,
+            // which the caller keeps writable while linked.
+            return unsafe { super::linked::detach_linked(&mut net, node as usize) };
+        }
         net.detach(node)
     })
 }

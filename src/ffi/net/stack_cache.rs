@@ -260,7 +260,7 @@ pub unsafe extern "C" fn nnm_stack_cache_init(cache: *mut nnm_stack_cache) -> St
 /// them the stack grows on the heap (see `nnm_stack_cache`).
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a valid cache: a garbage
-/// tag or count; `ndims` outside 1 to NNM_MAX_DIMS; `dtype`, `mem_kind` or
+/// tag or count; `ndims` above NNM_MAX_DIMS; `dtype`, `mem_kind` or
 /// `ownership` out of range); WRONG_STATE (a copy of a cache holding heap);
 /// OUT_OF_MEMORY.
 ///

@@ -166,10 +166,13 @@ fn bad_names_and_arguments_fail_with_messages() {
         assert_eq!(attach(c("v").as_ptr(), 0, ptr::null(), 1).0, Status::NullArgument);
         assert!(attach(c("v").as_ptr(), 42, dims.as_ptr(), 1).1.contains("dtype 42"));
         assert!(attach(c("v").as_ptr(), 0, dims.as_ptr(), 9).1.contains("ndims 9"));
-        assert!(attach(c("v").as_ptr(), 0, dims.as_ptr(), 0).1.contains("0 dimensions"));
+        let (s, _) = attach(c("scalar").as_ptr(), 0, ptr::null(), 0);
+        assert_eq!(s, Status::Ok, "0 dimensions: a scalar param");
         let huge = [u32::MAX, u32::MAX, u32::MAX];
         assert_eq!(attach(c("v").as_ptr(), Dtype::F64 as u32, huge.as_ptr(), 3).0, Status::Overflow);
-        assert_eq!(net.report().params.entries, 2, "failures changed nothing");
+        assert_eq!(net.report().params.entries, 3, "failures changed nothing");
+        let scalar = nnm_net_param_get(net.0, c("scalar").as_ptr());
+        assert_eq!(((*scalar).data.ndims, (*scalar).data.bytes), (0, 4), "a scalar is one element");
 
         assert!(nnm_net_param_get(net.0, c("nope").as_ptr()).is_null());
         assert_eq!(last_error(), "no param is named \"nope\"");
@@ -358,11 +361,13 @@ fn caches_push_pop_count_clear() {
         let mut bad = (*p).data;
         bad.ndims = 9;
         assert_eq!(nnm_cache_push(k, &bad), Status::InvalidArgument);
-        assert_eq!(last_error(), "tensor has ndims 9: a tensor has 1 to 8 dimensions");
-        bad.ndims = 0;
-        assert_eq!(nnm_cache_push(k, &bad), Status::InvalidArgument);
-        assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
+        assert_eq!(last_error(), "tensor has ndims 9: a tensor has 0 (a scalar) to 8 dimensions");
         assert_eq!((*k).count, 0, "a refused push leaves the stack as it was");
+        bad.ndims = 0;
+        assert_eq!(nnm_cache_push(k, &bad), Status::Ok, "a scalar is a tensor");
+        let mut scalar = nnm_tensor::default();
+        assert_eq!(nnm_cache_pop(k, &mut scalar), Status::Ok);
+        assert_eq!(scalar.ndims, 0);
         bad.ndims = 1;
         bad.ownership = 5;
         assert_eq!(nnm_cache_push(k, &bad), Status::InvalidArgument);
@@ -611,9 +616,9 @@ fn stack_caches_refuse_bad_arguments_and_garbage_storage() {
         assert_eq!(nnm_stack_cache_init(&mut garbage), Status::Ok);
         let mut k = garbage;
         let mut bad = w;
-        bad.ndims = 0;
+        bad.ndims = 9;
         assert_eq!(nnm_stack_cache_push(&mut k, &bad), Status::InvalidArgument);
-        assert_eq!(last_error(), "tensor has ndims 0: a tensor has 1 to 8 dimensions");
+        assert_eq!(last_error(), "tensor has ndims 9: a tensor has 0 (a scalar) to 8 dimensions");
         bad.ndims = 1;
         bad.dtype = 99;
         assert_eq!(nnm_stack_cache_push(&mut k, &bad), Status::InvalidArgument);

@@ -240,7 +240,7 @@ fn the_first_batched_attachment_decides_the_batch_and_every_entry_carries_its_us
                 "an input owns nothing",
             ),
             (params, desc(ptr::null_mut(), &[2], Ownership::Borrowed), Status::NullArgument, "placeholders are inputs"),
-            (params, desc(ptr::null_mut(), &[], Ownership::Owned), Status::InvalidArgument, "ndims 0"),
+            (outputs, desc(ptr::null_mut(), &[], Ownership::Owned), Status::InvalidArgument, "its batch"),
         ];
         for (list, d, status, message) in cases {
             let (s, node) = attach(list, "refused", &d, None, ctx, 0);
