@@ -121,6 +121,15 @@ static void test_lists_are_awnns(void) {
     CHECK(net_get_cache(model.list_layer_cache, "fc2.cache") != NULL);
     CHECK(net_get_cache(model.list_layer_cache, "fc3.cache") == NULL);
     net_print_params(model.list_all_params);
+    /* awnn copies its model by value (`model_t copy = model;`), list heads
+     * and all, and looks its tensors up through the copy. */
+    {
+        model_t copy = model;
+        CHECK(net_get_param(copy.list_all_params, "fc1.weight") == net_get_param(model.list_all_params, "fc1.weight"));
+        CHECK(net_get_param(copy.list_layer_out, "fc2.out") != NULL);
+        CHECK(net_get_cache(copy.list_layer_cache, "fc0.cache") == net_get_cache(model.list_layer_cache, "fc0.cache"));
+        CHECK(net_get_param(copy.list_all_params, "nope") == NULL);
+    }
     /* The model's heads are its nets' lists; inputs and outputs one net. */
     CHECK(nnm_net_from_list(model.list_layer_in) == nnm_net_from_list(model.list_layer_out));
     CHECK(nnm_net_from_list(model.list_all_params) != NULL);

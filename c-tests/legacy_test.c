@@ -283,7 +283,7 @@ static void errors(legacy_net_t *ln, struct freed_log *log) {
     CHECK_FAILS(nnm_net_attach_param_adopted(ln->net, "emb", NNM_DTYPE_F64, dims, 1, mine, mine, legacy_free, log,
                                              NULL),
                 NNM_INVALID_ARGUMENT);
-    CHECK_FAILS(nnm_net_attach_param_adopted(ln->net, "emb", NNM_DTYPE_F64, dims, 0, mine, NULL, legacy_free, log,
+    CHECK_FAILS(nnm_net_attach_param_adopted(ln->net, "emb", NNM_DTYPE_F64, dims, 9, mine, NULL, legacy_free, log,
                                              NULL),
                 NNM_INVALID_ARGUMENT);
     /* A buffer the net already adopted would be freed twice. */

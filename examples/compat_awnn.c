@@ -1,12 +1,13 @@
 /*
  * awnn's net interface over nnmem, with no glue.
  *
- * In an awnn checkout, delete src/net.c (and its line in src/CMakeLists.txt),
- * put nnmem's compat headers before awnn's own on the include path, and
- * link nnmem:
+ * In an awnn checkout, delete src/net.c (and its line in awnn's
+ * CMakeLists.txt), put nnmem's compat headers before awnn's own on the
+ * include path, and link nnmem:
  *
  *     find_package(nnmem REQUIRED)
- *     target_link_libraries(awnn PUBLIC nnmem::compat nnmem::static)
+ *     include_directories(BEFORE ${nnmem_INCLUDE_DIR}/nnmem/compat ${nnmem_INCLUDE_DIR})
+ *     target_link_libraries(awnn_core PUBLIC nnmem::static)
  *
  * awnn's "awnn/net.h" and "awnn/layer.h" are then nnmem's
  * (include/nnmem/compat/awnn/); its tensor.h, memory.h and logging.h stay

@@ -1204,6 +1204,7 @@ typedef void (*nnm_release_fn)(void *ctx, struct list_head *node, uint32_t owned
  *   `owned` says so to `release`;
  * - a NULL data buffer (or NNM_MEM_KIND_PLACEHOLDER) makes a placeholder,
  *   which may own a gradient buffer of its own.
+ *
  * Descriptors may have 0 dimensions (a scalar); only the buffers are
  * used, and the fields are range-checked.
  *

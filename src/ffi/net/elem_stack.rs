@@ -112,11 +112,12 @@ fn slots_arg(slots: *mut c_void, slot_count: usize, elem_size: usize) -> Result<
 /// `stack` NULL or valid for reading and writing an `nnm_elem_stack`;
 /// `slots.base` valid for reading and writing `slots.bytes` bytes, not
 /// overlapping the stack; neither used by anything else meanwhile.
-unsafe fn with_elem_stack<R>(
+#[inline(never)]
+unsafe fn with_elem_stack(
     stack: *mut nnm_elem_stack,
     slots: &Slots,
-    f: impl FnOnce(&mut SpillStack<'_, u8>) -> Result<R>,
-) -> Result<R> {
+    f: &mut dyn FnMut(&mut SpillStack<'_, u8>) -> Result<()>,
+) -> Result<()> {
     non_null(stack, "stack")?;
     if !stack.is_aligned() {
         return Err(Error::invalid(format!("stack ({stack:p}) is misaligned for an nnm_elem_stack")));
@@ -233,7 +234,7 @@ pub unsafe extern "C" fn nnm_elem_stack_push(
         // SAFETY: the caller promises `elem` is NULL or readable.
         let item = unsafe { slice_in(elem.cast::<u8>(), elem_size, "elem") }?.to_vec();
         // SAFETY: the caller's promises.
-        unsafe { with_elem_stack(stack, &slots, |st| st.push_run(&item)) }
+        unsafe { with_elem_stack(stack, &slots, &mut |st| st.push_run(&item)) }
     })
 }
 
@@ -260,7 +261,7 @@ pub unsafe extern "C" fn nnm_elem_stack_pop(
         non_null(out_elem, "out_elem")?;
         let mut item = vec![0u8; elem_size];
         // SAFETY: the caller's promises.
-        unsafe { with_elem_stack(stack, &slots, |st| st.pop_run(&mut item)) }?;
+        unsafe { with_elem_stack(stack, &slots, &mut |st| st.pop_run(&mut item)) }?;
         // SAFETY: the caller promises `out_elem` writable for one element.
         unsafe { slice_out(out_elem.cast::<u8>(), elem_size, "out_elem") }?.copy_from_slice(&item);
         Ok(())
@@ -287,7 +288,7 @@ pub unsafe extern "C" fn nnm_elem_stack_get(
         let slots = slots_arg(slots, slot_count, elem_size)?;
         non_null(out_elem, "out_elem")?;
         let mut item = vec![0u8; elem_size];
-        let at = |st: &mut SpillStack<'_, u8>| {
+        let mut at = |st: &mut SpillStack<'_, u8>| {
             let start = index.checked_mul(elem_size);
             match start {
                 Some(start) if st.get_run(start, &mut item) => Ok(()),
@@ -295,7 +296,7 @@ pub unsafe extern "C" fn nnm_elem_stack_get(
             }
         };
         // SAFETY: the caller's promises.
-        unsafe { with_elem_stack(stack, &slots, at) }?;
+        unsafe { with_elem_stack(stack, &slots, &mut at) }?;
         // SAFETY: the caller promises `out_elem` writable for one element.
         unsafe { slice_out(out_elem.cast::<u8>(), elem_size, "out_elem") }?.copy_from_slice(&item);
         Ok(())

@@ -2,8 +2,8 @@
  * nnmem/compat/awnn/layer.h: awnn's `awnn/layer.h` over nnmem. awnn's
  * sources keep their `#include "awnn/layer.h"` and get this file through
  * the include path (put <prefix>/include/nnmem/compat before awnn's own
- * include directory; CMake: link nnmem::compat and nnmem::static or
- * nnmem::shared). awnn's `awnn/tensor.h` stays the caller's: this header
+ * include directory, as <nnmem/compat/awnn/net.h> says, and link
+ * nnmem::static or nnmem::shared). awnn's `awnn/tensor.h` stays the caller's: this header
  * includes it.
  *
  * What it declares, as awnn's does: MAX_CACHE_SIZE, `lcache_t` (count,

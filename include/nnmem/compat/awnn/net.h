@@ -1,9 +1,11 @@
 /*
  * nnmem/compat/awnn/net.h: awnn's `awnn/net.h` over nnmem's nets. awnn's
  * sources keep their `#include "awnn/net.h"` and, with <prefix>/include/
- * nnmem/compat on the include path before awnn's own include directory and
- * nnmem linked (CMake: nnmem::compat with nnmem::static or nnmem::shared),
- * build unchanged without awnn's src/net.c. awnn's tensor.h, logging.h and
+ * nnmem/compat on the include path before awnn's own include directory
+ * (CMake: `include_directories(BEFORE ${nnmem_INCLUDE_DIR}/nnmem/compat
+ * ${nnmem_INCLUDE_DIR})`; linking nnmem::compat alone puts it after) and
+ * nnmem linked (nnmem::static or nnmem::shared), build unchanged without
+ * awnn's src/net.c. awnn's tensor.h, logging.h and
  * memory.h stay the caller's: this header includes them.
  *
  * What it declares, as awnn's does: `param_t` (name, data, diff,
@@ -113,6 +115,18 @@ static inline void nnm_awnn_release_cache_(void *ctx, struct list_head *node, ui
   mem_free(c);
 }
 
+/* nnm_net_lookup on `l`, or, where `l` is a by-value copy of a list head
+ * (awnn copies its model_t, list heads and all: `model_t copy = model;`),
+ * on the head it was copied from: the one its first node points back to.
+ * The copy sees the entries the list had when it was copied, as in awnn. */
+static inline struct list_head *nnm_awnn_lookup_(struct list_head const *l, char const *name) {
+  struct list_head *node = nnm_net_lookup(l, name);
+  if (node == NULL && l != NULL && l->next != NULL && l->next->prev != l) {
+    node = nnm_net_lookup(l->next->prev, name);
+  }
+  return node;
+}
+
 /* Attaches the preallocated tensors `data` and `diff` to the list
  * `l_params` (params, layer outputs or layer inputs) under `name`. */
 static inline void net_attach_param(struct list_head *l_params, char const *name, tensor_t data, tensor_t diff) {
@@ -148,7 +162,7 @@ static inline void net_print_params(struct list_head const *l_params) {
 
 /* The entry named `name` on the list, or NULL. */
 static inline param_t *net_get_param(struct list_head const *l_params, char const *name) {
-  struct list_head *node = nnm_net_lookup(l_params, name);
+  struct list_head *node = nnm_awnn_lookup_(l_params, name);
   return node == NULL ? NULL : list_entry(node, param_t, list);
 }
 
@@ -172,7 +186,7 @@ static inline void net_free_cache(struct list_head *l_cache) {
 
 /* The cache named `name` on the list, or NULL. */
 static inline lcache_t *net_get_cache(struct list_head const *l_cache, char const *name) {
-  struct list_head *node = nnm_net_lookup(l_cache, name);
+  struct list_head *node = nnm_awnn_lookup_(l_cache, name);
   return node == NULL ? NULL : list_entry(node, lcache_t, list);
 }
 
