@@ -985,13 +985,15 @@ struct nnm_cache *nnm_net_cache_get(const struct nnm_net *net, const char *name)
 
 /**
  * The net whose list head `list` is: one of `&net->params`,
- * `&net->outputs`, `&net->inputs` and `&net->caches` of a live net. NULL
- * when it is none of them (a NULL, freed, foreign or misaligned pointer, a
- * copy of a list head, an entry's node), with the reason in
+ * `&net->outputs`, `&net->inputs` and `&net->caches` of a live net, or a
+ * caller's head a live net adopted (`nnm_net_adopt_list`, `nnm_net_link`).
+ * NULL when it is none of them (a NULL, freed, foreign or misaligned
+ * pointer, a copy of a list head, an entry's node), with the reason in
  * `nnm_last_error()`.
  *
  * `list` is never read: it is compared, minus each anchor's offset, with
- * nnmem's registry of live nets. So any pointer value is safe to pass, and
+ * nnmem's registry of live nets, and with its record of adopted heads. So
+ * any pointer value is safe to pass, and
  * the answer is exact, except that an anchor of a freed net whose address
  * a new net took over is that new net's (as with any handle).
  *
@@ -1216,7 +1218,8 @@ typedef void (*nnm_release_fn)(void *ctx, struct list_head *node, uint32_t owned
  * diff; a buffer owned by an entry other than the one viewed, or by an
  * entry of a net that is not implicit; out-of-range descriptor fields; a
  * bad name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
- * (an unknown head is adopted only when the link succeeds).
+ * (an unknown head is adopted only when the link succeeds), except that
+ * two implicit nets a view joined before the failure stay one net.
  *
  * # Safety
  * `list` must be NULL, a list of a live net, or valid for reading and

@@ -47,13 +47,15 @@ pub(super) fn net_of_anchor(list: *const list_head) -> Result<(*mut NetHandle, K
 }
 
 /// The net whose list head `list` is: one of `&net->params`,
-/// `&net->outputs`, `&net->inputs` and `&net->caches` of a live net. NULL
-/// when it is none of them (a NULL, freed, foreign or misaligned pointer, a
-/// copy of a list head, an entry's node), with the reason in
+/// `&net->outputs`, `&net->inputs` and `&net->caches` of a live net, or a
+/// caller's head a live net adopted (`nnm_net_adopt_list`, `nnm_net_link`).
+/// NULL when it is none of them (a NULL, freed, foreign or misaligned
+/// pointer, a copy of a list head, an entry's node), with the reason in
 /// `nnm_last_error()`.
 ///
 /// `list` is never read: it is compared, minus each anchor's offset, with
-/// nnmem's registry of live nets. So any pointer value is safe to pass, and
+/// nnmem's registry of live nets, and with its record of adopted heads. So
+/// any pointer value is safe to pass, and
 /// the answer is exact, except that an anchor of a freed net whose address
 /// a new net took over is that new net's (as with any handle).
 ///

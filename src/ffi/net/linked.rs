@@ -301,7 +301,8 @@ unsafe fn join(into: *mut NetHandle, from: *mut NetHandle) -> Result<()> {
 /// diff; a buffer owned by an entry other than the one viewed, or by an
 /// entry of a net that is not implicit; out-of-range descriptor fields; a
 /// bad name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
-/// (an unknown head is adopted only when the link succeeds).
+/// (an unknown head is adopted only when the link succeeds), except that
+/// two implicit nets a view joined before the failure stay one net.
 ///
 /// # Safety
 /// `list` must be NULL, a list of a live net, or valid for reading and
