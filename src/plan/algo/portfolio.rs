@@ -80,7 +80,9 @@ fn always_runs(algorithm: Algorithm) -> bool {
 /// buffer on the slowest of the largest shipped traces (Y_1, S_1, PanGu;
 /// the per-buffer cost grows with the trace) in the search's units.
 /// Charged before the run, so a heuristic that would take the stage past
-/// its share is skipped.
+/// its share is skipped; a first-fit heuristic is then charged what it
+/// counted where that is more (dense instances), and the estimates after
+/// it are scaled alike.
 fn work_per_buffer(algorithm: Algorithm, n: u64) -> u64 {
     match algorithm {
         Algorithm::LiveStep => 2_600,
