@@ -854,7 +854,7 @@ void beyondGlow() {
     // The work limit travels with the allocator; 0 is no limit.
     mixed.setPlannerWorkLimit(0);
     CHECK_EQ(mixed.getPlannerWorkLimit(), 0);
-    CHECK_EQ(MemoryAllocator("w", 0).getPlannerWorkLimit(), NNM_DEFAULT_WORK_LIMIT);
+    CHECK_EQ(MemoryAllocator("w", 0).getPlannerWorkLimit(), MemoryAllocator::scaledWorkLimit);
 
     // intervalsOverlap is half-open.
     CHECK(intervalsOverlap(0, 2, 1, 3));

@@ -1,17 +1,60 @@
 //! What a work unit of `auto` costs: the CPU time of a plan at the default
 //! budget over the units it counted, per instance and per family. The
 //! budget buys the same search everywhere only if a unit takes about the
-//! same time on MiniMalloc's small hard instances as on the long idealloc
-//! traces. CPU time of the planning thread, not wall time, so other load on
-//! the machine costs less accuracy; the instances take turns, three rounds,
-//! and the median counts.
+//! same time on MiniMalloc's small hard instances, the long idealloc
+//! traces, the Glow models and random instances whose buffers each live
+//! with a hundred or a thousand others (conflict lists of many entries,
+//! free space in many pieces). CPU time of the planning thread, not wall
+//! time, so other load on the machine costs less accuracy; the instances
+//! take turns, three rounds, and the median counts.
 
 use std::fmt::Write as _;
 use std::time::Duration;
 
 use nnmem::plan::{Lifetime, Planner, DEFAULT_WORK_LIMIT};
 
+use nnmem::plan::csv::Row;
+
 use super::Instance;
+
+/// The random families: buffers live for 1 to 2 x `live` steps, starting
+/// anywhere among as many steps as buffers, so about `live` are live at a
+/// step; sizes 1 to 4096 B.
+const RANDOM_LIVE: [u64; 2] = [100, 1000];
+const RANDOM_BUFFERS: [u64; 4] = [1_000, 3_000, 10_000, 30_000];
+
+/// xorshift64: the same instances on every machine.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n
+    }
+}
+
+fn random_family(live: u64) -> &'static str {
+    match live {
+        100 => "random, ~100 live",
+        _ => "random, ~1000 live",
+    }
+}
+
+/// One random instance of `n` buffers, about `live` live at a step.
+fn random_instance(n: u64, live: u64) -> Instance {
+    let mut rng = Rng(n.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ live | 1);
+    let rows = (0..n)
+        .map(|i| {
+            let lower = rng.below(n) as i64;
+            let upper = lower + 1 + rng.below(2 * live) as i64;
+            let size = 1 + rng.below(4096);
+            Row { id: i.to_string(), lower, upper, size, offset: None, line: i as usize + 2 }
+        })
+        .collect();
+    Instance { set: "random".into(), name: format!("live{live}/n{n}"), rows }
+}
 
 /// Rounds over all instances (each instance once per round).
 const ROUNDS: usize = 3;
@@ -63,13 +106,24 @@ fn family(instance: &Instance) -> Option<&'static str> {
     match instance.set.as_str() {
         "minimalloc" if instance.name.starts_with("challenging/") => Some("MiniMalloc challenging"),
         "idealloc" => Some("idealloc traces"),
+        "glow" => Some("Glow models"),
+        "random" if instance.name.starts_with("live100/") => Some(random_family(100)),
+        "random" => Some(random_family(1000)),
         _ => None,
     }
 }
 
-/// Every challenging and idealloc instance, at the default budget.
+fn families() -> [&'static str; 5] {
+    ["MiniMalloc challenging", "idealloc traces", "Glow models", random_family(100), random_family(1000)]
+}
+
+/// Every challenging, idealloc and Glow instance and the random ones, at
+/// the default budget.
 pub fn measure(instances: &[&Instance]) -> Vec<UnitCost> {
-    let chosen: Vec<(&Instance, &'static str)> = instances.iter().filter_map(|&i| family(i).map(|f| (i, f))).collect();
+    let random: Vec<Instance> =
+        RANDOM_LIVE.iter().flat_map(|&l| RANDOM_BUFFERS.iter().map(move |&n| random_instance(n, l))).collect();
+    let chosen: Vec<(&Instance, &'static str)> =
+        instances.iter().copied().chain(&random).filter_map(|i| family(i).map(|f| (i, f))).collect();
     let mut samples: Vec<Vec<(u64, Duration)>> = vec![Vec::new(); chosen.len()];
     for round in 0..ROUNDS {
         eprint!("bench_table: work unit cost, round {} of {ROUNDS}:", round + 1);
@@ -100,6 +154,8 @@ pub fn measure(instances: &[&Instance]) -> Vec<UnitCost> {
         .collect()
 }
 
+/// The section: per family the range of ns a unit and the longest plan,
+/// then every instance.
 pub fn render(rows: &[UnitCost]) -> String {
     let mut o = String::new();
     let w = &mut o;
@@ -112,18 +168,29 @@ pub fn render(rows: &[UnitCost]) -> String {
          is most of the time: plans that stop far below the budget (the lower bound reached early) spend \
          less time a unit, since the heuristic stage's charges are estimates made on the long traces.\n"
     );
-    for family in ["MiniMalloc challenging", "idealloc traces"] {
+    for family in families() {
+        let longest = rows.iter().filter(|r| r.family == family).map(|r| r.cpu).max().unwrap_or_default();
         let costs: Vec<f64> = rows
             .iter()
             .filter(|r| r.family == family && r.work >= DEFAULT_WORK_LIMIT / MIN_SHARE)
             .map(UnitCost::ns_per_unit)
             .collect();
-        if costs.is_empty() {
-            continue;
-        }
-        let (lo, hi) = costs.iter().fold((f64::MAX, 0f64), |(lo, hi), &c| (lo.min(c), hi.max(c)));
-        let _ = writeln!(w, "- {family}: {lo:.2} to {hi:.2} ns a unit ({} instances)", costs.len());
+        let range = match costs
+            .iter()
+            .fold(None, |r: Option<(f64, f64)>, &c| Some(r.map_or((c, c), |(lo, hi)| (lo.min(c), hi.max(c)))))
+        {
+            Some((lo, hi)) => format!("{lo:.2} to {hi:.2} ns a unit ({} instances)", costs.len()),
+            None => "no plan spends a 6th of the budget".into(),
+        };
+        let _ = writeln!(w, "- {family}: {range}; the longest plan {:.0} ms", longest.as_secs_f64() * 1e3);
     }
+    let _ = writeln!(
+        w,
+        "\nThe random instances (`bench_table/work_unit.rs`): n buffers, each live for 1 to 2L steps from a \
+         step drawn among n, so about L live at a step, sizes 1 to 4096 B. Whatever the budget, `auto` runs \
+         `size-first-fit` twice (and floor-first first): on the densest ones that alone takes longer than \
+         the budget buys."
+    );
     let _ =
         writeln!(w, "\n| family | instance | buffers | work units | CPU ms | ns/unit |\n|---|---|---:|---:|---:|---:|");
     for r in rows {

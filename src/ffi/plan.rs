@@ -398,19 +398,25 @@ pub unsafe extern "C" fn nnm_planner_set_node_limit(planner: *mut nnm_planner, m
 }
 
 /// Caps the work of AUTO and EXACT (0: no cap), in work units: 10 per
-/// search node plus one per conflict entry, floor, buffer or section it
-/// visits or spans and per frontier tree node it visits (a quarter per
-/// buffer scanned in parts under 2048 buffers), two per fresh undo-log
-/// entry, one per conflict entry and per buffer when the search's conflict
-/// lists are built, and an estimate per buffer for each heuristic AUTO (or
-/// EXACT, for its first plan) runs first. The limit skips AUTO's other
-/// heuristics but never SIZE_FIRST_FIT (in TFLM's and OpenVINO's tie
-/// orders) or, where it can differ from it, TFLM, so AUTO's plan is never
-/// larger than theirs at any limit (see `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
+/// search node plus one per conflict entry, buffer or section it visits or
+/// spans and per frontier tree node it visits (a quarter per buffer
+/// scanned in parts under 2048 buffers), four per floor it raises, two per
+/// fresh undo-log entry, one per conflict entry and per buffer when the
+/// search's conflict lists are built, and for each heuristic AUTO (or
+/// EXACT, for its first plan) runs first an estimate per buffer, or where
+/// it counts more, ten per set of taken offsets its first fit reads or
+/// writes (dense instances, whose free space is in many pieces). The limit
+/// skips AUTO's other heuristics but never SIZE_FIRST_FIT (in TFLM's and
+/// OpenVINO's tie orders) or, where it can differ from it, TFLM, so AUTO's
+/// plan is never larger than theirs at any limit (see
+/// `NNM_ALGORITHM_AUTO`). Counted, not timed, so the same input and
 /// settings give the same plan on any machine. A unit costs about the same
-/// time on small hard instances and on traces of tens of thousands of
-/// buffers, so the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of
-/// planning on a 2-core Xeon for either; most models finish far below it.
+/// time on small hard instances, on traces of tens of thousands of buffers
+/// and on random ones whose buffers each live with hundreds of others, so
+/// the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of planning on a
+/// 2-core Xeon for any of them (`BENCHMARKS.md`, "What a work unit costs";
+/// on the densest, the heuristics run at any limit can take longer); most
+/// models finish far below it.
 ///
 /// Errors: NULL_ARGUMENT.
 ///

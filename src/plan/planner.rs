@@ -11,9 +11,9 @@ use crate::status::{Error, Result, Status};
 /// The default work budget of `auto` and `exact`, heuristic stage and
 /// search together, in work units (see [`SearchLimits`]). Counted, not
 /// timed, so the plan is the same on every machine; about 1 s of planning
-/// on a 2-core Xeon, on MiniMalloc's small hard instances and on the
-/// largest shipped traces alike (a unit costs about the same on both; see
-/// `BENCHMARKS.md`). Settable with [`Planner::set_work_limit`]; a wall-clock
+/// on a 2-core Xeon, on MiniMalloc's small hard instances, the largest
+/// shipped traces and dense random instances alike (a unit costs about the
+/// same on all; see `BENCHMARKS.md`). Settable with [`Planner::set_work_limit`]; a wall-clock
 /// cap is only set explicitly ([`Planner::set_time_limit`]).
 pub const DEFAULT_WORK_LIMIT: u64 = 300_000_000;
 
@@ -394,7 +394,8 @@ impl Planner {
             proven_optimal: peak == lb || placement.proven_optimal || peak <= placement.lower_bound,
             best_bound: lb.max(placement.lower_bound.min(peak)),
             nodes: placement.nodes,
-            work: placement.work,
+            // A heuristic alone spends no budget, whatever it counted.
+            work: if matches!(self.algorithm, Algorithm::Auto | Algorithm::Exact) { placement.work } else { 0 },
             elapsed: started.elapsed(),
             fits,
             time_limit_cut: placement.time_limit_cut,

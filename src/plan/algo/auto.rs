@@ -89,7 +89,7 @@ mod tests {
             let floor = [Algorithm::SizeFirstFit, Algorithm::Tflm]
                 .map(|a| peak_of(&p, &a.implementation().place(&p, &unlimited).offsets))
                 .into_iter()
-                .chain([peak_of(&p, &place_openvino_ties(&p))])
+                .chain([peak_of(&p, &place_openvino_ties(&p).0)])
                 .min()
                 .unwrap();
             for limit in [1, 7, 50, 400, 3_000, 20_000, 150_000] {

@@ -4,7 +4,7 @@
 //!
 //! Weights come from prefix sums over sorted starts and ends: O(n log n).
 
-use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// Conflict weight descending, first fit.
@@ -57,6 +57,6 @@ impl PlacementAlgorithm for Conflict {
         crate::sort::sort_unstable_by(&mut order, |&a, &b| {
             weights[b].cmp(&weights[a]).then(buffers[b].size.cmp(&buffers[a].size)).then(a.cmp(&b))
         });
-        Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &order, Fit::First), self.algorithm())
     }
 }

@@ -2,7 +2,7 @@
 //! long-lived buffers settle at the bottom and short ones reuse the space
 //! above them.
 
-use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// Lifetime descending, first fit.
@@ -20,6 +20,6 @@ impl PlacementAlgorithm for LifetimeFirstFit {
             let (x, y) = (&buffers[a], &buffers[b]);
             y.lifetime.len().cmp(&x.lifetime.len()).then(y.size.cmp(&x.size)).then(a.cmp(&b))
         });
-        Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &order, Fit::First), self.algorithm())
     }
 }

@@ -7,7 +7,7 @@
 //! one holding each buffer at its canonical nodes (sorted by size) to find
 //! the largest unplaced buffer live at a step. O(n log T) in all.
 
-use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::max_tree::MaxTree;
 use crate::plan::problem::Problem;
 
@@ -99,6 +99,6 @@ impl PlacementAlgorithm for LiveStep {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        Placement::heuristic(place_in_order(problem, &live_step_order(problem), Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &live_step_order(problem), Fit::First), self.algorithm())
     }
 }

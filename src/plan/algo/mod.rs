@@ -99,11 +99,13 @@ impl Algorithm {
 /// section its buffer spans, each frontier tree node an update or query
 /// visits, each buffer ranked or listed as a child, each section resident
 /// scanned for the section bound and each fresh undo-log entry, plus a
-/// fixed charge per node; a heuristic in `auto`'s first stage is charged
-/// an estimate from its buffer count (see `portfolio`). One unit costs
-/// about the same time on small instances and large traces (3 to 4 ns on
+/// fixed charge per node and per floor raised; a heuristic in `auto`'s
+/// first stage is charged an estimate from its buffer count, or what its
+/// first fit counted where that is more (see `portfolio` and
+/// [`place_in_order_counted`]). One unit costs about the same time on
+/// small instances, large traces and dense random instances (3 to 4 ns on
 /// a 2-core Xeon, `BENCHMARKS.md`), so [`crate::plan::DEFAULT_WORK_LIMIT`]
-/// buys about 1 s of planning there on either.
+/// buys about 1 s of planning on any of them.
 #[derive(Clone, Debug)]
 pub struct SearchLimits {
     /// The lower bound of the problem, so `auto` can stop early.
@@ -207,7 +209,8 @@ pub struct Placement {
     pub lower_bound: u64,
     /// Search nodes explored (0 for heuristics).
     pub nodes: u64,
-    /// Work units spent (see [`SearchLimits`]; 0 for a heuristic alone).
+    /// Work units spent (see [`SearchLimits`]; for a heuristic, those
+    /// its placement counted, 0 where it counts none).
     pub work: u64,
     /// The deadline stopped `auto` or `exact` before they were done.
     pub time_limit_cut: bool,
@@ -225,6 +228,12 @@ impl Placement {
             work: 0,
             time_limit_cut: false,
         }
+    }
+
+    /// A heuristic's plan from [`place_in_order_counted`]: the offsets and
+    /// the work units they took.
+    pub fn counted((offsets, work): (Vec<u64>, u64), algorithm: Algorithm) -> Self {
+        Placement { work, ..Placement::heuristic(offsets, algorithm) }
     }
 }
 
@@ -252,6 +261,17 @@ pub enum Fit {
 /// must list every non-fixed buffer exactly once) by the `fit` rule.
 /// Buffers that occupy nothing (size zero or never live) get offset 0.
 pub fn place_in_order(problem: &Problem, order: &[usize], fit: Fit) -> Vec<u64> {
+    place_in_order_counted(problem, order, fit).0
+}
+
+/// Work units per interval set [`place_in_order`] reads or writes (see
+/// [`Occupancy::visits`]): a lookup or insert in an ordered map, in the
+/// search's units.
+const VISIT_WORK: u64 = 10;
+
+/// [`place_in_order`], and the work units it spent (the interval sets it
+/// visited): what `auto`'s heuristic stage is charged for the run.
+pub fn place_in_order_counted(problem: &Problem, order: &[usize], fit: Fit) -> (Vec<u64>, u64) {
     let buffers = problem.buffers();
     let mut occupancy =
         Occupancy::new(buffers.iter().filter(|b| b.occupies()).map(|b| (b.lifetime.start, b.lifetime.end)));
@@ -279,7 +299,8 @@ pub fn place_in_order(problem: &Problem, order: &[usize], fit: Fit) -> Vec<u64> 
         occupancy.insert(&w, offset, b.size);
         offsets[i] = offset;
     }
-    offsets
+    let work = occupancy.visits().saturating_mul(VISIT_WORK);
+    (offsets, work)
 }
 
 /// Indices of the buffers the planner must place (not fixed).

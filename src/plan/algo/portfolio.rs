@@ -80,7 +80,9 @@ fn always_runs(algorithm: Algorithm) -> bool {
 /// buffer on the slowest of the largest shipped traces (Y_1, S_1, PanGu;
 /// the per-buffer cost grows with the trace) in the search's units.
 /// Charged before the run, so a heuristic that would take the stage past
-/// its share is skipped.
+/// its share is skipped; a first-fit heuristic is then charged what it
+/// counted where that is more (dense instances), and the estimates after
+/// it are scaled alike.
 fn work_per_buffer(algorithm: Algorithm, n: u64) -> u64 {
     match algorithm {
         Algorithm::LiveStep => 2_600,
@@ -117,8 +119,17 @@ pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
     let mut spent = 0u64;
     let mut cut = false;
     let mut best: Option<(u64, Placement)> = None;
+    // The heuristics that count their work so far: (counted, estimated).
+    // Where they counted more than estimated (a dense instance, whose free
+    // space is fragmented), the next estimate is scaled alike.
+    let mut observed = (0u64, 0u64);
     for algorithm in candidates {
-        let charge = n.saturating_mul(work_per_buffer(algorithm, n));
+        let estimate = n.saturating_mul(work_per_buffer(algorithm, n));
+        let charge = if observed.0 > observed.1 {
+            (estimate as u128 * observed.0 as u128 / observed.1 as u128).min(u64::MAX as u128) as u64
+        } else {
+            estimate
+        };
         if best.is_some() {
             if limits.should_stop() {
                 cut = !limits.cancelled();
@@ -146,15 +157,24 @@ pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
                 // Both tie orders: TFLM's (the algorithm's own) and
                 // OpenVINO's solver's, so `auto` is never above either.
                 let tflm_ties = algorithm.implementation().place(problem, limits);
-                let openvino_ties = size_first_fit::place_openvino_ties(problem);
+                let (openvino_ties, work) = size_first_fit::place_openvino_ties(problem);
+                let work = work.saturating_add(tflm_ties.work);
                 if peak_of(problem, &openvino_ties) < peak_of(problem, &tflm_ties.offsets) {
-                    Placement::heuristic(openvino_ties, algorithm)
+                    Placement { work, ..Placement::heuristic(openvino_ties, algorithm) }
                 } else {
-                    tflm_ties
+                    Placement { work, ..tflm_ties }
                 }
             }
             _ => algorithm.implementation().place(problem, limits),
         };
+        // What the run counted, where it counts (the first-fit heuristics),
+        // replaces the charge made in advance when it is more: the
+        // estimates were made on traces, where free space stays in few
+        // pieces.
+        if placement.work > 0 {
+            spent = spent.saturating_sub(charge).saturating_add(estimate.max(placement.work));
+            observed = (observed.0.saturating_add(placement.work), observed.1.saturating_add(estimate));
+        }
         let peak = peak_of(problem, &placement.offsets);
         if best.as_ref().is_none_or(|(p, _)| peak < *p) {
             best = Some((peak, placement));
@@ -170,7 +190,7 @@ pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
 #[cfg(test)]
 mod tests {
     use super::{
-        best_heuristic, close_enough, floor_first, share, work_per_buffer, Algorithm, SearchLimits,
+        best_heuristic, close_enough, floor_first, share, size_first_fit, work_per_buffer, Algorithm, SearchLimits,
         FLOOR_FIRST_MAX_REQUEUES, FLOOR_FIRST_WORK,
     };
     use crate::plan::algo::tests::{random_problem, Rng};
@@ -189,7 +209,12 @@ mod tests {
             let n = p.len() as u64;
             let first = n * FLOOR_FIRST_WORK.0 + requeues * FLOOR_FIRST_WORK.1;
             // With a bound of 0 no plan ends the stage early.
-            let mut always = n * work_per_buffer(Algorithm::SizeFirstFit, n);
+            // Size-first-fit is charged what its two runs counted where
+            // that is more than its estimate.
+            let unlimited = SearchLimits::unlimited(0);
+            let counted = Algorithm::SizeFirstFit.implementation().place(&p, &unlimited).work
+                + size_first_fit::place_openvino_ties(&p).1;
+            let mut always = (n * work_per_buffer(Algorithm::SizeFirstFit, n)).max(counted);
             if p.buffers().iter().any(|b| b.fixed_offset.is_some() && b.size == 0) {
                 always += n * work_per_buffer(Algorithm::Tflm, n);
             }

@@ -4,7 +4,7 @@
 //! order, those are exactly the buffers still live when it is allocated, so
 //! this is what a first-fit allocator running the program would do.
 
-use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// Allocation order, first fit.
@@ -19,7 +19,7 @@ impl PlacementAlgorithm for Sequential {
         let buffers = problem.buffers();
         let mut order = unfixed(problem);
         crate::sort::sort_by_key(&mut order, |&i| (buffers[i].lifetime.start, i));
-        Placement::heuristic(place_in_order(problem, &order, Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &order, Fit::First), self.algorithm())
     }
 }
 

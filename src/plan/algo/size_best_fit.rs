@@ -2,7 +2,7 @@
 //! in: keeps large gaps whole for later buffers.
 
 use super::size_first_fit::size_descending;
-use super::{place_in_order, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{place_in_order_counted, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// Size descending, best fit.
@@ -14,6 +14,6 @@ impl PlacementAlgorithm for SizeBestFit {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        Placement::heuristic(place_in_order(problem, &size_descending(problem), Fit::Best), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &size_descending(problem), Fit::Best), self.algorithm())
     }
 }

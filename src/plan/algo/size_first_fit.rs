@@ -4,7 +4,7 @@
 //! planner uses, so without fixed buffers this is the `tflm` plan computed
 //! in O(n log n · log m) instead of O(n^2).
 
-use super::{place_in_order, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// Size descending, first fit.
@@ -35,8 +35,9 @@ pub(super) fn size_descending_by_lifetime(problem: &Problem) -> Vec<usize> {
 
 /// Size descending first fit with OpenVINO's tie order (see
 /// [`size_descending_by_lifetime`]); `auto` runs it beside the TFLM order.
-pub(super) fn place_openvino_ties(problem: &Problem) -> Vec<u64> {
-    place_in_order(problem, &size_descending_by_lifetime(problem), Fit::First)
+/// The offsets and the work units they took.
+pub(super) fn place_openvino_ties(problem: &Problem) -> (Vec<u64>, u64) {
+    place_in_order_counted(problem, &size_descending_by_lifetime(problem), Fit::First)
 }
 
 impl PlacementAlgorithm for SizeFirstFit {
@@ -45,6 +46,6 @@ impl PlacementAlgorithm for SizeFirstFit {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        Placement::heuristic(place_in_order(problem, &size_descending(problem), Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &size_descending(problem), Fit::First), self.algorithm())
     }
 }

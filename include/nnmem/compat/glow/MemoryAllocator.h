@@ -59,8 +59,10 @@
  *
  * Costs: allocate and deallocate are O(segments), as Glow's. allocateAll
  * is O(n^2 log n + n * steps) for Glow's orders plus nnmem's planning,
- * bounded by the work limit (setPlannerWorkLimit), with heap for O(n)
- * entries besides the segments. Not thread-safe (as Glow's): one thread at
+ * bounded by the work limit (setPlannerWorkLimit), which by default grows
+ * with the square of the buffer count as Glow's orders' cost does, so
+ * allocateAll costs about what Glow's does (BENCHMARKS.md); with heap for
+ * O(n) entries besides the segments. Not thread-safe (as Glow's): one thread at
  * a time per allocator.
  *
  * The class lives in the inline namespace glow::nnmem_compat: code names it
@@ -135,8 +137,20 @@ template <class Unused> struct MemoryAllocatorConstants {
     /// The address of a failed allocation (and of an unknown handle's
     /// segment).
     static const uint64_t npos = ~static_cast<uint64_t>(0);
+    /// setPlannerWorkLimit's default: each allocateAll scales nnmem's work
+    /// limit to its list, so that it costs about what Glow's own orders
+    /// cost (each scans the placed buffers for every buffer):
+    /// scaledWorkUnitsPerPair units per pair of buffers, at least
+    /// scaledWorkUnitsMin (every Glow model shipped reaches its lower bound
+    /// within it, in a few ms), at most NNM_DEFAULT_WORK_LIMIT.
+    static const uint64_t scaledWorkLimit = ~static_cast<uint64_t>(0);
+    static const uint64_t scaledWorkUnitsPerPair = 4;
+    static const uint64_t scaledWorkUnitsMin = 8000000;
 };
 template <class Unused> const uint64_t MemoryAllocatorConstants<Unused>::npos;
+template <class Unused> const uint64_t MemoryAllocatorConstants<Unused>::scaledWorkLimit;
+template <class Unused> const uint64_t MemoryAllocatorConstants<Unused>::scaledWorkUnitsPerPair;
+template <class Unused> const uint64_t MemoryAllocatorConstants<Unused>::scaledWorkUnitsMin;
 }  // namespace detail
 
 /// Assigns addresses (no memory) to handles in a region of `memorySize`
@@ -281,7 +295,8 @@ public:
     // nnmem's additions (not in Glow's interface).
 
     /// The work limit of nnmem's planner in allocateAll (nnm_planner_set_work_limit;
-    /// 0: none). Default NNM_DEFAULT_WORK_LIMIT.
+    /// 0: none; NNM_DEFAULT_WORK_LIMIT: the planner's own default, the
+    /// longer search). Default scaledWorkLimit.
     void setPlannerWorkLimit(uint64_t units) { workLimit_ = units; }
 
     uint64_t getPlannerWorkLimit() const { return workLimit_; }
@@ -325,7 +340,7 @@ private:
     size_t alignment_;
     std::unordered_map<uint64_t, Handle> addrToHandleMap_;
     std::unordered_map<Handle, Segment> handleToSegmentMap_;
-    uint64_t workLimit_ = NNM_DEFAULT_WORK_LIMIT;
+    uint64_t workLimit_ = scaledWorkLimit;
     std::string lastPlanner_;
 
     /// `size` rounded up to the alignment into `out`; false for alignment 0
@@ -609,7 +624,14 @@ inline uint64_t MemoryAllocator::allocateAll(const std::list<Allocation> &allocL
     std::vector<uint64_t> addresses;
     uint64_t used = 0;
     std::string algorithm;
-    if (nnmemPlan(buffers, alignment_, workLimit_, addresses, used, algorithm) && used <= capacity &&
+    uint64_t workLimit = workLimit_;
+    if (workLimit == scaledWorkLimit) {
+        const uint64_t n = buffers.size();
+        const uint64_t pairs = n > (uint64_t(1) << 31) ? npos : n * n;
+        const uint64_t scaled = pairs > npos / scaledWorkUnitsPerPair ? npos : pairs * scaledWorkUnitsPerPair;
+        workLimit = std::min<uint64_t>(NNM_DEFAULT_WORK_LIMIT, std::max(scaledWorkUnitsMin, scaled));
+    }
+    if (nnmemPlan(buffers, alignment_, workLimit, addresses, used, algorithm) && used <= capacity &&
         (bestUsed == npos || used < bestUsed)) {
         bestUsed = used;
         best.swap(addresses);

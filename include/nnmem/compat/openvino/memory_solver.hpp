@@ -55,11 +55,17 @@
  * What nnmem adds: `solve()` computes OpenVINO's own greedy plan (boxes by
  * size descending, in the order OpenVINO's std::sort gives them with the
  * same standard library, each at the lowest offset where it overlaps no
- * box placed before it) and nnmem's (NNM_ALGORITHM_AUTO: heuristics, then
- * an exact search from the best of them, under the default work limit,
- * NNM_DEFAULT_WORK_LIMIT; no time limit, so the same boxes give the same
- * offsets on any machine), and keeps nnmem's only where it is strictly
- * smaller. So the result is never larger than OpenVINO's by construction,
+ * box placed before it) and nnmem's, and keeps nnmem's only where it is
+ * strictly smaller. nnmem's plan costs about what the greedy costs: under
+ * 500 live boxes NNM_ALGORITHM_AUTO (heuristics, then an exact search from
+ * the best of them) under a work limit of 1 M units (a few ms), from 500
+ * on NNM_ALGORITHM_LIVE_STEP alone (one first-fit pass). Define
+ * NNM_COMPAT_OPENVINO_WORK_LIMIT to a number of work units for the longer
+ * search: NNM_ALGORITHM_AUTO under that limit at any box count
+ * (NNM_DEFAULT_WORK_LIMIT: the planner's default, about 1 s; 0: no limit),
+ * e.g. `-DNNM_COMPAT_OPENVINO_WORK_LIMIT=NNM_DEFAULT_WORK_LIMIT`. Work is
+ * counted, never timed, so the same boxes give the same offsets on any
+ * machine. So the result is never larger than OpenVINO's by construction,
  * and where nnmem finds nothing smaller the offsets are OpenVINO's own,
  * byte for byte (README.md has the figures of OpenVINO's tests).
  *
@@ -76,7 +82,8 @@
  *   the offsets (OpenVINO's second call reads the first call's offsets as
  *   box ids). `get_offset` needs `solve()` first, as in OpenVINO.
  * - Cost: OpenVINO's greedy (O(n^2 log n) here, for n boxes) plus nnmem's
- *   AUTO planner, bounded by the work limit. The solver keeps about 100 B
+ *   plan (above), which by default takes at most about as long (the
+ *   figures: BENCHMARKS.md, "The compat classes beside their originals"). The solver keeps about 100 B
  *   per box (the boxes, their ids and the offset map, as OpenVINO's keeps
  *   its boxes and map) and uses about as much again while solving, besides
  *   nnmem's planner.
@@ -123,6 +130,12 @@
 #define NNM_COMPAT_OPENVINO_EXCEPT 0
 #endif
 
+/* NNM_COMPAT_OPENVINO_WORK_LIMIT: left undefined, solve() costs about what
+ * OpenVINO's greedy costs (see nnm_compat_openvino::planner_settings);
+ * defined to a number of work units, every solve() runs NNM_ALGORITHM_AUTO
+ * under that limit, the longer search (NNM_DEFAULT_WORK_LIMIT: the
+ * planner's default; 0: no limit). */
+
 #if NNM_COMPAT_OPENVINO_EXCEPT
 #include "openvino/core/except.hpp"
 #elif !defined(NNM_COMPAT_OPENVINO_EXCEPTION_DEFINED)
@@ -168,6 +181,33 @@ inline bool add_fits(int64_t a, int64_t b, int64_t* out) {
         return false;
     *out = a + b;
     return true;
+}
+
+/* What solve() asks of nnmem's planner, by default (see
+ * NNM_COMPAT_OPENVINO_WORK_LIMIT): OpenVINO's greedy compares every pair
+ * of boxes, so nnmem may cost about as much. Below kSearchBelow live boxes
+ * that buys AUTO (its heuristics and a search) under kSmallWorkLimit work
+ * units, a few ms; from there on AUTO's heuristics alone cost more than
+ * the greedy on dense boxes, so live-step runs alone: one first-fit pass,
+ * the heuristic that after floor-first most often wins AUTO's first stage
+ * (and floor-first's re-queueing can cost more than the greedy).
+ * BENCHMARKS.md has the figures. */
+static const size_t kSearchBelow = 500;
+static const uint64_t kSmallWorkLimit = 1000000;
+
+/* The algorithm and work limit solve() gives nnmem's planner for `boxes`
+ * live boxes. */
+inline void planner_settings(size_t boxes, uint32_t* algorithm, uint64_t* work_limit) {
+#ifdef NNM_COMPAT_OPENVINO_WORK_LIMIT
+    (void)boxes;
+    *algorithm = NNM_ALGORITHM_AUTO;
+    *work_limit = static_cast<uint64_t>(NNM_COMPAT_OPENVINO_WORK_LIMIT);
+#else
+    const bool search = boxes < kSearchBelow;
+    *algorithm = search ? static_cast<uint32_t>(NNM_ALGORITHM_AUTO) : static_cast<uint32_t>(NNM_ALGORITHM_LIVE_STEP);
+    // Live-step reads no work limit.
+    *work_limit = search ? kSmallWorkLimit : NNM_DEFAULT_WORK_LIMIT;
+#endif
 }
 
 /* Frees the planner on every path out of solve(). */
@@ -436,7 +476,12 @@ private:
         order.resize(by_size.size());
         offsets.assign(_boxes.size(), 0);
         total = 0;
-        std::vector<size_t> placed;
+        // The boxes placed so far, copied in placement order with `id`
+        // holding the offset: the scan over them is the greedy's whole
+        // cost, and reading them in order is several times faster than
+        // reaching into _boxes.
+        std::vector<Box> placed;
+        placed.reserve(_boxes.size());
         std::vector<std::pair<int64_t, int64_t> > taken;
         for (size_t k = 0; k < by_size.size(); ++k) {
             const size_t pos = static_cast<size_t>(by_size[k].id);
@@ -446,9 +491,9 @@ private:
             if (live(box)) {
                 taken.clear();
                 for (size_t p = 0; p < placed.size(); ++p) {
-                    const Box& other = _boxes[placed[p]];
+                    const Box& other = placed[p];
                     if (share_a_step(box, other))
-                        taken.push_back(std::make_pair(offsets[placed[p]], offsets[placed[p]] + other.size));
+                        taken.push_back(std::make_pair(other.id, other.id + other.size));
                 }
                 std::sort(taken.begin(), taken.end());
                 // Moving above every range that intersects [offset, offset
@@ -465,7 +510,8 @@ private:
                     if (taken[t].second > offset)
                         offset = taken[t].second;
                 }
-                placed.push_back(pos);
+                placed.push_back(box);
+                placed.back().id = offset;
             }
             int64_t top = 0;
             if (!nnm_compat_openvino::add_fits(offset, box.size, &top)) {
@@ -489,7 +535,16 @@ private:
         nnm_status status = nnm_planner_new(planner.out());
         if (status != NNM_OK)
             nnm_compat_openvino::throw_status(status, "nnm_planner_new");
-        status = nnm_planner_set_work_limit(planner.get(), NNM_DEFAULT_WORK_LIMIT);
+        size_t live_boxes = 0;
+        for (size_t i = 0; i < _boxes.size(); ++i)
+            live_boxes += live(_boxes[i]) ? 1 : 0;
+        uint32_t algorithm = NNM_ALGORITHM_AUTO;
+        uint64_t work_limit = NNM_DEFAULT_WORK_LIMIT;
+        nnm_compat_openvino::planner_settings(live_boxes, &algorithm, &work_limit);
+        status = nnm_planner_set_algorithm(planner.get(), algorithm);
+        if (status != NNM_OK)
+            nnm_compat_openvino::throw_status(status, "nnm_planner_set_algorithm");
+        status = nnm_planner_set_work_limit(planner.get(), work_limit);
         if (status != NNM_OK)
             nnm_compat_openvino::throw_status(status, "nnm_planner_set_work_limit");
         std::vector<size_t> added;

@@ -71,6 +71,13 @@ const NODE_WORK: u64 = 10;
 /// (an eighth of PanGu's search time, whose log reaches hundreds of MiB).
 const LOG_GROWTH_WORK: u64 = 2;
 
+/// Work units per floor a move raises: the lift, two state hashes, the
+/// log entry and the refresh, each undone when the move is. Dense
+/// instances (buffers live with hundreds of others, most still unplaced)
+/// spend most of a node here: at one unit a floor, a unit cost far more
+/// time there than on the traces.
+const LIFT_WORK: u64 = 4;
+
 /// Parts of at least this many buffers keep a [`Frontier`]; smaller ones
 /// scan their unplaced buffers at each node, which costs less than
 /// keeping the trees up to date (MiniMalloc's challenging instances, at
@@ -1083,7 +1090,7 @@ impl<'p> Search<'p> {
             self.hash ^= item_hash(j, self.floor[ju]) ^ item_hash(j, lifted);
             self.floor[ju] = lifted;
             self.refresh(ju);
-            self.work += 1;
+            self.work += LIFT_WORK;
             ok &= lifted.saturating_add(part.size[ju]) <= target;
         }
         if !ok {
