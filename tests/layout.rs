@@ -27,7 +27,7 @@ use nnmem::ffi::net::{
     list_head, nnm_cache, nnm_layer_data, nnm_net, nnm_net_bytes, nnm_net_report, nnm_param, nnm_tensor, NNM_MAX_DIMS,
     NNM_NAME_MAX,
 };
-use nnmem::ffi::net::{nnm_stack_cache, NNM_STACK_CACHE_INLINE, NNM_STACK_CACHE_TAG};
+use nnmem::ffi::net::{nnm_elem_stack, nnm_stack_cache, NNM_STACK_CACHE_INLINE, NNM_STACK_CACHE_TAG};
 use nnmem::ffi::plan::{nnm_plan_buffer, nnm_plan_result, nnm_validation, NNM_UNUSED_STEP, NNM_VALIDATE_TRUST_FIXED};
 use nnmem::ffi::pool::options::{nnm_pool_options, nnm_pool_stats};
 use nnmem::ffi::pool::strategy_vtable::nnm_strategy_vtable;
@@ -453,6 +453,7 @@ fn rust_structs() -> Vec<RustStruct> {
         rust_struct!(nnm_cache { node, name, tensors, count, stack, user }),
         rust_struct!(nnm_net { params, outputs, inputs, caches, max_batch }),
         rust_struct!(nnm_stack_cache { count, tag, spill, spill_capacity, spill_owner, tensors }),
+        rust_struct!(nnm_elem_stack { count, tag, spill, spill_capacity, spill_owner }),
         rust_struct!(nnm_net_bytes { entries, tensors, owned_bytes, referenced_bytes }),
         rust_struct!(nnm_net_report {
             params,

@@ -480,6 +480,16 @@ pub fn render(w: &Workbuffers, criterion: &Medians) -> String {
             medians.iter().map(|(k, v)| format!("`{k}` {}", fmt_ns(*v))).collect::<Vec<_>>().join(", ")
         );
     }
+    let scale: Vec<(&str, f64)> =
+        criterion.iter().filter_map(|(k, &v)| Some((k.strip_prefix("workbuffer-scale/")?, v))).collect();
+    if !scale.is_empty() {
+        let _ = writeln!(
+            out,
+            "One operator with many ids (`ModelBuilder::add_operator`, each output and workbuffer id checked \
+             once; criterion medians, `benches/workbuffer.rs`): {}.\n",
+            scale.iter().map(|(k, v)| format!("{k} {}", fmt_ns(*v))).collect::<Vec<_>>().join(", ")
+        );
+    }
     let pairs: Vec<(&str, f64)> =
         criterion.iter().filter_map(|(k, &v)| Some((k.strip_prefix("workbuffer-pool/")?, v))).collect();
     if !pairs.is_empty() {
