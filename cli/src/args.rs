@@ -170,7 +170,7 @@ fn plan_command() -> clap::Command {
                 .value_parser(|s: &str| whole(s, "a non-negative integer", u64::MAX))
                 .help(format!(
                     "Work budget of auto and exact, counted (not timed), so the\n\
-                     same plan on any machine (default {DEFAULT_WORK_LIMIT}, about 1 s\n\
+                     same plan on any machine (default {DEFAULT_WORK_LIMIT}, 1 to 2 s\n\
                      on a 2-core Xeon, small or large instance; 0: no cap)"
                 )),
         )

@@ -290,8 +290,8 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * settings give the same plan on any machine. A unit costs about the same
  * time on small hard instances, on traces of tens of thousands of buffers
  * and on random ones whose buffers each live with hundreds of others, so
- * the default, `NNM_DEFAULT_WORK_LIMIT`, is about 1 s of planning on a
- * 2-core Xeon for any of them (`BENCHMARKS.md`, "What a work unit costs";
+ * the default, `NNM_DEFAULT_WORK_LIMIT`, buys about as long a plan on any
+ * of them, 1 to 2 s on a 2-core Xeon (`BENCHMARKS.md`, "What a work unit costs";
  * on the densest, the heuristics run at any limit can take longer); most
  * models finish far below it.
  *

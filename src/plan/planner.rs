@@ -10,7 +10,7 @@ use crate::status::{Error, Result, Status};
 
 /// The default work budget of `auto` and `exact`, heuristic stage and
 /// search together, in work units (see [`SearchLimits`]). Counted, not
-/// timed, so the plan is the same on every machine; about 1 s of planning
+/// timed, so the plan is the same on every machine; 1 to 2 s of planning
 /// on a 2-core Xeon, on MiniMalloc's small hard instances, the largest
 /// shipped traces and dense random instances alike (a unit costs about the
 /// same on all; see `BENCHMARKS.md`). Settable with [`Planner::set_work_limit`]; a wall-clock

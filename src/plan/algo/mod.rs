@@ -103,9 +103,9 @@ impl Algorithm {
 /// first stage is charged an estimate from its buffer count, or what its
 /// first fit counted where that is more (see `portfolio` and
 /// [`place_in_order_counted`]). One unit costs about the same time on
-/// small instances, large traces and dense random instances (3 to 4 ns on
-/// a 2-core Xeon, `BENCHMARKS.md`), so [`crate::plan::DEFAULT_WORK_LIMIT`]
-/// buys about 1 s of planning on any of them.
+/// small instances, large traces and dense random instances
+/// (`BENCHMARKS.md`), so [`crate::plan::DEFAULT_WORK_LIMIT`] buys about as
+/// long a plan on any of them.
 #[derive(Clone, Debug)]
 pub struct SearchLimits {
     /// The lower bound of the problem, so `auto` can stop early.
