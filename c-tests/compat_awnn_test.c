@@ -130,6 +130,16 @@ static void test_lists_are_awnns(void) {
         CHECK(net_get_cache(copy.list_layer_cache, "fc0.cache") == net_get_cache(model.list_layer_cache, "fc0.cache"));
         CHECK(net_get_param(copy.list_all_params, "nope") == NULL);
     }
+    {
+        /* A copy made while a list was empty finds what was added since. */
+        struct list_head empty[1], copy[1];
+        uint s1[1] = {2};
+        init_list_head(empty);
+        copy[0] = empty[0];
+        net_attach_param(empty, "late", tensor_make(s1, 1), tensor_make(s1, 1));
+        CHECK(net_get_param(copy, "late") == net_get_param(empty, "late") && net_get_param(copy, "late") != NULL);
+        net_free_params(empty);
+    }
     /* The model's heads are its nets' lists; inputs and outputs one net. */
     CHECK(nnm_net_from_list(model.list_layer_in) == nnm_net_from_list(model.list_layer_out));
     CHECK(nnm_net_from_list(model.list_all_params) != NULL);
@@ -150,12 +160,19 @@ static void test_any_order_of_frees(void) {
     net_free_params(model.list_all_params);
     net_free_params(model.list_layer_out);
     net_free_cache(model.list_layer_cache);
-    net_free_cache(model.list_layer_cache); /* an empty list: nothing to do */
+    {
+        int errors = awnn_standin_errors;
+        net_free_cache(model.list_layer_cache); /* an empty list: nothing to do */
+        CHECK(awnn_standin_errors == errors);
+    }
     CHECK(awnn_standin_live_blocks == blocks);
-    /* A model of one layer: its input views nothing. */
+    /* A model of one layer: its input views nothing, so awnn's finalize
+     * leaves it (its entry and its din: 2 blocks) until the inputs' list is
+     * freed. */
     model_init(&model, 1);
-    net_free_params(model.list_layer_in);
     model_finalize(&model);
+    CHECK(awnn_standin_live_blocks == blocks + 2);
+    net_free_params(model.list_layer_in);
     CHECK(awnn_standin_live_blocks == blocks);
 }
 

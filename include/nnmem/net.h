@@ -487,7 +487,10 @@ enum nnm_status nnm_net_set_allocator(struct nnm_net *net,
 /**
  * Frees the net: every buffer nnmem allocated (params, outputs, cache
  * buffers) or adopted (through its `free_fn`), exactly once, and every
- * entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+ * entry; never a view, a placeholder or borrowed memory. The caller's
+ * entries linked with `nnm_net_link` are given back once each through
+ * their release functions (views first), and the caller's adopted heads
+ * are left empty lists. Every entry pointer of the net becomes invalid. NULL is
  * a no-op; freeing twice is detected and reported through
  * `nnm_last_error()`.
  *
@@ -1117,18 +1120,24 @@ enum nnm_status nnm_net_attach_stack_cache(struct nnm_net *net,
  * The name is free again in its list; the entry pointer is invalid from
  * then on (using it, or a getter's copy of it, is undefined).
  *
+ * A caller's entry linked with `nnm_net_link` goes with the entries that
+ * view it (views first), each given back once through its release
+ * function; a net nobody holds (see `nnm_net_link`) may give itself back
+ * then, once only placeholders are left.
+ *
  * `node` is compared with the net's entries before it is read: a pointer
  * that is none of them is refused. O(entries).
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live net; `node` is not
  * the node of one of its entries: already detached, another net's, or not
- * an entry); WRONG_STATE (an output that inputs still view: detach them
- * first).
+ * an entry); WRONG_STATE (an output of the attach calls that inputs still
+ * view: detach them first).
  *
  * # Safety
- * `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
- * without being read), and no other call may use it or its entries
- * meanwhile. `node` may be any pointer value.
+ * `net` must be NULL or a live net (from `nnm_net_new` or
+ * `nnm_net_from_list`; a freed one is refused without being read), and no
+ * other call may use it or its entries meanwhile. `node` may be any
+ * pointer value.
  */
 enum nnm_status nnm_net_detach(struct nnm_net *net, struct list_head *node);
 
@@ -1213,11 +1222,15 @@ typedef void (*nnm_release_fn)(void *ctx, struct list_head *node, uint32_t owned
  * Errors: NULL_ARGUMENT (`list`, `name`, `node`, `release`);
  * INVALID_ARGUMENT (a `list` that is neither a list of a live net nor an
  * empty initialised head, a caches or tensors anchor of `nnm_net_new`'s
- * own (use the attach calls there); `node` already linked or a list head;
- * a gradient buffer without data descriptor; the same buffer as data and
- * diff; a buffer owned by an entry other than the one viewed, or by an
- * entry of a net that is not implicit; out-of-range descriptor fields; a
- * bad name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
+ * own (use the attach calls there); `list` initialised again while its
+ * net still holds entries on it; `node` already linked (to any net) or a
+ * list head; a gradient buffer without data descriptor; the same buffer as
+ * data and diff; a data buffer that is another entry's gradient; a buffer
+ * owned by an entry other than the one viewed, adopted by the net's own
+ * attach calls, or owned by a net a view cannot join (two nets join only
+ * when one of them is a net nnmem made for a head on its own and holds no
+ * entries of the attach calls); out-of-range descriptor fields; a bad
+ * name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
  * (an unknown head is adopted only when the link succeeds), except that
  * two implicit nets a view joined before the failure stay one net.
  *

@@ -387,7 +387,10 @@ pub unsafe extern "C" fn nnm_net_set_allocator(net: *mut nnm_net, allocator: *co
 
 /// Frees the net: every buffer nnmem allocated (params, outputs, cache
 /// buffers) or adopted (through its `free_fn`), exactly once, and every
-/// entry; never a view, a placeholder or borrowed memory. Every entry pointer of the net becomes invalid. NULL is
+/// entry; never a view, a placeholder or borrowed memory. The caller's
+/// entries linked with `nnm_net_link` are given back once each through
+/// their release functions (views first), and the caller's adopted heads
+/// are left empty lists. Every entry pointer of the net becomes invalid. NULL is
 /// a no-op; freeing twice is detected and reported through
 /// `nnm_last_error()`.
 ///

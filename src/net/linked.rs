@@ -22,6 +22,7 @@
 //! that a net nobody holds a handle to can give itself back.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::names::NameIndex;
 use crate::status::{Error, Result};
@@ -55,11 +56,18 @@ pub enum Role {
     Tensor,
 }
 
+/// Link order across every net (nets join, so one counter for all).
+static NEXT_SEQ: AtomicU64 = AtomicU64::new(0);
+
 /// One entry.
 #[derive(Debug)]
 pub struct Entry<N> {
     /// The list it is on.
     pub list: Key,
+    /// Its name.
+    pub name: Box<[u8]>,
+    /// When it was linked: lists are given back in this order.
+    pub seq: u64,
     /// What it is.
     pub role: Role,
     /// OWNS_DATA and OWNS_DIFF bits: what goes back with it.
@@ -154,6 +162,11 @@ impl<N, H: Copy> Linked<N, H> {
         self.owners.contains_key(&address)
     }
 
+    /// The nodes of every entry.
+    pub fn nodes(&self) -> impl Iterator<Item = Key> + '_ {
+        self.entries.keys().copied()
+    }
+
     /// The buffers entries own, with their owners.
     pub fn owned_buffers(&self) -> impl Iterator<Item = Key> + '_ {
         self.owners.keys().copied()
@@ -162,7 +175,14 @@ impl<N, H: Copy> Linked<N, H> {
     /// The entries of the list `head`, in the order they were linked.
     pub fn entries_of(&self, head: Key) -> Result<Vec<Key>> {
         let names = &self.list(head)?.names;
-        Ok((0..names.len()).filter_map(|p| names.name(p).and_then(|n| names.get(n))).collect())
+        let mut keys: Vec<Key> = (0..names.len()).filter_map(|p| names.name(p).and_then(|n| names.get(n))).collect();
+        keys.sort_by_key(|k| self.entries.get(k).map_or(0, |e| e.seq));
+        Ok(keys)
+    }
+
+    /// Entries on the list `head` (0 for a list this net did not adopt).
+    pub fn list_len(&self, head: Key) -> usize {
+        self.list(head).map_or(0, |l| l.names.len())
     }
 
     /// Entries on all lists.
@@ -220,7 +240,10 @@ impl<N, H: Copy> Linked<N, H> {
         if role != Role::Placeholder {
             self.substantive += 1;
         }
-        self.entries.insert(node, Entry { list: head, role, owned, buffers, view_of, viewers: Vec::new(), value });
+        let seq = NEXT_SEQ.fetch_add(1, Ordering::Relaxed);
+        let entry =
+            Entry { list: head, name: name.into(), seq, role, owned, buffers, view_of, viewers: Vec::new(), value };
+        self.entries.insert(node, entry);
         Ok(())
     }
 
@@ -234,7 +257,14 @@ impl<N, H: Copy> Linked<N, H> {
                 }
                 None
             }
-            a => self.owners.get(&a).copied(),
+            a => match self.owners.get(&a) {
+                // Only a data buffer makes a view: a shallow copy of an
+                // entry shares its data (a gradient buffer given as data
+                // would view nothing the entry's detach could follow).
+                Some(&owner) if self.entries.get(&owner).is_some_and(|o| o.buffers[0] == a) => Some(owner),
+                Some(&owner) => return Err(self.owned_elsewhere(name, "data", a, owner)),
+                None => None,
+            },
         };
         let role = if data.address == 0 { Role::Placeholder } else { Role::Tensor };
         let mut owned = 0;
@@ -272,12 +302,7 @@ impl<N, H: Copy> Linked<N, H> {
 
     /// The name of the entry at `node`.
     pub fn name_of(&self, node: Key) -> Option<String> {
-        let e = self.entries.get(&node)?;
-        let names = &self.list(e.list).ok()?.names;
-        (0..names.len()).find_map(|p| {
-            let n = names.name(p)?;
-            (names.get(n) == Some(node)).then(|| shown(n))
-        })
+        self.entries.get(&node).map(|e| shown(&e.name))
     }
 
     /// Removes the entry at `node` and the entries that view it (they share
@@ -295,10 +320,9 @@ impl<N, H: Copy> Linked<N, H> {
         order.push(node);
         let mut gone = Vec::with_capacity(order.len());
         for key in order {
-            let name = self.name_of(key).expect("every entry is named").into_bytes();
             let e = self.entries.remove(&key).expect("viewers are entries");
             if let Some(list) = self.lists.iter_mut().find(|l| l.head == e.list) {
-                list.names.remove(&name);
+                list.names.remove(&e.name);
             }
             for (bit, address) in [OWNS_DATA, OWNS_DIFF].iter().zip(e.buffers) {
                 if e.owned & bit != 0 {
@@ -317,10 +341,10 @@ impl<N, H: Copy> Linked<N, H> {
     }
 
     /// Removes every entry and list: views first (they own nothing), then
-    /// the rest, each list in the order its entries were linked.
+    /// the rest, in the order they were linked.
     pub fn take_all(&mut self) -> Taken<N, H> {
-        let mut order: Vec<Key> = self.lists.iter().flat_map(|l| self.entries_of(l.head).unwrap_or_default()).collect();
-        order.sort_by_key(|k| self.entries.get(k).map_or(1, |e| u8::from(e.view_of.is_none())));
+        let mut order: Vec<Key> = self.entries.keys().copied().collect();
+        order.sort_by_key(|k| self.entries.get(k).map_or((1, 0), |e| (u8::from(e.view_of.is_none()), e.seq)));
         let entries = order.into_iter().filter_map(|k| self.entries.remove(&k).map(|e| (k, e))).collect();
         let lists = self.lists.drain(..).map(|l| (l.head, l.value)).collect();
         self.owners.clear();
@@ -424,6 +448,26 @@ mod tests {
     }
 
     #[test]
+    fn link_order_survives_removals() {
+        let mut l = net();
+        for (i, name) in [b"a", b"b", b"c", b"d"].iter().enumerate() {
+            l.link(1, *name, 10 + i, None, 'e').unwrap();
+        }
+        l.unlink(11).unwrap();
+        assert_eq!(l.entries_of(1).unwrap(), [10, 12, 13]);
+        assert_eq!(l.take_all().0.iter().map(|(k, _)| *k).collect::<Vec<_>>(), [10, 12, 13]);
+    }
+
+    #[test]
+    fn a_gradient_buffer_given_as_data_is_refused_not_viewed() {
+        let mut l = net();
+        l.link(1, b"o", 10, Some([own(0x100), own(0x200)]), 'o').unwrap();
+        let e = l.link(2, b"w", 11, Some([own(0x200), NONE]), 'w').unwrap_err();
+        assert!(e.message().contains("data buffer (0x200) is owned by entry \"o\""), "{}", e.message());
+        assert!(l.entry(10).unwrap().viewers.is_empty());
+    }
+
+    #[test]
     fn a_view_may_own_a_gradient_of_its_own() {
         let mut l = net();
         l.link(1, b"a", 20, Some([own(0x100), own(0x200)]), 'a').unwrap();
@@ -445,7 +489,7 @@ mod tests {
         a.link(7, b"in", 71, Some([own(0x100), NONE]), 'i').unwrap();
         assert_eq!(a.entries_of(7).unwrap(), [70, 71]);
         let (entries, lists) = a.take_all();
-        assert_eq!(entries.iter().map(|(k, _)| *k).collect::<Vec<_>>(), [71, 10, 70]);
+        assert_eq!(entries.iter().map(|(k, _)| *k).collect::<Vec<_>>(), [71, 70, 10]);
         assert_eq!(lists.iter().map(|(h, _)| *h).collect::<Vec<_>>(), [1, 2, 3, 7]);
         assert!(a.is_empty() && a.spent());
     }

@@ -68,16 +68,21 @@ impl Default for nnm_elem_stack {
 /// The heap of each stack that holds one: its address -> (heap, capacity
 /// in bytes), as nnmem made it (see `stack_cache`'s record, which this
 /// mirrors for byte elements).
-static LIVE: Mutex<Option<HashMap<usize, (Heap, usize)>>> = Mutex::new(None);
+static LIVE: Mutex<Option<HashMap<usize, Record>>> = Mutex::new(None);
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 struct Heap(*mut u8);
+
+/// A stack's heap as nnmem made it: where, its capacity, and the bytes of
+/// elements on it (so a call with another element size or slot count,
+/// which would read bytes never written, is refused).
+type Record = (Heap, usize, usize);
 
 // SAFETY: only compared under the lock; the heap is used by the one thread
 // that uses its stack at a time.
 unsafe impl Send for Heap {}
 
-fn live<R>(f: impl FnOnce(&mut HashMap<usize, (Heap, usize)>) -> R) -> R {
+fn live<R>(f: impl FnOnce(&mut HashMap<usize, Record>) -> R) -> R {
     let mut guard = LIVE.lock().unwrap_or_else(|p| p.into_inner());
     let result = f(guard.get_or_insert_with(HashMap::new));
     if guard.as_ref().is_some_and(HashMap::is_empty) {
@@ -143,7 +148,7 @@ unsafe fn with_elem_stack(
             )));
         }
         let recorded = live(|l| l.get(&(stack as usize)).copied());
-        if recorded != Some((Heap(s.spill.cast()), s.spill_capacity)) || spilled == 0 || spilled > s.spill_capacity {
+        if recorded != Some((Heap(s.spill.cast()), s.spill_capacity, spilled)) || spilled == 0 {
             return Err(Error::wrong_state(format!(
                 "stack says it holds {} elements past its slots on the heap, but that heap is not its own (an old \
                  copy written back, or another element size): initialise it again",
@@ -176,7 +181,7 @@ unsafe fn with_elem_stack(
         s.spill = heap.as_mut_ptr().cast();
         s.spill_capacity = heap.capacity();
         s.spill_owner = stack;
-        let now = (Heap(heap.as_mut_ptr()), heap.capacity());
+        let now = (Heap(heap.as_mut_ptr()), heap.capacity(), heap.len());
         live(|l| l.insert(stack as usize, now));
     }
     result
@@ -196,7 +201,7 @@ pub unsafe extern "C" fn nnm_elem_stack_init(stack: *mut nnm_elem_stack) -> Stat
     guard(|| {
         // SAFETY: the caller promises `stack` is NULL or writable.
         let out = unsafe { out_param(stack, "stack") }?;
-        if let Some((heap, capacity)) = live(|l| l.remove(&(stack as usize))) {
+        if let Some((heap, capacity, _)) = live(|l| l.remove(&(stack as usize))) {
             // SAFETY: nnmem's record: the live allocation of `capacity`
             // bytes a Vec<u8> made for the stack at this address.
             drop(unsafe { Vec::from_raw_parts(heap.0, 0, capacity) });
@@ -334,7 +339,7 @@ pub unsafe extern "C" fn nnm_elem_stack_clear(stack: *mut nnm_elem_stack) -> Sta
             }
             let mine = (Heap(s.spill.cast()), s.spill_capacity);
             let recorded = live(|l| {
-                let found = l.get(&(stack as usize)) == Some(&mine);
+                let found = l.get(&(stack as usize)).is_some_and(|r| (r.0, r.1) == mine);
                 if found {
                     l.remove(&(stack as usize));
                 }
@@ -404,11 +409,17 @@ mod tests {
                     assert!(s.spill.is_null(), "back within the array: no heap");
                 }
             }
+            out = t(99);
             assert_eq!(nnm_elem_stack_pop(&mut s, base, 10, SIZE, ptr::from_mut(&mut out).cast()), Status::WrongState);
-            assert_eq!(out, t(0), "a failed pop leaves its target alone");
+            assert_eq!(out, t(99), "a failed pop leaves its target alone");
             for i in 0..12 {
                 assert_eq!(nnm_elem_stack_push(&mut s, base, 10, SIZE, ptr::from_ref(&t(i)).cast()), Status::Ok);
             }
+            // Another element size sees a heap it did not write: refused.
+            assert_eq!(
+                nnm_elem_stack_get(&mut s, base, 10, SIZE / 2, 19, ptr::from_mut(&mut out).cast()),
+                Status::WrongState
+            );
             assert_eq!(nnm_elem_stack_clear(&mut s), Status::Ok);
             assert_eq!((s.count, s.spill.is_null()), (0, true));
             assert_eq!(nnm_elem_stack_push(&mut s, base, 10, 0, ptr::from_ref(&t(1)).cast()), Status::InvalidArgument);

@@ -243,7 +243,7 @@ pub(super) struct NetState {
     pub(super) core: Net<NonNull<c_void>>,
     /// Addresses of the adopted buffers: adopting one twice would free it
     /// twice.
-    adopted: std::collections::HashSet<usize>,
+    pub(super) adopted: std::collections::HashSet<usize>,
     /// Where the buffers nnmem allocates for the net come from (host unless
     /// `nnm_net_set_allocator` says otherwise); each buffer holds its own.
     pub(super) allocator: SharedAllocator,
@@ -520,7 +520,7 @@ impl NetMut<'_> {
             ));
         }
         for (what, p) in [("data", data), ("diff", diff)] {
-            if self.state.adopted.contains(&(p as usize)) {
+            if self.state.adopted.contains(&(p as usize)) || self.state.linked.core.owns(p as usize) {
                 return Err(Error::invalid(format!(
                     "{what} {p:p} is already adopted by this net: it would be freed twice"
                 )));

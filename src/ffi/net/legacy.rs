@@ -379,18 +379,24 @@ pub unsafe extern "C" fn nnm_net_attach_stack_cache(
 /// The name is free again in its list; the entry pointer is invalid from
 /// then on (using it, or a getter's copy of it, is undefined).
 ///
+/// A caller's entry linked with `nnm_net_link` goes with the entries that
+/// view it (views first), each given back once through its release
+/// function; a net nobody holds (see `nnm_net_link`) may give itself back
+/// then, once only placeholders are left.
+///
 /// `node` is compared with the net's entries before it is read: a pointer
 /// that is none of them is refused. O(entries).
 ///
 /// Errors: NULL_ARGUMENT; INVALID_ARGUMENT (not a live net; `node` is not
 /// the node of one of its entries: already detached, another net's, or not
-/// an entry); WRONG_STATE (an output that inputs still view: detach them
-/// first).
+/// an entry); WRONG_STATE (an output of the attach calls that inputs still
+/// view: detach them first).
 ///
 /// # Safety
-/// `net` must be NULL or a net from `nnm_net_new` (a freed one is refused
-/// without being read), and no other call may use it or its entries
-/// meanwhile. `node` may be any pointer value.
+/// `net` must be NULL or a live net (from `nnm_net_new` or
+/// `nnm_net_from_list`; a freed one is refused without being read), and no
+/// other call may use it or its entries meanwhile. `node` may be any
+/// pointer value.
 #[no_mangle]
 pub unsafe extern "C" fn nnm_net_detach(net: *mut nnm_net, node: *mut list_head) -> Status {
     guard(|| {
@@ -401,7 +407,7 @@ pub unsafe extern "C" fn nnm_net_detach(net: *mut nnm_net, node: *mut list_head)
         if net.state.linked.core.entry(node as usize).is_some() {
             // SAFETY: a node linked to one of this net's adopted lists,
             // which the caller keeps writable while linked.
-            return unsafe { super::linked::detach_linked(&mut net, node as usize) };
+            return unsafe { super::linked::detach_linked(&mut net, node as usize) }.map(|_| ());
         }
         net.detach(node)
     })

@@ -78,6 +78,8 @@ unsafe impl Send for NetPtr {}
 static HEADS: Mutex<Option<HashMap<Key, NetPtr>>> = Mutex::new(None);
 /// Buffer a linked entry owns -> its net.
 static BUFFERS: Mutex<Option<HashMap<Key, NetPtr>>> = Mutex::new(None);
+/// Node of a linked entry -> its net: a node is linked to one net at most.
+static NODES: Mutex<Option<HashMap<Key, NetPtr>>> = Mutex::new(None);
 
 fn record<R>(which: &Mutex<Option<HashMap<Key, NetPtr>>>, f: impl FnOnce(&mut HashMap<Key, NetPtr>) -> R) -> R {
     let mut guard = which.lock().unwrap_or_else(|p| p.into_inner());
@@ -104,7 +106,17 @@ fn net_owning(buffer: Key) -> Option<*mut NetHandle> {
 impl Drop for LinkedLists {
     fn drop(&mut self) {
         let owned: Vec<Key> = self.core.owned_buffers().collect();
-        record(&BUFFERS, |buffers| buffers.retain(|b, _| !owned.contains(b)));
+        record(&BUFFERS, |buffers| {
+            owned.iter().for_each(|b| {
+                buffers.remove(b);
+            })
+        });
+        let nodes: Vec<Key> = self.core.nodes().collect();
+        record(&NODES, |n| {
+            nodes.iter().for_each(|k| {
+                n.remove(k);
+            })
+        });
         let (entries, heads) = self.core.take_all();
         for (_, entry) in entries {
             // SAFETY: a linked entry of this net: its node is in one of the
@@ -242,6 +254,17 @@ unsafe fn implicit_net(head: *mut list_head) -> Result<*mut NetHandle> {
     Ok(h)
 }
 
+/// Whether a join may free this net: an implicit net with no entries of
+/// nnmem's own (an attach call through a handle `nnm_net_from_list` gave
+/// makes it the caller's to keep).
+fn joinable(state: &NetState) -> bool {
+    state.linked.implicit && own_lists_empty(state)
+}
+
+fn own_lists_empty(state: &NetState) -> bool {
+    [Kind::Param, Kind::Output, Kind::Input, Kind::Cache].into_iter().all(|kind| state.core.count(kind) == 0)
+}
+
 /// Moves every adopted list and linked entry of the implicit net `from`
 /// into `into`, and frees `from`.
 ///
@@ -254,10 +277,12 @@ unsafe fn join(into: *mut NetHandle, from: *mut NetHandle) -> Result<()> {
     let (into_state, from_state) = unsafe { (&mut (*into).state, &mut (*from).state) };
     let heads: Vec<Key> = from_state.linked.core.lists().map(|(h, _)| h).collect();
     let owned: Vec<Key> = from_state.linked.core.owned_buffers().collect();
+    let nodes: Vec<Key> = from_state.linked.core.nodes().collect();
     into_state.linked.core.absorb(&mut from_state.linked.core);
     let to = NetPtr(into);
     record(&HEADS, |h| h.extend(heads.iter().map(|&k| (k, to))));
     record(&BUFFERS, |b| b.extend(owned.iter().map(|&k| (k, to))));
+    record(&NODES, |n| n.extend(nodes.iter().map(|&k| (k, to))));
     // SAFETY: `from` is live and now holds nothing.
     unsafe { free_handle(from) }
 }
@@ -296,11 +321,15 @@ unsafe fn join(into: *mut NetHandle, from: *mut NetHandle) -> Result<()> {
 /// Errors: NULL_ARGUMENT (`list`, `name`, `node`, `release`);
 /// INVALID_ARGUMENT (a `list` that is neither a list of a live net nor an
 /// empty initialised head, a caches or tensors anchor of `nnm_net_new`'s
-/// own (use the attach calls there); `node` already linked or a list head;
-/// a gradient buffer without data descriptor; the same buffer as data and
-/// diff; a buffer owned by an entry other than the one viewed, or by an
-/// entry of a net that is not implicit; out-of-range descriptor fields; a
-/// bad name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
+/// own (use the attach calls there); `list` initialised again while its
+/// net still holds entries on it; `node` already linked (to any net) or a
+/// list head; a gradient buffer without data descriptor; the same buffer as
+/// data and diff; a data buffer that is another entry's gradient; a buffer
+/// owned by an entry other than the one viewed, adopted by the net's own
+/// attach calls, or owned by a net a view cannot join (two nets join only
+/// when one of them is a net nnmem made for a head on its own and holds no
+/// entries of the attach calls); out-of-range descriptor fields; a bad
+/// name); ALREADY_EXISTS; OUT_OF_MEMORY. Nothing changes on failure
 /// (an unknown head is adopted only when the link succeeds), except that
 /// two implicit nets a view joined before the failure stay one net.
 ///
@@ -360,8 +389,18 @@ pub unsafe extern "C" fn nnm_net_link(
                     kind.what()
                 )));
             }
+            let linked_elsewhere =
+                record(&NODES, |n| n.get(&(node as Key)).copied()).is_some_and(|h| check_live(h.0, "net").is_ok());
+            if linked_elsewhere || net_of_adopted(node).is_some() || super::legacy::net_of_anchor(node).is_ok() {
+                return Err(Error::invalid(format!(
+                    "node ({node:p}) is already linked: the node of an entry or a list head of a live net"
+                )));
+            }
             let (mut net, made) = match net_of_adopted(list) {
-                Some(h) => (h, false),
+                Some(h) => {
+                    refuse_reinitialised(&net_mut(h.cast())?, list)?;
+                    (h, false)
+                }
                 None => (implicit_net(list)?, true),
             };
             let original = net;
@@ -399,7 +438,7 @@ unsafe fn link_into(
         }
         // SAFETY: both live (checked by `net_owning` and the caller);
         // `state` is not C-visible.
-        let (mine, theirs) = unsafe { ((*(*net)).state.linked.implicit, (*other).state.linked.implicit) };
+        let (mine, theirs) = unsafe { (joinable(&(*(*net)).state), joinable(&(*other).state)) };
         let shares_data = i == 0 && !b.borrowed;
         match (shares_data, mine, theirs) {
             // SAFETY: two distinct live nets that this call alone uses (the
@@ -413,8 +452,9 @@ unsafe fn link_into(
             (true, false, true) => unsafe { join(*net, other)? },
             (true, false, false) => {
                 return Err(Error::invalid(format!(
-                    "data buffer ({:#x}) is owned by an entry of another net made by nnm_net_new: a view joins two \
-                     nets only when one of them is a net nnmem made for a head on its own",
+                    "data buffer ({:#x}) is owned by an entry of another net that a view cannot join (one made by \
+                     nnm_net_new, or holding entries of its own attach calls): a view joins two nets only when one \
+                     of them is a net nnmem made for a head on its own",
                     b.address
                 )))
             }
@@ -430,6 +470,15 @@ unsafe fn link_into(
     }
     // SAFETY: a live net that this call alone uses.
     let net_mut = unsafe { net_mut((*net).cast()) }?;
+    for b in buffers.iter().filter(|b| b.address != 0 && !b.borrowed) {
+        if net_mut.state.adopted.contains(&b.address) {
+            return Err(Error::invalid(format!(
+                "buffer ({:#x}) is already adopted by one of the net's own entries (an attach call): it would be \
+                 freed twice",
+                b.address
+            )));
+        }
+    }
     net_mut.state.linked.core.link(list as Key, name, node as Key, tensors, value)?;
     let entry = net_mut.state.linked.core.entry(node as Key).expect("just linked");
     let owned: Vec<Key> = [OWNS_DATA, OWNS_DIFF]
@@ -440,17 +489,19 @@ unsafe fn link_into(
         .collect();
     let handle = NetPtr(*net);
     record(&BUFFERS, |b| b.extend(owned.iter().map(|&k| (k, handle))));
+    record(&NODES, |n| n.insert(node as Key, handle));
     // SAFETY: an adopted head and a node, writable (the caller's promise).
     unsafe { link_tail(node, list) };
     Ok(())
 }
 
 /// Detaches the linked entry at `node` of `net` and the entries that view
-/// it, giving each back; an implicit net left spent gives itself back.
+/// it, giving each back; an implicit net left spent gives itself back
+/// (true: `net` is gone, and must not be used again).
 ///
 /// # Safety
 /// `net` a live net that no other call uses; its linked nodes writable.
-pub(super) unsafe fn detach_linked(net: &mut NetMut<'_>, node: Key) -> Result<()> {
+pub(super) unsafe fn detach_linked(net: &mut NetMut<'_>, node: Key) -> Result<bool> {
     let gone = net.state.linked.core.unlink(node)?;
     let freed: Vec<Key> = gone
         .iter()
@@ -462,6 +513,11 @@ pub(super) unsafe fn detach_linked(net: &mut NetMut<'_>, node: Key) -> Result<()
             b.remove(k);
         })
     });
+    record(&NODES, |n| {
+        for (k, _) in &gone {
+            n.remove(k);
+        }
+    });
     for (_, entry) in gone {
         // SAFETY: linked until now, in a list of this net (the caller's
         // promise); `unlink` above only changed nnmem's records.
@@ -470,15 +526,32 @@ pub(super) unsafe fn detach_linked(net: &mut NetMut<'_>, node: Key) -> Result<()
     free_if_spent(net)
 }
 
-/// Gives an implicit net back once it is spent.
-fn free_if_spent(net: &mut NetMut<'_>) -> Result<()> {
-    let own_lists_empty =
-        [Kind::Param, Kind::Output, Kind::Input, Kind::Cache].into_iter().all(|kind| net.state.core.count(kind) == 0);
-    if net.state.linked.implicit && net.state.linked.core.spent() && own_lists_empty {
+/// Gives an implicit net back once it is spent (true: it is gone).
+fn free_if_spent(net: &mut NetMut<'_>) -> Result<bool> {
+    if net.state.linked.implicit && net.state.linked.core.spent() && own_lists_empty(net.state) {
         // SAFETY: a live net; nothing refers to it once this call returns
-        // (an implicit net's handle is nobody's), and `net` is not used
-        // after this.
+        // (an implicit net's handle is nobody's), and the caller uses
+        // `net` no more (it is told so).
         unsafe { free_handle(net.handle) }?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+/// INVALID_ARGUMENT when the caller's head `list` reads as an empty list
+/// although the net holds entries on it: the caller initialised it again
+/// (a model made anew at the same address without freeing the old one);
+/// linking to it, or unlinking its old nodes, would corrupt both.
+fn refuse_reinitialised(net: &NetMut<'_>, list: *mut list_head) -> Result<()> {
+    let held = net.state.linked.core.list_len(list as Key);
+    // SAFETY: an adopted head, readable while adopted (the caller's
+    // promise).
+    let (next, prev) = unsafe { ((*list).next, (*list).prev) };
+    if held > 0 && next == list && prev == list {
+        return Err(Error::invalid(format!(
+            "list ({list:p}) was initialised again while its net still holds {held} entries on it (a model made \
+             anew at the same address without freeing its lists first): free the list before initialising its head"
+        )));
     }
     Ok(())
 }
@@ -528,16 +601,15 @@ pub unsafe extern "C" fn nnm_net_free_list(list: *mut list_head) -> Status {
         // SAFETY: a live net (found in the records), which this call alone
         // uses (the caller's promise).
         let mut net = unsafe { net_mut(handle.cast()) }?;
+        refuse_reinitialised(&net, list)?;
         for node in net.state.linked.core.entries_of(list as Key)? {
             // A viewer detached with its entry earlier in this loop is gone.
             if net.state.linked.core.entry(node).is_none() {
                 continue;
             }
-            let last = net.state.linked.core.len() == 1;
             // SAFETY: linked nodes of this net; the net may give itself back
-            // in this call, and is used no more after its last entry went.
-            unsafe { detach_linked(&mut net, node)? };
-            if last || check_live(handle, "net").is_err() {
+            // in this call, and is used no more once it did.
+            if unsafe { detach_linked(&mut net, node)? } {
                 break;
             }
         }

@@ -102,7 +102,9 @@ static inline void make_empty_lcache(lcache_t *cache) {
 static inline void lcache_free_all(lcache_t *cache) {
   nnm_awnn_sync_count_(cache);
   while (cache->nnm_stack.count > 0) {
+    size_t before = cache->nnm_stack.count;
     tensor_t t = lcache_pop(cache);
+    if (cache->nnm_stack.count == before) break; /* refused (reported): a copy of a cache holding heap */
     tensor_destroy(&t);
   }
   (void)nnm_elem_stack_clear(&cache->nnm_stack);

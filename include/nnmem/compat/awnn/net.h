@@ -30,7 +30,10 @@
  *   only placeholder inputs are left (the model's first input, whose
  *   gradient buffer `din` awnn allocated and never freed), the net frees
  *   them too. net_free_params on the inputs list works as well, in any
- *   order (awnn's "TODO: fix the double free here").
+ *   order (awnn's "TODO: fix the double free here"). One exception: a model
+ *   whose inputs view no output (a single layer) keeps its placeholder
+ *   inputs until net_free_params frees the inputs' list; initialising that
+ *   head again before is refused (reported), not corrupted.
  * - Lookups (net_get_param, net_get_cache) are O(1), by name in that list.
  * - Names are unique per list and at most NNM_NAME_MAX (127) bytes: an
  *   attach with a name taken or too long, or with a buffer another entry
@@ -117,12 +120,13 @@ static inline void nnm_awnn_release_cache_(void *ctx, struct list_head *node, ui
 
 /* nnm_net_lookup on `l`, or, where `l` is a by-value copy of a list head
  * (awnn copies its model_t, list heads and all: `model_t copy = model;`),
- * on the head it was copied from: the one its first node points back to.
- * The copy sees the entries the list had when it was copied, as in awnn. */
+ * on the head it was copied from: the copy's `next` itself when the list
+ * was empty then, else the head its first node points back to. The copy
+ * finds the entries the original has now. */
 static inline struct list_head *nnm_awnn_lookup_(struct list_head const *l, char const *name) {
   struct list_head *node = nnm_net_lookup(l, name);
-  if (node == NULL && l != NULL && l->next != NULL && l->next->prev != l) {
-    node = nnm_net_lookup(l->next->prev, name);
+  if (node == NULL && l != NULL && l->next != NULL && l->next != l && l->next->prev != l) {
+    node = nnm_net_from_list(l->next) != NULL ? nnm_net_lookup(l->next, name) : nnm_net_lookup(l->next->prev, name);
   }
   return node;
 }

@@ -268,6 +268,90 @@ fn bad_links_are_refused_and_change_nothing() {
 }
 
 #[test]
+fn a_node_links_once_and_a_head_initialised_again_is_refused() {
+    let released = Released::default();
+    let mut m = Model::new();
+    let (params, outputs, inputs) = (&raw mut m.params, &raw mut m.outputs, &raw mut m.inputs);
+    // SAFETY: as above.
+    unsafe {
+        let (s, node) = link(params, "w", Some((malloc(), malloc())), &released);
+        assert_eq!(s, Status::Ok);
+        // The same node to another list (another net), or a head as a node.
+        let s =
+            nnm_net_link(outputs, c("again").as_ptr(), node, ptr::null(), ptr::null(), Some(release), ptr::null_mut());
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(last_error().contains("already linked"), "{}", last_error());
+        assert!(nnm_net_from_list(outputs).is_null());
+        let s =
+            nnm_net_link(outputs, c("head").as_ptr(), params, ptr::null(), ptr::null(), Some(release), ptr::null_mut());
+        assert_eq!(s, Status::InvalidArgument);
+        // A buffer one of the net's own attach calls adopted is not linked.
+        let net = nnm_net_from_list(params);
+        let mine = malloc();
+        let mut p = ptr::null_mut();
+        let dims = [12u32];
+        let s = nnm_net_attach_param_adopted(
+            net,
+            c("own").as_ptr(),
+            0,
+            dims.as_ptr(),
+            1,
+            mine,
+            ptr::null_mut(),
+            Some(libc_free),
+            ptr::null_mut(),
+            &mut p,
+        );
+        assert_eq!(s, Status::Ok);
+        let (s, _) = link(params, "twice", Some((mine, ptr::null_mut())), &released);
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(last_error().contains("already adopted"), "{}", last_error());
+        // A view joins the other net into this one, which holds an entry of
+        // its own attach call and so is never the one given up.
+        let data = (malloc(), malloc());
+        assert_eq!(link(outputs, "out", Some(data), &released).0, Status::Ok);
+        let (s, _) = link(params, "view", Some(data), &released);
+        assert_eq!(s, Status::Ok);
+        assert_eq!((nnm_net_from_list(outputs), nnm_net_from_list(params)), (net, net));
+        assert_eq!((*p).data.data, mine, "the own entry survived the join");
+        // Another net holding an entry of its own cannot be joined at all.
+        let mut other = Model::new();
+        let data2 = (malloc(), malloc());
+        assert_eq!(link(&raw mut other.outputs, "o2", Some(data2), &released).0, Status::Ok);
+        let other_net = nnm_net_from_list(&raw mut other.outputs);
+        let mut q = ptr::null_mut();
+        assert_eq!(nnm_net_attach_param(other_net, c("own2").as_ptr(), 0, dims.as_ptr(), 1, &mut q), Status::Ok);
+        let (s, _) = link(outputs, "v2", Some(data2), &released);
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(last_error().contains("cannot join"), "{}", last_error());
+        assert_eq!(nnm_net_detach(other_net, &raw mut (*q).node), Status::Ok);
+        assert_eq!(nnm_net_free_list(&raw mut other.outputs), Status::Ok);
+        assert_eq!(nnm_net_detach(net, &raw mut (*p).node), Status::Ok);
+        // The inputs' head made anew while its net still holds an entry.
+        assert_eq!(link(inputs, "x", Some((ptr::null_mut(), malloc())), &released).0, Status::Ok);
+        let keep = *inputs;
+        *inputs = list_head { next: inputs, prev: inputs };
+        let (s, _) = link(inputs, "y", None, &released);
+        assert_eq!(s, Status::InvalidArgument);
+        assert!(last_error().contains("initialised again"), "{}", last_error());
+        assert_eq!(nnm_net_free_list(inputs), Status::InvalidArgument);
+        *inputs = keep;
+        for h in [inputs, outputs, params] {
+            assert_eq!(nnm_net_free_list(h), Status::Ok);
+        }
+        assert_eq!(released.borrow().len(), 5);
+        assert!(nnm_net_from_list(params).is_null() && nnm_net_from_list(inputs).is_null());
+    }
+}
+
+/// # Safety
+/// `p` a libc allocation.
+unsafe extern "C" fn libc_free(_: *mut c_void, p: *mut c_void) {
+    // SAFETY: the caller's promise.
+    unsafe { libc::free(p) }
+}
+
+#[test]
 fn a_net_of_the_callers_adopts_its_heads_and_gives_everything_back_when_freed() {
     let released = Released::default();
     let mut m = Model::new();
