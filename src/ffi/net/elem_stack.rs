@@ -261,16 +261,34 @@ pub unsafe extern "C" fn nnm_elem_stack_pop(
     elem_size: usize,
     out_elem: *mut c_void,
 ) -> Status {
-    guard(|| {
-        let slots = slots_arg(slots, slot_count, elem_size)?;
-        non_null(out_elem, "out_elem")?;
-        let mut item = vec![0u8; elem_size];
-        // SAFETY: the caller's promises.
-        unsafe { with_elem_stack(stack, &slots, &mut |st| st.pop_run(&mut item)) }?;
-        // SAFETY: the caller promises `out_elem` writable for one element.
-        unsafe { slice_out(out_elem.cast::<u8>(), elem_size, "out_elem") }?.copy_from_slice(&item);
-        Ok(())
-    })
+    // SAFETY: the caller's promises are `read_one`'s.
+    guard(|| unsafe { read_one(stack, slots, slot_count, elem_size, out_elem, &mut |st, item| st.pop_run(item)) })
+}
+
+/// Reads one element off a stack into the buffer it is given.
+type Reader<'a> = dyn FnMut(&mut SpillStack<'_, u8>, &mut [u8]) -> Result<()> + 'a;
+
+/// One element read off the stack by `f` into a buffer of `elem_size`
+/// bytes, then copied to `out_elem`, which is written only on success.
+///
+/// # Safety
+/// As `nnm_elem_stack_pop`.
+unsafe fn read_one(
+    stack: *mut nnm_elem_stack,
+    slots: *mut c_void,
+    slot_count: usize,
+    elem_size: usize,
+    out_elem: *mut c_void,
+    f: &mut Reader<'_>,
+) -> Result<()> {
+    let slots = slots_arg(slots, slot_count, elem_size)?;
+    non_null(out_elem, "out_elem")?;
+    let mut item = vec![0u8; elem_size];
+    // SAFETY: the caller's promises.
+    unsafe { with_elem_stack(stack, &slots, &mut |st| f(st, &mut item)) }?;
+    // SAFETY: the caller promises `out_elem` writable for one element.
+    unsafe { slice_out(out_elem.cast::<u8>(), elem_size, "out_elem") }?.copy_from_slice(&item);
+    Ok(())
 }
 
 /// Copies the element at `index` (0 is the bottom) to `out_elem`.
@@ -289,23 +307,12 @@ pub unsafe extern "C" fn nnm_elem_stack_get(
     index: usize,
     out_elem: *mut c_void,
 ) -> Status {
-    guard(|| {
-        let slots = slots_arg(slots, slot_count, elem_size)?;
-        non_null(out_elem, "out_elem")?;
-        let mut item = vec![0u8; elem_size];
-        let mut at = |st: &mut SpillStack<'_, u8>| {
-            let start = index.checked_mul(elem_size);
-            match start {
-                Some(start) if st.get_run(start, &mut item) => Ok(()),
-                _ => Err(Error::invalid(format!("index {index}: the stack holds {} elements", st.len() / elem_size))),
-            }
-        };
-        // SAFETY: the caller's promises.
-        unsafe { with_elem_stack(stack, &slots, &mut at) }?;
-        // SAFETY: the caller promises `out_elem` writable for one element.
-        unsafe { slice_out(out_elem.cast::<u8>(), elem_size, "out_elem") }?.copy_from_slice(&item);
-        Ok(())
-    })
+    let mut at = |st: &mut SpillStack<'_, u8>, item: &mut [u8]| match index.checked_mul(elem_size) {
+        Some(start) if st.get_run(start, item) => Ok(()),
+        _ => Err(Error::invalid(format!("index {index}: the stack holds {} elements", st.len() / elem_size))),
+    };
+    // SAFETY: the caller's promises are `read_one`'s.
+    guard(|| unsafe { read_one(stack, slots, slot_count, elem_size, out_elem, &mut at) })
 }
 
 /// Empties the stack and frees its heap, if any: needed only for a stack
