@@ -171,7 +171,7 @@ fn plan_command() -> clap::Command {
                 .help(format!(
                     "Work budget of auto and exact, counted (not timed), so the\n\
                      same plan on any machine (default {DEFAULT_WORK_LIMIT}, 1 to 2 s\n\
-                     on a 2-core Xeon, small or large instance; 0: no cap)"
+                     on a 2-core VM, small or large instance; 0: no cap)"
                 )),
         )
         .arg(

@@ -291,9 +291,9 @@ enum nnm_status nnm_planner_set_node_limit(struct nnm_planner *planner, uint64_t
  * time on small hard instances, on traces of tens of thousands of buffers
  * and on random ones whose buffers each live with hundreds of others, so
  * the default, `NNM_DEFAULT_WORK_LIMIT`, buys about as long a plan on any
- * of them, 1 to 2 s on a 2-core Xeon (`BENCHMARKS.md`, "What a work unit costs";
- * on the densest, the heuristics run at any limit can take longer); most
- * models finish far below it.
+ * of them, 1 to 2 s on a 2-core VM (`BENCHMARKS.md`, "What a work unit
+ * costs"; on the densest, the heuristics run at any limit may count past
+ * it); most models finish far below it.
  *
  * Errors: NULL_ARGUMENT.
  *
@@ -414,6 +414,54 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
                                              int64_t last_use,
                                              uint64_t offset,
                                              size_t *out_index);
+
+/**
+ * Lets buffer `child` reuse buffer `parent`'s memory in place: an optional
+ * merge, as an element-wise operator may write its output over an input it
+ * reads for the last time (ggml's in-place ops, ONNX Runtime's
+ * `MayInplace`). `parent`'s `last_use` must equal `child`'s `first_use`,
+ * and `child` must not be larger than `parent`.
+ *
+ * The planner decides which candidates to take so that the bytes live at
+ * one step (the lower bound) are as few as it can make them: a buffer
+ * gives its memory to at most one child and takes at most one parent's
+ * (the first free candidate in the order added; chains are one block);
+ * every candidate of equal sizes is taken (it never raises what is live at
+ * any step); one with a smaller child keeps the parent's size until the
+ * child's last use, and is taken only where that does not raise the lower
+ * bound. A child taken gets its parent's offset; for buffers of non-zero
+ * size that is the only way two buffers live at one step share an offset,
+ * so equal offsets say which candidates were taken
+ * (`nnm_planner_inplace_taken` counts them). `nnm_planner_lower_bound` and
+ * the result's lower bound are those of the buffers with the merges taken.
+ * Adding a candidate drops the plan, as adding a buffer does; candidates
+ * are kept until `nnm_planner_reset`. NNM_ALGORITHM_TFLM plans as
+ * TensorFlow Lite Micro, which has no in-place reuse: `nnm_planner_plan`
+ * refuses candidates with it (INVALID_ARGUMENT).
+ *
+ * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an index out of range, a
+ * buffer paired with itself, a buffer never used, a parent's last use that
+ * is not the child's first use, or a child larger than its parent (the
+ * message gives the indices, steps and sizes); nothing is recorded then.
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no other call may use it meanwhile.
+ */
+enum nnm_status nnm_planner_add_inplace(struct nnm_planner *planner, size_t parent, size_t child);
+
+/**
+ * Writes how many in-place candidates (`nnm_planner_add_inplace`) the last
+ * plan took.
+ *
+ * Errors: NULL_ARGUMENT, WRONG_STATE (not planned).
+ *
+ * # Safety
+ * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is
+ * refused without being read), and no call may change it meanwhile.
+ * `out_count` must be NULL or valid for writing one value.
+ */
+enum nnm_status nnm_planner_inplace_taken(const struct nnm_planner *planner, size_t *out_count);
 
 /**
  * Plans the buffers added so far. After buffers were added to a plan made

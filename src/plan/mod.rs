@@ -35,6 +35,8 @@ pub mod csv;
 pub mod fixed;
 pub mod heapless;
 #[cfg(feature = "std")]
+pub mod inplace;
+#[cfg(feature = "std")]
 mod interval_set;
 #[cfg(feature = "std")]
 pub(crate) mod max_tree;
@@ -61,6 +63,8 @@ pub use algorithm::Algorithm;
 pub use bound::{lower_bound, LowerBound};
 #[cfg(feature = "std")]
 pub use fixed::FixedOverlaps;
+#[cfg(feature = "std")]
+pub use inplace::Inplace;
 #[cfg(feature = "std")]
 pub use planner::{PlanOutcome, Planner, DEFAULT_WORK_LIMIT};
 #[cfg(feature = "std")]

@@ -5,13 +5,14 @@ use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::inplace::Merged;
 use super::*;
 use crate::status::{Error, Result, Status};
 
 /// The default work budget of `auto` and `exact`, heuristic stage and
 /// search together, in work units (see [`SearchLimits`]). Counted, not
 /// timed, so the plan is the same on every machine; 1 to 2 s of planning
-/// on a 2-core Xeon, on MiniMalloc's small hard instances, the largest
+/// on a 2-core VM, on MiniMalloc's small hard instances, the largest
 /// shipped traces and dense random instances alike (a unit costs about the
 /// same on all; see `BENCHMARKS.md`). Settable with [`Planner::set_work_limit`]; a wall-clock
 /// cap is only set explicitly ([`Planner::set_time_limit`]).
@@ -48,6 +49,9 @@ pub struct PlanOutcome {
     /// Pairs of fixed buffers that share a byte at some step (accepted by
     /// `tflm` and with [`Planner::set_trust_fixed`]), and the first one.
     pub fixed_overlaps: FixedOverlaps,
+    /// In-place candidates taken (see [`Planner::add_inplace`]): each child
+    /// taken shares its parent's offset.
+    pub inplace_taken: usize,
 }
 
 /// Collects buffers, plans them, answers queries about the plan.
@@ -83,6 +87,8 @@ pub struct Planner {
     cancel: Option<Arc<AtomicBool>>,
     trust_fixed: bool,
     problem: Problem,
+    /// Optional in-place merges, in the order they were added.
+    inplace: Vec<Inplace>,
     outcome: Option<PlanOutcome>,
     /// The outcome was planned with `tflm` selected.
     planned_tflm: bool,
@@ -111,6 +117,7 @@ impl Planner {
             cancel: None,
             trust_fixed: false,
             problem: Problem::new(1).expect("1 is a power of two"),
+            inplace: Vec::new(),
             outcome: None,
             planned_tflm: false,
             previous_tflm: None,
@@ -255,6 +262,33 @@ impl Planner {
         Ok(index)
     }
 
+    /// Lets buffer `child` reuse buffer `parent`'s memory in place: `parent`
+    /// is last used at the step where `child` is first used (an operator
+    /// reading `parent` for the last time writes `child` over it), and
+    /// `child` is not larger. The planner decides which candidates to take
+    /// (see `plan::inplace`): every one of equal sizes that is still free
+    /// (a buffer gives its memory to one child and takes one parent's), one
+    /// with a smaller child where that does not raise the lower bound. A
+    /// child taken gets its parent's offset; with sizes above 0 that is the
+    /// only way two buffers live at one step share an offset. Like adding
+    /// a buffer, drops the plan. Errors: `InvalidArgument` for an index out
+    /// of range, a buffer paired with itself or never used, steps that do
+    /// not meet, or a larger child; nothing is recorded then.
+    pub fn add_inplace(&mut self, parent: usize, child: usize) -> Result<()> {
+        let candidate = Inplace { parent, child };
+        candidate.check(self.problem.buffers())?;
+        self.inplace.push(candidate);
+        if let Some(outcome) = self.outcome.take() {
+            self.previous_tflm = self.planned_tflm.then_some(outcome.offsets);
+        }
+        Ok(())
+    }
+
+    /// The in-place candidates added, in order.
+    pub fn inplace_candidates(&self) -> &[Inplace] {
+        &self.inplace
+    }
+
     /// The problem the selected algorithm plans: the buffers as added, but
     /// under `tflm` those never used live at step -1 (see
     /// [`Lifetime::tflm_never_used`]).
@@ -282,12 +316,14 @@ impl Planner {
     /// share count once (under `tflm`, buffers never used are live at step
     /// -1).
     pub fn lower_bound(&self) -> u64 {
-        let problem = self.effective(self.algorithm == Algorithm::Tflm);
-        let rects = fixed::fixed_rects(&problem);
+        let effective = self.effective(self.algorithm == Algorithm::Tflm);
+        let merged = (!self.inplace.is_empty()).then(|| Merged::new(&effective, &self.inplace));
+        let problem = merged.as_ref().map_or(&*effective, |m| &m.problem);
+        let rects = fixed::fixed_rects(problem);
         if fixed::count_overlaps(&rects).count == 0 {
             return lower_bound(problem.buffers()).bytes;
         }
-        lower_bound(fixed::Flat::new(&problem, &rects).problem.buffers()).bytes
+        lower_bound(fixed::Flat::new(problem, &rects).problem.buffers()).bytes
     }
 
     /// Plans the buffers: with `tflm`, after buffers were added to a `tflm`
@@ -307,8 +343,16 @@ impl Planner {
         }
         let started = Instant::now();
         let tflm = self.algorithm == Algorithm::Tflm;
+        if tflm && !self.inplace.is_empty() {
+            return Err(Error::invalid(format!(
+                "tflm plans as TensorFlow Lite Micro, which has no in-place reuse, and {} in-place candidate(s) \
+                 were added; choose another algorithm",
+                self.inplace.len()
+            )));
+        }
         let effective = self.effective(tflm);
-        let problem: &Problem = &effective;
+        let merged = (!self.inplace.is_empty()).then(|| Merged::new(&effective, &self.inplace));
+        let problem: &Problem = merged.as_ref().map_or(&*effective, |m| &m.problem);
         let rects = fixed::fixed_rects(problem);
         let fixed_overlaps = fixed::count_overlaps(&rects);
         if let Some(o) = fixed_overlaps.first {
@@ -384,7 +428,10 @@ impl Planner {
         } else {
             peak
         };
-        let offsets = std::mem::take(&mut placement.offsets);
+        let offsets = match &merged {
+            Some(m) => m.to_original(&placement.offsets),
+            None => std::mem::take(&mut placement.offsets),
+        };
         let fits = self.capacity.is_none_or(|c| peak <= c);
         let outcome = PlanOutcome {
             offsets,
@@ -400,7 +447,9 @@ impl Planner {
             fits,
             time_limit_cut: placement.time_limit_cut,
             fixed_overlaps,
+            inplace_taken: merged.as_ref().map_or(0, |m| m.taken),
         };
+        drop(merged);
         drop(effective);
         self.previous_tflm = None;
         self.planned_tflm = tflm;
@@ -447,6 +496,7 @@ impl Planner {
     /// trust-fixed and the time, node and work limits.
     pub fn reset(&mut self) {
         self.problem = Problem::new(self.problem.alignment()).expect("alignment was valid");
+        self.inplace.clear();
         self.outcome = None;
         self.previous_tflm = None;
     }
@@ -475,6 +525,39 @@ mod tests {
         let o = p.plan().unwrap().clone();
         assert_eq!((o.peak, o.lower_bound, o.proven_optimal, o.fits), (12, 12, true, true));
         assert_ne!(o.algorithm, Algorithm::Auto);
+    }
+
+    #[test]
+    fn in_place_candidates_lower_the_peak_and_share_offsets() {
+        // A softmax written over its scores: without the merge both are
+        // live at step 1.
+        let mut p = Planner::new();
+        for (size, a, b) in [(64, 0, 1), (64, 1, 2), (16, 0, 2)] {
+            p.add_buffer(size, lt(a, b), None).unwrap();
+        }
+        assert_eq!(p.lower_bound(), 144);
+        p.add_inplace(0, 1).unwrap();
+        assert_eq!(p.lower_bound(), 80);
+        let o = p.plan().unwrap().clone();
+        assert_eq!((o.peak, o.lower_bound, o.inplace_taken), (80, 80, 1));
+        assert_eq!(o.offsets[0], o.offsets[1]);
+        // A failed candidate records nothing and keeps the plan.
+        assert_eq!(p.add_inplace(1, 2).unwrap_err().status(), Status::InvalidArgument);
+        assert_eq!(p.inplace_candidates().len(), 1);
+        assert!(p.outcome().is_some());
+        // tflm has no in-place reuse: refused, with the count.
+        p.reset();
+        assert!(p.inplace_candidates().is_empty());
+        p.add_buffer(8, lt(0, 1), None).unwrap();
+        p.add_buffer(8, lt(1, 1), None).unwrap();
+        p.add_inplace(0, 1).unwrap();
+        p.set_algorithm(Algorithm::Tflm);
+        let err = p.plan().unwrap_err();
+        assert_eq!(err.status(), Status::InvalidArgument);
+        assert!(err.to_string().contains("1 in-place candidate(s)"), "{err}");
+        p.set_algorithm(Algorithm::SizeFirstFit);
+        let o = p.plan().unwrap();
+        assert_eq!((o.peak, o.offsets.clone()), (8, vec![0, 0]));
     }
 
     #[test]

@@ -51,12 +51,18 @@ impl PlacementAlgorithm for Conflict {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        let buffers = problem.buffers();
-        let weights = conflict_weights(problem);
-        let mut order = unfixed(problem);
-        crate::sort::sort_unstable_by(&mut order, |&a, &b| {
-            weights[b].cmp(&weights[a]).then(buffers[b].size.cmp(&buffers[a].size)).then(a.cmp(&b))
-        });
-        Placement::counted(place_in_order_counted(problem, &order, Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &conflict_order(problem), Fit::First), self.algorithm())
     }
+}
+
+/// Buffers by conflict weight descending, then size descending, then
+/// earlier-added first.
+pub(super) fn conflict_order(problem: &Problem) -> Vec<usize> {
+    let buffers = problem.buffers();
+    let weights = conflict_weights(problem);
+    let mut order = unfixed(problem);
+    crate::sort::sort_unstable_by(&mut order, |&a, &b| {
+        weights[b].cmp(&weights[a]).then(buffers[b].size.cmp(&buffers[a].size)).then(a.cmp(&b))
+    });
+    order
 }

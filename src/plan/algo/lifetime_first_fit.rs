@@ -14,12 +14,18 @@ impl PlacementAlgorithm for LifetimeFirstFit {
     }
 
     fn place(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
-        let buffers = problem.buffers();
-        let mut order = unfixed(problem);
-        crate::sort::sort_unstable_by(&mut order, |&a, &b| {
-            let (x, y) = (&buffers[a], &buffers[b]);
-            y.lifetime.len().cmp(&x.lifetime.len()).then(y.size.cmp(&x.size)).then(a.cmp(&b))
-        });
-        Placement::counted(place_in_order_counted(problem, &order, Fit::First), self.algorithm())
+        Placement::counted(place_in_order_counted(problem, &lifetime_order(problem), Fit::First), self.algorithm())
     }
+}
+
+/// Buffers by lifetime descending, then size descending, then
+/// earlier-added first.
+pub(super) fn lifetime_order(problem: &Problem) -> Vec<usize> {
+    let buffers = problem.buffers();
+    let mut order = unfixed(problem);
+    crate::sort::sort_unstable_by(&mut order, |&a, &b| {
+        let (x, y) = (&buffers[a], &buffers[b]);
+        y.lifetime.len().cmp(&x.lifetime.len()).then(y.size.cmp(&x.size)).then(a.cmp(&b))
+    });
+    order
 }

@@ -9,7 +9,13 @@
 //! a heuristic has finished, so there is always a plan). It skips a
 //! heuristic whose charge would take the stage past its share of the work
 //! limit (see [`share`]), except `size-first-fit` and, where it can differ
-//! from it, `tflm` (see [`always_runs`]).
+//! from it, `tflm` (see [`always_runs`]). A heuristic it does run that
+//! places buffers in an order of its own is held to its charge as it goes
+//! ([`super::place_in_order_paced`]): where first fit counts more per
+//! buffer than the charge assumed (free space in many pieces: random
+//! sizes, a thousand buffers live at a step), the run is given up on the
+//! way, charged what it counted, and the charges after it grow alike, so
+//! the stage skips the rest instead of spending several times their share.
 //!
 //! Why the tolerance: on the 62k-buffer Y_1 trace live-step ends 1 byte
 //! above a 497 GB bound; trying the other heuristics costs 8 s for at most
@@ -28,7 +34,7 @@
 //! stage, so on bounds over 100 MB `auto` may end that many parts per
 //! billion above a heuristic that reaches the bound exactly.
 
-use super::{floor_first, peak_of, size_first_fit, Algorithm, Placement, SearchLimits};
+use super::{floor_first, peak_of, place_in_order_paced, size_first_fit, Algorithm, Placement, SearchLimits};
 use crate::plan::problem::Problem;
 
 /// `auto` stops once a plan is within this many parts per billion of the
@@ -165,7 +171,25 @@ pub fn best_heuristic(problem: &Problem, limits: &SearchLimits) -> Placement {
                     Placement { work, ..tflm_ties }
                 }
             }
-            _ => algorithm.implementation().place(problem, limits),
+            // An optional heuristic is held to its charge as it goes (see
+            // `place_in_order_paced`): on instances where first fit costs
+            // several times its estimate it gives up early, and is charged
+            // and observed for what it did.
+            _ => match algorithm.placement_order(problem).filter(|_| !always_runs(algorithm)) {
+                Some((order, fit)) => {
+                    let pace = charge / n.max(1);
+                    match place_in_order_paced(problem, &order, fit, pace) {
+                        Ok(placed) => Placement::counted(placed, algorithm),
+                        Err(abandoned) => {
+                            spent = spent.saturating_sub(charge).saturating_add(abandoned.work);
+                            let due = pace.saturating_mul(abandoned.placed);
+                            observed = (observed.0.saturating_add(abandoned.work), observed.1.saturating_add(due));
+                            continue;
+                        }
+                    }
+                }
+                None => algorithm.implementation().place(problem, limits),
+            },
         };
         // What the run counted, where it counts (the first-fit heuristics),
         // replaces the charge made in advance when it is more: the
@@ -193,7 +217,8 @@ mod tests {
         best_heuristic, close_enough, floor_first, share, size_first_fit, work_per_buffer, Algorithm, SearchLimits,
         FLOOR_FIRST_MAX_REQUEUES, FLOOR_FIRST_WORK,
     };
-    use crate::plan::algo::tests::{random_problem, Rng};
+    use crate::plan::algo::place_in_order_counted;
+    use crate::plan::algo::tests::{dense_problem, random_problem, Rng};
 
     /// Whatever the limit, the stage's charge is within its share of it
     /// once floor-first (run first) has been paid for, plus the charge of
@@ -234,6 +259,33 @@ mod tests {
             }
             assert_eq!(last, first + always, "round {round}: with no budget only the heuristics always run do");
         }
+    }
+
+    /// On dense instances first fit counts about twice live-step's
+    /// estimate: the stage gives live-step up on the way and is charged
+    /// what it counted, not the whole run, and its plan is not the stage's.
+    /// (The limit leaves the heuristics after size-first-fit no room, so
+    /// the stage's charge is floor-first's, live-step's and
+    /// size-first-fit's.)
+    #[test]
+    fn a_heuristic_past_its_charge_is_given_up_on_the_way() {
+        let p = dense_problem(3_000, 1_000);
+        let n = p.len() as u64;
+        let (order, fit) = Algorithm::LiveStep.placement_order(&p).expect("live-step places in an order");
+        let live_step = place_in_order_counted(&p, &order, fit).1;
+        assert!(live_step > n * work_per_buffer(Algorithm::LiveStep, n), "not dense enough: {live_step}");
+        let mut requeues = 0;
+        floor_first::place_counted(&p, FLOOR_FIRST_MAX_REQUEUES, &mut requeues);
+        let floor_first = n * FLOOR_FIRST_WORK.0 + requeues * FLOOR_FIRST_WORK.1;
+        let unlimited = SearchLimits::unlimited(0);
+        let size_first_fit = Algorithm::SizeFirstFit.implementation().place(&p, &unlimited).work
+            + size_first_fit::place_openvino_ties(&p).1;
+        let limits = SearchLimits { work_limit: Some(60_000_000), ..SearchLimits::unlimited(0) };
+        let stage = best_heuristic(&p, &limits);
+        assert_ne!(stage.algorithm, Algorithm::LiveStep);
+        let in_full = floor_first + live_step + size_first_fit;
+        assert!(stage.work < in_full, "live-step paid in full: {} against {in_full}", stage.work);
+        assert!(stage.work > floor_first + size_first_fit, "live-step's partial run is charged");
     }
 
     #[test]

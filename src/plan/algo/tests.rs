@@ -296,3 +296,76 @@ fn algorithm_modules_import_no_circle() {
         assert!(edges.iter().any(|e| e == expected), "{expected} not found among {edges:?}");
     }
 }
+
+/// Offsets stored as `u32` (every end fits) place exactly as `u64` ones, for
+/// first fit and best fit, fixed buffers included, at the same count.
+#[test]
+fn narrow_and_wide_offsets_place_alike() {
+    let mut rng = Rng::new(0x3232);
+    for round in 0..60 {
+        let p = random_problem(&mut rng, 5 + round * 3, [1, 16][round % 2], round % 3 == 0);
+        let order = unfixed(&p);
+        for fit in [Fit::First, Fit::Best] {
+            let narrow = place_with::<u32>(&p, &order, fit, u64::MAX).unwrap();
+            let wide = place_with::<u64>(&p, &order, fit, u64::MAX).unwrap();
+            assert_eq!(narrow, wide, "round {round}, {fit:?}");
+            validate(p.buffers(), &narrow.0).expect("a valid plan");
+        }
+    }
+}
+
+/// Where the ends may pass `u32::MAX` the sets store `u64`s: a buffer
+/// placed above a fixed one that ends past 4 GiB lands right above it.
+#[test]
+fn ends_past_four_gib_keep_their_offsets() {
+    let mut p = Problem::new(1).unwrap();
+    p.push(16, Lifetime::half_open(0, 4).unwrap(), Some(u64::from(u32::MAX) - 8)).unwrap();
+    p.push(32, Lifetime::half_open(2, 6).unwrap(), None).unwrap();
+    p.push(1 << 33, Lifetime::half_open(3, 5).unwrap(), None).unwrap();
+    let (offsets, _) = place_in_order_counted(&p, &[2, 1], Fit::First);
+    let above_fixed = u64::from(u32::MAX) + 8;
+    assert_eq!(offsets, vec![u64::from(u32::MAX) - 8, 0, above_fixed]);
+    validate(p.buffers(), &offsets).expect("a valid plan");
+}
+
+/// Dense random buffers (sizes 1 to 4096, a few hundred live at a step):
+/// free space in many pieces, where first fit counts several times what
+/// it counts on traces.
+pub(crate) fn dense_problem(n: u64, live: u64) -> Problem {
+    let mut rng = Rng::new(n ^ live);
+    let mut p = Problem::new(1).unwrap();
+    for _ in 0..n {
+        let start = rng.below(n) as i64;
+        let len = 1 + rng.below(2 * live) as i64;
+        p.push(1 + rng.below(4096), Lifetime::half_open(start, start + len).unwrap(), None).unwrap();
+    }
+    p
+}
+
+/// A paced run gives up once its count passes the pace times the buffers
+/// placed (never within the first `PACE_GRACE`), and a pace it keeps to
+/// changes nothing.
+#[test]
+fn a_paced_run_gives_up_past_its_pace_and_only_then() {
+    let p = dense_problem(600, 200);
+    let order = unfixed(&p);
+    let (offsets, work) = place_in_order_counted(&p, &order, Fit::First);
+    let placed = order.len() as u64;
+    // A pace of the whole run's count per buffer is never passed.
+    assert_eq!(place_in_order_paced(&p, &order, Fit::First, work), Ok((offsets, work)));
+    // Half the run's average is passed once the count has grown past the
+    // grace's cost, long before the end.
+    let average = work / placed;
+    match place_in_order_paced(&p, &order, Fit::First, average / 2) {
+        Err(Abandoned { work: counted, placed: at }) => {
+            assert!(at > PACE_GRACE && at < placed, "gave up after {at} of {placed}");
+            assert!(counted > average / 2 * at, "gave up at {counted} units after {at}");
+            assert!(counted < work, "it stopped early");
+        }
+        Ok(_) => panic!("half the average pace was kept to"),
+    }
+    let Err(Abandoned { placed: at, .. }) = place_in_order_paced(&p, &order, Fit::First, 0) else {
+        panic!("a pace of 0 was kept to");
+    };
+    assert_eq!(at, PACE_GRACE + 1, "the grace holds, then the first check gives up");
+}

@@ -62,7 +62,7 @@
  * on NNM_ALGORITHM_LIVE_STEP alone (one first-fit pass). Define
  * NNM_COMPAT_OPENVINO_WORK_LIMIT to a number of work units for the longer
  * search: NNM_ALGORITHM_AUTO under that limit at any box count
- * (NNM_DEFAULT_WORK_LIMIT: the planner's default, about 1 s; 0: no limit),
+ * (NNM_DEFAULT_WORK_LIMIT: the planner's default, 1 to 2 s; 0: no limit),
  * e.g. `-DNNM_COMPAT_OPENVINO_WORK_LIMIT=NNM_DEFAULT_WORK_LIMIT`. Work is
  * counted, never timed, so the same boxes give the same offsets on any
  * machine. So the result is never larger than OpenVINO's by construction,
