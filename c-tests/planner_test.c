@@ -1485,6 +1485,63 @@ static void test_auto_never_worse_than_size_first_fit(void) {
     }
 }
 
+/* nnm_planner_add_inplace and nnm_planner_inplace_taken: what the header
+ * promises. */
+static void test_inplace_candidates(void) {
+    struct nnm_planner *p = NULL;
+    size_t i0 = 0, i1 = 0, i2 = 0, taken = 99;
+    uint64_t bytes = 0, o0 = 1, o1 = 2, o2 = 3;
+    CHECK_OK(nnm_planner_new(&p));
+    /* Scores (steps 0..1), their softmax written over them (1..2), a mask
+     * live throughout. */
+    CHECK_OK(nnm_planner_add_buffer(p, 64, 0, 1, &i0));
+    CHECK_OK(nnm_planner_add_buffer(p, 64, 1, 2, &i1));
+    CHECK_OK(nnm_planner_add_buffer(p, 16, 0, 2, &i2));
+    CHECK_OK(nnm_planner_lower_bound(p, &bytes));
+    CHECK(bytes == 144);
+    CHECK_FAILS(nnm_planner_add_inplace(NULL, i0, i1), NNM_NULL_ARGUMENT);
+    CHECK_REFUSES(nnm_planner_add_inplace(p, i0, 7), NNM_INVALID_ARGUMENT,
+                  "child 7 is not a buffer index (the planner holds 3 buffer(s))");
+    CHECK_REFUSES(nnm_planner_add_inplace(p, i1, i1), NNM_INVALID_ARGUMENT, "own memory");
+    CHECK_REFUSES(nnm_planner_add_inplace(p, i1, i2), NNM_INVALID_ARGUMENT,
+                  "1 is last used at step 2, 2 is first used at step 0");
+    /* Refused candidates record nothing. */
+    CHECK_OK(nnm_planner_lower_bound(p, &bytes));
+    CHECK(bytes == 144);
+    CHECK_OK(nnm_planner_add_inplace(p, i0, i1));
+    CHECK_OK(nnm_planner_lower_bound(p, &bytes));
+    CHECK(bytes == 80);
+    CHECK_FAILS(nnm_planner_inplace_taken(p, &taken), NNM_WRONG_STATE);
+    CHECK(taken == 99);
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_OK(nnm_planner_inplace_taken(p, &taken));
+    CHECK(taken == 1);
+    CHECK_OK(nnm_planner_get_offset(p, i0, &o0));
+    CHECK_OK(nnm_planner_get_offset(p, i1, &o1));
+    CHECK_OK(nnm_planner_get_offset(p, i2, &o2));
+    CHECK(o0 == o1 && o2 != o0);
+    CHECK_OK(nnm_planner_required_bytes(p, &bytes));
+    CHECK(bytes == 80);
+    CHECK_FAILS(nnm_planner_inplace_taken(p, NULL), NNM_NULL_ARGUMENT);
+    /* A larger child is refused; candidates go with reset. */
+    CHECK_OK(nnm_planner_reset(p));
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 0, 1, &i0));
+    CHECK_OK(nnm_planner_add_buffer(p, 16, 1, 2, &i1));
+    CHECK_OK(nnm_planner_add_buffer(p, 8, 1, 3, &i2));
+    CHECK_REFUSES(nnm_planner_add_inplace(p, i0, i1), NNM_INVALID_ARGUMENT,
+                  "buffer 1 (16 B) is larger than buffer 0 (8 B)");
+    CHECK_OK(nnm_planner_add_inplace(p, i0, i2));
+    /* TFLite Micro has no in-place reuse: tflm refuses candidates. */
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_TFLM));
+    CHECK_REFUSES(nnm_planner_plan(p), NNM_INVALID_ARGUMENT, "no in-place reuse");
+    CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_SIZE_FIRST_FIT));
+    CHECK_OK(nnm_planner_plan(p));
+    CHECK_OK(nnm_planner_get_offset(p, i0, &o0));
+    CHECK_OK(nnm_planner_get_offset(p, i2, &o2));
+    CHECK(o0 == o2);
+    nnm_planner_free(p);
+}
+
 int main(void) {
     test_last_error_starts_empty(); /* must run first */
     test_version();
@@ -1516,5 +1573,6 @@ int main(void) {
     test_a_freed_token_is_detached();
     test_time_and_work_limits();
     test_auto_never_worse_than_size_first_fit();
+    test_inplace_candidates();
     return nnm_check_report();
 }

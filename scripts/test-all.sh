@@ -19,6 +19,13 @@
 #                                          and 3.17 from PyPI) and the
 #                                          valgrind leg
 #   3. CMake build with NNMEM_SANITIZE=ON  the C tests under ASan + UBSan
+#   3b. scripts/ggml-check.sh              nnmem as ggml's graph allocator:
+#                                          ggml from PyPI's llama-cpp-python
+#                                          sdist (fetched once into the build
+#                                          folder), built with nnmem's
+#                                          ggml-alloc.c; ggml's own
+#                                          test-alloc and llama-style graphs
+#                                          against ggml's allocator
 #   4. scripts/board-test.sh               the embedded build (no std, no
 #                                          heap) for Cortex-M4F and M0+, its
 #                                          C and C++ tests under QEMU on three
@@ -131,6 +138,19 @@ cmake_leg() {
 }
 cmake_leg default "$build_root/test-all" -DNNMEM_SANITIZE=OFF
 cmake_leg "ASan+UBSan" "$build_root/test-all-sanitize" -DNNMEM_SANITIZE=ON
+
+# --- 3b. ggml with nnmem's ggml-alloc.c ---------------------------------------------
+banner "ggml with nnmem's ggml-alloc.c (scripts/ggml-check.sh)"
+leg_start
+if scripts/ggml-check.sh "$build_root/test-all" "$build_root/ggml-check" 2>&1 | tee "$log" &&
+    grep -q '^llama_graphs: all passed' "$log"; then
+    leg_end
+    summary+=("ggml: test-alloc and llama-style graphs passed ($leg)")
+else
+    leg_end
+    summary+=("ggml: FAILED ($leg)")
+    failed=1
+fi
 
 # --- 4. the embedded build on emulated boards ----------------------------------------
 banner "the embedded build on emulated Cortex-M boards (scripts/board-test.sh)"
