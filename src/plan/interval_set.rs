@@ -39,41 +39,98 @@ impl Offset for u32 {
 /// A sorted vector rather than an ordered map: a first-fit search reads a
 /// set once per interval it passes, and binary search over contiguous
 /// memory is several times faster than walking map nodes. Merging keeps
-/// most sets short, so an insert's shift of the tail is short too.
-#[derive(Clone, Debug, Default)]
+/// most sets short, so an insert's shift of the tail is short too; so short
+/// that most hold one or two intervals, kept inline: a plan touches
+/// thousands of sets, and a heap block for each cost more than the search.
+#[derive(Clone, Debug)]
 pub struct IntervalSet<T = u64> {
-    by_start: Vec<(T, T)>,
+    storage: Storage<T>,
+}
+
+#[derive(Clone, Debug)]
+enum Storage<T> {
+    /// Up to [`INLINE`] intervals, the first `len`.
+    Inline { len: u8, items: [(T, T); INLINE] },
+    /// More, on the heap (never back inline: sets only grow).
+    Heap(Vec<(T, T)>),
+}
+
+/// Intervals a set holds before it moves to the heap.
+const INLINE: usize = 2;
+
+impl<T: Offset> Default for IntervalSet<T> {
+    fn default() -> Self {
+        IntervalSet { storage: Storage::Inline { len: 0, items: [Default::default(); INLINE] } }
+    }
+}
+
+/// Where `[start, end)` goes in `v`: it replaces `v[first..last]` by the
+/// merged `(lo, hi)`; `None` when an interval covers it already.
+fn merge_point<T: Offset>(v: &[(T, T)], start: T, end: T) -> Option<(usize, usize, T, T)> {
+    let above = v.partition_point(|&(s, _)| s <= start);
+    let (mut first, mut lo, mut hi) = (above, start, end);
+    if above > 0 {
+        let (ps, pe) = v[above - 1];
+        if pe >= start {
+            if pe >= end {
+                return None;
+            }
+            first = above - 1;
+            lo = ps;
+            hi = hi.max(pe);
+        }
+    }
+    let mut last = above;
+    while last < v.len() && v[last].0 <= hi {
+        hi = hi.max(v[last].1);
+        last += 1;
+    }
+    Some((first, last, lo, hi))
+}
+
+/// Replaces `v[first..last]` by `merged`.
+fn splice_into<T: Offset>(v: &mut Vec<(T, T)>, first: usize, last: usize, merged: (T, T)) {
+    if first == last {
+        v.insert(first, merged);
+    } else {
+        v[first] = merged;
+        v.drain(first + 1..last);
+    }
 }
 
 impl<T: Offset> IntervalSet<T> {
+    /// The intervals, sorted by start.
+    fn as_slice(&self) -> &[(T, T)] {
+        match &self.storage {
+            Storage::Inline { len, items } => &items[..usize::from(*len)],
+            Storage::Heap(v) => v,
+        }
+    }
+
     /// Adds `[start, end)` (`start < end`), merging with whatever it touches.
     /// O(log m) to find its place, plus the shift of the intervals above.
     pub fn insert(&mut self, start: T, end: T) {
         debug_assert!(start < end);
-        let v = &mut self.by_start;
-        let above = v.partition_point(|&(s, _)| s <= start);
-        let (mut first, mut lo, mut hi) = (above, start, end);
-        if above > 0 {
-            let (ps, pe) = v[above - 1];
-            if pe >= start {
-                if pe >= end {
-                    return; // already covered
+        let Some((first, last, lo, hi)) = merge_point(self.as_slice(), start, end) else {
+            return;
+        };
+        match &mut self.storage {
+            Storage::Heap(v) => splice_into(v, first, last, (lo, hi)),
+            Storage::Inline { len, items } => {
+                let n = usize::from(*len);
+                let kept = n - (last - first) + 1;
+                if kept > INLINE {
+                    let mut v = Vec::with_capacity(2 * INLINE + 2);
+                    v.extend_from_slice(&items[..n]);
+                    splice_into(&mut v, first, last, (lo, hi));
+                    self.storage = Storage::Heap(v);
+                    return;
                 }
-                first = above - 1;
-                lo = ps;
-                hi = hi.max(pe);
+                // The intervals above the merged ones move to just after it.
+                items.copy_within(last..n, first + 1);
+                items[first] = (lo, hi);
+                *len = kept as u8;
             }
-        }
-        let mut last = above;
-        while last < v.len() && v[last].0 <= hi {
-            hi = hi.max(v[last].1);
-            last += 1;
-        }
-        if first == last {
-            v.insert(first, (lo, hi));
-        } else {
-            v[first] = (lo, hi);
-            v.drain(first + 1..last);
         }
     }
 
@@ -81,8 +138,9 @@ impl<T: Offset> IntervalSet<T> {
     /// reference that one is checked against.
     #[cfg(test)]
     pub fn blocking_end(&self, start: T, end: T) -> Option<T> {
-        let below = self.by_start.partition_point(|&(s, _)| s < end);
-        match below.checked_sub(1).map(|k| self.by_start[k]) {
+        let v = self.as_slice();
+        let below = v.partition_point(|&(s, _)| s < end);
+        match below.checked_sub(1).map(|k| v[k]) {
             Some((_, e)) if e > start => Some(e),
             _ => None,
         }
@@ -99,7 +157,7 @@ impl<T: Offset> IntervalSet<T> {
     /// from there instead of searching the whole set, so a first fit that
     /// passes many intervals pays about one step for each.
     pub fn blocking_end_from(&self, cursor: &mut usize, start: T, end: T) -> Option<T> {
-        let v = &self.by_start;
+        let v = self.as_slice();
         // Every interval below `lo` starts below `end`.
         let mut lo = (*cursor).min(v.len());
         let mut hi = lo;
@@ -117,15 +175,11 @@ impl<T: Offset> IntervalSet<T> {
         }
     }
 
-    /// Whether no offset is taken.
-    pub fn is_empty(&self) -> bool {
-        self.by_start.is_empty()
-    }
-
     /// The lowest interval start at or above `at`.
     pub fn next_start(&self, at: T) -> Option<T> {
-        let k = self.by_start.partition_point(|&(s, _)| s < at);
-        self.by_start.get(k).map(|&(s, _)| s)
+        let v = self.as_slice();
+        let k = v.partition_point(|&(s, _)| s < at);
+        v.get(k).map(|&(s, _)| s)
     }
 }
 
@@ -134,7 +188,7 @@ mod tests {
     use super::*;
 
     fn intervals<T: Offset>(s: &IntervalSet<T>) -> Vec<(u64, u64)> {
-        s.by_start.iter().map(|&(a, b)| (a.widen(), b.widen())).collect()
+        s.as_slice().iter().map(|&(a, b)| (a.widen(), b.widen())).collect()
     }
 
     #[test]
@@ -151,6 +205,37 @@ mod tests {
         s.insert(50, 60);
         s.insert(0, 100);
         assert_eq!(intervals(&s), vec![(0, 100)]);
+    }
+
+    #[test]
+    fn inline_and_heap_sets_hold_the_union_of_what_was_inserted() {
+        // Random inserts over a small range, against the union kept as a
+        // bitmap: through the inline sets and past them onto the heap.
+        let mut seed = 7u64;
+        for _ in 0..300 {
+            let mut s = IntervalSet::<u32>::default();
+            let mut taken = [false; 64];
+            for _ in 0..(seed % 9) + 1 {
+                seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let start = (seed >> 33) % 60;
+                let end = start + 1 + (seed >> 20) % 4;
+                s.insert(start as u32, end as u32);
+                taken[start as usize..end as usize].iter_mut().for_each(|t| *t = true);
+            }
+            let mut expected = Vec::new();
+            let mut k = 0;
+            while k < taken.len() {
+                if taken[k] {
+                    let start = k;
+                    while k < taken.len() && taken[k] {
+                        k += 1;
+                    }
+                    expected.push((start as u64, k as u64));
+                }
+                k += 1;
+            }
+            assert_eq!(intervals(&s), expected);
+        }
     }
 
     #[test]

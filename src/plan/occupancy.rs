@@ -30,10 +30,14 @@ pub struct Occupancy<T: Offset = u64> {
     points: Vec<i64>,
     /// Number of leaves (a power of two).
     leaves: usize,
-    /// Per node, `own` then `sub`, side by side: an insert writes both
-    /// of a canonical node, and a query's nodes are scattered over the
-    /// tree, so each costs one cache line less.
-    sets: Vec<[IntervalSet<T>; 2]>,
+    /// Per node, where its `own` then its `sub` set is: 0 while empty,
+    /// else 1 + its index in `pool`. Most nodes never hold anything: a
+    /// zeroed table costs nothing until a node is written (the pages are
+    /// the system's zero pages), where a table of sets was written whole
+    /// and freed whole on every plan.
+    slots: Vec<[usize; 2]>,
+    /// The sets that hold something, in the order they were first written.
+    pool: Vec<IntervalSet<T>>,
     /// Sets read or written so far: what a placement costs, which grows
     /// with how fragmented the free space is, not only with the buffers.
     visits: Cell<u64>,
@@ -43,9 +47,15 @@ pub struct Occupancy<T: Offset = u64> {
 const OWN: usize = 0;
 const SUB: usize = 1;
 
-/// A time window in segment indices, with the nodes a query must read.
+/// A time window in segment indices, with the nodes a query must read,
+/// and first fit's working list. Reused from buffer to buffer
+/// ([`Occupancy::set_window`]) so that placing one allocates nothing.
+#[derive(Default)]
 pub struct Window {
     nodes: Vec<(usize, bool)>, // (node, read `sub` rather than `own`)
+    /// First fit's sets that hold something: (index in the pool, where its
+    /// last lookup left off).
+    live: Vec<(usize, usize)>,
 }
 
 impl<T: Offset> Occupancy<T> {
@@ -63,7 +73,7 @@ impl<T: Offset> Occupancy<T> {
         points.dedup();
         let segments = points.len().saturating_sub(1).max(1);
         let leaves = segments.next_power_of_two();
-        Occupancy { points, leaves, sets: vec![Default::default(); 2 * leaves], visits: Cell::new(0) }
+        Occupancy { points, leaves, slots: vec![[0; 2]; 2 * leaves], pool: Vec::new(), visits: Cell::new(0) }
     }
 
     /// Interval sets read or written so far (each a lookup or an insert in
@@ -78,16 +88,26 @@ impl<T: Offset> Occupancy<T> {
 
     /// The window for lifetime `[start, end)`, or `None` for an empty one.
     /// Both steps must be among the points given to [`Occupancy::new`].
+    #[cfg(test)]
     pub fn window(&self, start: i64, end: i64) -> Option<Window> {
+        let mut window = Window::default();
+        self.set_window(start, end, &mut window).then_some(window)
+    }
+
+    /// Makes `window` the window for lifetime `[start, end)`; false (and
+    /// `window` unchanged) for an empty one. Both steps must be among the
+    /// points given to [`Occupancy::new`].
+    pub fn set_window(&self, start: i64, end: i64, window: &mut Window) -> bool {
         if start >= end {
-            return None;
+            return false;
         }
         let a = self.points.binary_search(&start).expect("start step is a known point");
         let b = self.points.binary_search(&end).expect("end step is a known point");
-        let mut nodes = Vec::with_capacity(64);
+        let nodes = &mut window.nodes;
+        nodes.clear();
         self.canonical(a, b, |v| nodes.push((v, true)));
         self.partial_ancestors(a, b, |v| nodes.push((v, false)));
-        Some(Window { nodes })
+        true
     }
 
     fn canonical(&self, a: usize, b: usize, mut visit: impl FnMut(usize)) {
@@ -131,16 +151,17 @@ impl<T: Offset> Occupancy<T> {
 
     /// Lowest offset `>= from` where `size` bytes are free throughout the
     /// window.
-    pub fn first_fit(&self, window: &Window, size: u64, from: u64) -> u64 {
+    pub fn first_fit(&self, window: &mut Window, size: u64, from: u64) -> u64 {
         if size == 0 {
             return from;
         }
         // Most nodes on the boundary paths hold nothing: read each set's
         // emptiness once, not once per jump. Each set travels with where
         // its last lookup left off.
-        let mut sets: Vec<(&IntervalSet<T>, usize)> =
-            self.sets(window).filter(|s| !s.is_empty()).map(|s| (s, 0)).collect();
-        self.visit(window.nodes.len());
+        let Window { nodes, live: sets } = window;
+        sets.clear();
+        sets.extend(nodes.iter().filter_map(|&node| self.slot(node)).map(|k| (k, 0)));
+        self.visit(nodes.len());
         // The sets in turn, jumping past whatever one blocks, until every
         // set in a row finds the candidate free. A jump is safe whichever
         // set made it (every offset it skips is blocked by that set), so
@@ -158,7 +179,7 @@ impl<T: Offset> Occupancy<T> {
         while k < sets.len() {
             self.visit(1);
             let (set, cursor) = &mut sets[k];
-            match set.blocking_end_from(cursor, T::narrow(c), T::narrow(c + size)) {
+            match self.pool[*set].blocking_end_from(cursor, T::narrow(c), T::narrow(c + size)) {
                 Some(e) => {
                     c = e.widen();
                     sets[..=k].rotate_right(1);
@@ -172,8 +193,24 @@ impl<T: Offset> Occupancy<T> {
         c
     }
 
+    /// The pool index of a node's `own` or `sub` set, `None` while empty.
+    fn slot(&self, (v, use_sub): (usize, bool)) -> Option<usize> {
+        self.slots[v][usize::from(use_sub)].checked_sub(1)
+    }
+
+    /// The window's sets that hold something.
     fn sets<'a>(&'a self, window: &'a Window) -> impl Iterator<Item = &'a IntervalSet<T>> + 'a {
-        window.nodes.iter().map(|&(v, use_sub)| &self.sets[v][usize::from(use_sub)])
+        window.nodes.iter().filter_map(|&node| self.slot(node)).map(|k| &self.pool[k])
+    }
+
+    /// Adds `[start, end)` to the set in `slots[v][which]`, making it first.
+    fn insert_at(&mut self, v: usize, which: usize, start: T, end: T) {
+        let slot = &mut self.slots[v][which];
+        if *slot == 0 {
+            self.pool.push(IntervalSet::default());
+            *slot = self.pool.len();
+        }
+        self.pool[*slot - 1].insert(start, end);
     }
 
     /// The free gap that starts at a free offset `at`: the lowest taken
@@ -187,7 +224,7 @@ impl<T: Offset> Occupancy<T> {
     /// The offset of the tightest free gap that holds `size` bytes (least
     /// slack, lowest on ties); the lowest offset above everything when no
     /// gap below holds it.
-    pub fn best_fit(&self, window: &Window, size: u64) -> u64 {
+    pub fn best_fit(&self, window: &mut Window, size: u64) -> u64 {
         if size == 0 {
             return 0;
         }
@@ -220,9 +257,9 @@ impl<T: Offset> Occupancy<T> {
         let (start, end) = (T::narrow(offset), T::narrow(offset + size));
         for &(v, is_canonical) in &window.nodes {
             if is_canonical {
-                self.sets[v][OWN].insert(start, end);
+                self.insert_at(v, OWN, start, end);
             }
-            self.sets[v][SUB].insert(start, end);
+            self.insert_at(v, SUB, start, end);
         }
     }
 }
@@ -237,13 +274,13 @@ mod tests {
         let mut occ = Occupancy::<u64>::new(lifetimes.iter().copied());
         let w0 = occ.window(0, 4).unwrap();
         occ.insert(&w0, 0, 10);
-        let w1 = occ.window(2, 6).unwrap();
-        assert_eq!(occ.first_fit(&w1, 5, 0), 10);
+        let mut w1 = occ.window(2, 6).unwrap();
+        assert_eq!(occ.first_fit(&mut w1, 5, 0), 10);
         occ.insert(&w1, 10, 5);
-        let w2 = occ.window(6, 9).unwrap();
-        assert_eq!(occ.first_fit(&w2, 100, 0), 0, "nothing is live from step 6");
-        let w3 = occ.window(1, 3).unwrap();
-        assert_eq!(occ.first_fit(&w3, 1, 0), 15);
+        let mut w2 = occ.window(6, 9).unwrap();
+        assert_eq!(occ.first_fit(&mut w2, 100, 0), 0, "nothing is live from step 6");
+        let mut w3 = occ.window(1, 3).unwrap();
+        assert_eq!(occ.first_fit(&mut w3, 1, 0), 15);
         assert_eq!(occ.gap_top(&w3, 15), None);
         assert_eq!(occ.gap_top(&w3, 0), Some(0));
     }
@@ -252,13 +289,13 @@ mod tests {
     fn best_fit_prefers_the_tightest_gap() {
         let lifetimes = [(0, 10), (0, 10), (0, 10), (0, 10), (0, 10)];
         let mut occ = Occupancy::<u32>::new(lifetimes.iter().copied());
-        let w = occ.window(0, 10).unwrap();
+        let mut w = occ.window(0, 10).unwrap();
         occ.insert(&w, 0, 10); // gap [10, 30) of 20
         occ.insert(&w, 30, 10); // gap [40, 45) of 5
         occ.insert(&w, 45, 10);
-        assert_eq!(occ.first_fit(&w, 5, 0), 10);
-        assert_eq!(occ.best_fit(&w, 5), 40);
-        assert_eq!(occ.best_fit(&w, 6), 10);
-        assert_eq!(occ.best_fit(&w, 30), 55);
+        assert_eq!(occ.first_fit(&mut w, 5, 0), 10);
+        assert_eq!(occ.best_fit(&mut w, 5), 40);
+        assert_eq!(occ.best_fit(&mut w, 6), 10);
+        assert_eq!(occ.best_fit(&mut w, 30), 55);
     }
 }

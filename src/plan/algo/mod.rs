@@ -44,7 +44,7 @@ use std::time::{Duration, Instant};
 
 pub use super::algorithm::Algorithm;
 use super::interval_set::Offset;
-use super::occupancy::Occupancy;
+use super::occupancy::{Occupancy, Window};
 use super::problem::Problem;
 
 const AUTO_HEURISTICS: [Algorithm; 6] = [
@@ -347,11 +347,12 @@ fn place_with<T: Offset>(
     let mut occupancy =
         Occupancy::<T>::new(buffers.iter().filter(|b| b.occupies()).map(|b| (b.lifetime.start, b.lifetime.end)));
     let mut offsets = vec![0u64; buffers.len()];
+    let mut w = Window::default();
     for (i, b) in buffers.iter().enumerate() {
         if let Some(offset) = b.fixed_offset {
             offsets[i] = offset;
             if b.occupies() {
-                let w = occupancy.window(b.lifetime.start, b.lifetime.end).expect("occupying buffer");
+                assert!(occupancy.set_window(b.lifetime.start, b.lifetime.end, &mut w), "occupying buffer");
                 occupancy.insert(&w, offset, b.size);
             }
         }
@@ -363,10 +364,10 @@ fn place_with<T: Offset>(
         if !b.occupies() {
             continue;
         }
-        let w = occupancy.window(b.lifetime.start, b.lifetime.end).expect("occupying buffer");
+        assert!(occupancy.set_window(b.lifetime.start, b.lifetime.end, &mut w), "occupying buffer");
         let offset = match fit {
-            Fit::First => occupancy.first_fit(&w, b.size, 0),
-            Fit::Best => occupancy.best_fit(&w, b.size),
+            Fit::First => occupancy.first_fit(&mut w, b.size, 0),
+            Fit::Best => occupancy.best_fit(&mut w, b.size),
         };
         occupancy.insert(&w, offset, b.size);
         offsets[i] = offset;

@@ -34,6 +34,7 @@
 #include "ggml-impl.h"
 #include "ggml.h"
 
+#include <nnmem/compat/ggml/ggml-alloc-nnmem.h>
 #include <nnmem/planner.h>
 
 #include <assert.h>
@@ -145,6 +146,7 @@ struct nnm_ggml_block {
     int buffer_id;
     int allocator;
     size_t size;     /* ggml_backend_buft_get_alloc_size, padded */
+    size_t size_max; /* ggml_backend_buft_get_alloc_size, as recorded */
     int64_t first;
     int64_t last;
     size_t index;    /* in its allocator's planner */
@@ -157,6 +159,13 @@ struct nnm_ggml_candidate {
     int child;
 };
 
+/* The chunks of one allocator's memory; shared by the allocators of
+ * several graph allocators (nnm_ggml_gallocr_share), counted. */
+struct nnm_ggml_vbuffer {
+    ggml_backend_buffer_t chunks[NNM_GGML_MAX_CHUNKS];
+    int refs;
+};
+
 /* One allocator per distinct buffer type: the buffer ids that share a type
  * share its blocks and its buffer, as in ggml. */
 struct nnm_ggml_allocator {
@@ -165,11 +174,9 @@ struct nnm_ggml_allocator {
     size_t max_chunk;
     int n_chunks;
     size_t chunk_size[NNM_GGML_MAX_CHUNKS];
-};
-
-/* The chunks of one allocator's memory. */
-struct nnm_ggml_vbuffer {
-    ggml_backend_buffer_t chunks[NNM_GGML_MAX_CHUNKS];
+    /* nnm_ggml_gallocr_reserve_graphs: the chunk sizes the other graphs need. */
+    size_t floor[NNM_GGML_MAX_CHUNKS];
+    struct nnm_ggml_vbuffer * buf;
 };
 
 /* Where each tensor of the last reserved graph went, to see whether a
@@ -188,7 +195,6 @@ struct nnm_ggml_node_alloc {
 struct ggml_gallocr {
     ggml_backend_buffer_type_t * bufts;    /* [n_buffers] */
     int * allocator_of;                    /* [n_buffers] */
-    struct nnm_ggml_vbuffer ** buffers;    /* [n_buffers], shared like allocators */
     int n_buffers;
     struct nnm_ggml_allocator * allocators; /* [n_allocators] */
     int n_allocators;
@@ -205,6 +211,8 @@ struct ggml_gallocr {
     int n_nodes;
     struct nnm_ggml_tensor_alloc * leaf_allocs;
     int n_leafs;
+    /* The buffers changed under the last reservation (shared since). */
+    bool stale;
 };
 
 ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t * bufts, int n_bufs) {
@@ -213,9 +221,8 @@ ggml_gallocr_t ggml_gallocr_new_n(ggml_backend_buffer_type_t * bufts, int n_bufs
     GGML_ASSERT(galloc != NULL);
     galloc->bufts = (ggml_backend_buffer_type_t *)calloc((size_t)n_bufs, sizeof(ggml_backend_buffer_type_t));
     galloc->allocator_of = (int *)calloc((size_t)n_bufs, sizeof(int));
-    galloc->buffers = (struct nnm_ggml_vbuffer **)calloc((size_t)n_bufs, sizeof(struct nnm_ggml_vbuffer *));
     galloc->allocators = (struct nnm_ggml_allocator *)calloc((size_t)n_bufs, sizeof(struct nnm_ggml_allocator));
-    GGML_ASSERT(galloc->bufts && galloc->allocator_of && galloc->buffers && galloc->allocators);
+    GGML_ASSERT(galloc->bufts && galloc->allocator_of && galloc->allocators);
     galloc->n_buffers = n_bufs;
     for (int i = 0; i < n_bufs; i++) {
         galloc->bufts[i] = bufts[i];
@@ -239,14 +246,27 @@ ggml_gallocr_t ggml_gallocr_new(ggml_backend_buffer_type_t buft) {
     return ggml_gallocr_new_n(&buft, 1);
 }
 
-static void nnm_ggml_vbuffer_free(struct nnm_ggml_vbuffer * buf) {
-    if (buf == NULL) {
-        return;
-    }
+static void nnm_ggml_vbuffer_free_chunks(struct nnm_ggml_vbuffer * buf) {
     for (int c = 0; c < NNM_GGML_MAX_CHUNKS; c++) {
         ggml_backend_buffer_free(buf->chunks[c]);
+        buf->chunks[c] = NULL;
     }
+}
+
+/* Drops one allocator's hold on `buf`; the last frees it. */
+static void nnm_ggml_vbuffer_release(struct nnm_ggml_vbuffer * buf) {
+    if (buf == NULL || --buf->refs > 0) {
+        return;
+    }
+    nnm_ggml_vbuffer_free_chunks(buf);
     free(buf);
+}
+
+static struct nnm_ggml_vbuffer * nnm_ggml_vbuffer_new(void) {
+    struct nnm_ggml_vbuffer * buf = (struct nnm_ggml_vbuffer *)calloc(1, sizeof(struct nnm_ggml_vbuffer));
+    GGML_ASSERT(buf != NULL);
+    buf->refs = 1;
+    return buf;
 }
 
 static size_t nnm_ggml_vbuffer_size(const struct nnm_ggml_vbuffer * buf) {
@@ -271,16 +291,13 @@ void ggml_gallocr_free(ggml_gallocr_t galloc) {
     if (galloc == NULL) {
         return;
     }
-    for (int i = 0; i < galloc->n_buffers; i++) {
-        if (nnm_ggml_owns_buffer(galloc, i)) {
-            nnm_ggml_vbuffer_free(galloc->buffers[i]);
-        }
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        nnm_ggml_vbuffer_release(galloc->allocators[a].buf);
     }
     ggml_hash_set_free(&galloc->hash_set);
     free(galloc->states);
     free(galloc->bufts);
     free(galloc->allocator_of);
-    free(galloc->buffers);
     free(galloc->allocators);
     free(galloc->blocks);
     free(galloc->candidates);
@@ -382,8 +399,8 @@ static void nnm_ggml_allocate(ggml_gallocr_t galloc, struct ggml_tensor * node, 
     b->tensor = node;
     b->buffer_id = buffer_id;
     b->allocator = a;
-    b->size = nnm_ggml_pad(ggml_backend_buft_get_alloc_size(galloc->bufts[buffer_id], node),
-                           galloc->allocators[a].alignment);
+    b->size_max = ggml_backend_buft_get_alloc_size(galloc->bufts[buffer_id], node);
+    b->size = nnm_ggml_pad(b->size_max, galloc->allocators[a].alignment);
     b->first = step;
     b->last = end;
     b->index = 0;
@@ -520,11 +537,13 @@ static bool nnm_ggml_plan_with(ggml_gallocr_t galloc, const struct nnm_ggml_allo
     }
     struct nnm_plan_result result;
     ok = ok && nnm_planner_plan(planner) == NNM_OK && nnm_planner_get_result(planner, &result) == NNM_OK;
+    /* Buffers were added in the order of `members`: index m is member m. */
+    uint64_t * planned = ok ? (uint64_t *)malloc((n_members ? n_members : 1) * sizeof(uint64_t)) : NULL;
+    ok = ok && planned != NULL && nnm_planner_get_offsets(planner, planned, n_members) == NNM_OK;
     for (size_t m = 0; ok && m < n_members; m++) {
-        uint64_t offset = 0;
-        ok = nnm_planner_get_offset(planner, (size_t)index_of[members[m]], &offset) == NNM_OK;
-        offsets[m] = (size_t)offset;
+        offsets[m] = (size_t)planned[m];
     }
+    free(planned);
     if (!ok) {
         GGML_LOG_ERROR("%s: nnmem could not plan the %s buffer: %s\n", __func__, ggml_backend_buft_name(alloc->buft),
                        nnm_last_error());
@@ -669,16 +688,19 @@ static void nnm_ggml_record(ggml_gallocr_t galloc, struct ggml_tensor * t, struc
     out->buffer_id = hn->buffer_id;
     if (hn->block >= 0 && (size_t)hn->block < galloc->n_blocks && galloc->blocks[hn->block].tensor == t) {
         out->addr = galloc->blocks[hn->block].addr;
+        out->size_max = galloc->blocks[hn->block].size_max;
     } else {
         /* Memory someone else sets (a tensor on an external buffer). */
         out->addr.chunk = -1;
         out->addr.offset = SIZE_MAX;
+        out->size_max = ggml_backend_buft_get_alloc_size(galloc->bufts[hn->buffer_id], t);
     }
-    out->size_max = ggml_backend_buft_get_alloc_size(galloc->bufts[hn->buffer_id], t);
 }
 
-static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
-                             const int * leaf_buffer_ids, bool no_alloc) {
+/* Walks the graph and places its blocks: each allocator's chunk sizes and
+ * each block's address. */
+static bool nnm_ggml_plan_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
+                                const int * leaf_buffer_ids) {
     size_t min_hash_size = (size_t)graph->n_nodes + (size_t)graph->n_leafs;
     min_hash_size += min_hash_size / 4;
     if (galloc->hash_set.size < min_hash_size) {
@@ -695,6 +717,14 @@ static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, 
         if (!nnm_ggml_place(galloc, a)) {
             return false;
         }
+    }
+    return true;
+}
+
+static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
+                             const int * leaf_buffer_ids, bool no_alloc) {
+    if (!nnm_ggml_plan_graph(galloc, graph, node_buffer_ids, leaf_buffer_ids)) {
+        return false;
     }
 
     if (galloc->n_nodes < graph->n_nodes) {
@@ -722,26 +752,29 @@ static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, 
         nnm_ggml_record(galloc, graph->leafs[i], &galloc->leaf_allocs[i]);
     }
 
-    /* (Re)allocate each allocator's chunks where one grew; buffer ids of
-     * one buffer type share its chunks. */
-    for (int i = 0; i < galloc->n_buffers; i++) {
-        if (!nnm_ggml_owns_buffer(galloc, i)) {
-            for (int j = 0; j < i; j++) {
-                if (galloc->allocator_of[j] == galloc->allocator_of[i]) {
-                    galloc->buffers[i] = galloc->buffers[j];
-                    break;
-                }
-            }
-            continue;
-        }
-        const struct nnm_ggml_allocator * alloc = &galloc->allocators[galloc->allocator_of[i]];
-        struct nnm_ggml_vbuffer * buf = galloc->buffers[i];
+    /* (Re)allocate each allocator's chunks where one grew (buffer ids of one
+     * buffer type share them). A buffer shared with other graph
+     * allocators, or reserved for several graphs, only grows: each chunk
+     * keeps the largest size any of them needs. */
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        struct nnm_ggml_allocator * alloc = &galloc->allocators[a];
+        struct nnm_ggml_vbuffer * buf = alloc->buf;
+        const bool shared = buf != NULL && buf->refs > 1;
         bool realloc = buf == NULL;
+        size_t sizes[NNM_GGML_MAX_CHUNKS];
+        int n_chunks = 0;
         size_t new_size = 0;
-        for (int c = 0; c < alloc->n_chunks; c++) {
+        for (int c = 0; c < NNM_GGML_MAX_CHUNKS; c++) {
             size_t have = buf && buf->chunks[c] ? ggml_backend_buffer_get_size(buf->chunks[c]) : 0;
-            new_size += alloc->chunk_size[c];
-            realloc = realloc || alloc->chunk_size[c] > have || (buf && buf->chunks[c] == NULL);
+            size_t need = c < alloc->n_chunks ? alloc->chunk_size[c] : 0;
+            need = alloc->floor[c] > need ? alloc->floor[c] : need;
+            bool used = c < alloc->n_chunks || alloc->floor[c] > 0;
+            realloc = realloc || need > have || (used && (buf == NULL || buf->chunks[c] == NULL));
+            sizes[c] = shared && have > need ? have : need;
+            if (used || (shared && buf->chunks[c] != NULL)) {
+                n_chunks = c + 1;
+            }
+            new_size += sizes[c];
         }
         if (!realloc) {
             continue;
@@ -753,25 +786,31 @@ static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, 
                            new_size / 1024.0 / 1024.0);
         }
 #endif
-        nnm_ggml_vbuffer_free(buf);
-        galloc->buffers[i] = NULL;
         if (no_alloc) {
+            /* As ggml: a buffer that no longer fits is let go (a shared one
+             * stays for the others). */
+            if (!shared) {
+                nnm_ggml_vbuffer_release(buf);
+                alloc->buf = NULL;
+            }
             continue;
         }
-        buf = (struct nnm_ggml_vbuffer *)calloc(1, sizeof(struct nnm_ggml_vbuffer));
-        GGML_ASSERT(buf != NULL);
-        for (int c = 0; c < alloc->n_chunks; c++) {
-            buf->chunks[c] = ggml_backend_buft_alloc_buffer(alloc->buft, alloc->chunk_size[c]);
+        if (buf == NULL) {
+            buf = alloc->buf = nnm_ggml_vbuffer_new();
+        }
+        nnm_ggml_vbuffer_free_chunks(buf);
+        for (int c = 0; c < n_chunks; c++) {
+            buf->chunks[c] = ggml_backend_buft_alloc_buffer(alloc->buft, sizes[c]);
             if (buf->chunks[c] == NULL) {
                 GGML_LOG_ERROR("%s: failed to allocate %s buffer of size %zu\n", __func__,
                                ggml_backend_buft_name(alloc->buft), new_size);
-                nnm_ggml_vbuffer_free(buf);
+                nnm_ggml_vbuffer_free_chunks(buf);
                 return false;
             }
             ggml_backend_buffer_set_usage(buf->chunks[c], GGML_BACKEND_BUFFER_USAGE_COMPUTE);
         }
-        galloc->buffers[i] = buf;
     }
+    galloc->stale = false;
     return true;
 }
 
@@ -807,7 +846,7 @@ static void nnm_ggml_init_tensor(ggml_gallocr_t galloc, struct ggml_tensor * ten
     if (tensor->data != NULL || talloc->addr.chunk < 0) {
         return;
     }
-    struct nnm_ggml_vbuffer * buf = galloc->buffers[talloc->buffer_id];
+    struct nnm_ggml_vbuffer * buf = galloc->allocators[galloc->allocator_of[talloc->buffer_id]].buf;
     ggml_backend_buffer_t chunk = buf ? buf->chunks[talloc->addr.chunk] : NULL;
     GGML_ASSERT(chunk != NULL);
     void * addr = (char *)ggml_backend_buffer_get_base(chunk) + talloc->addr.offset;
@@ -829,7 +868,8 @@ static bool nnm_ggml_still_fits(ggml_gallocr_t galloc, struct ggml_tensor * t,
 }
 
 static bool nnm_ggml_needs_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph) {
-    if (galloc->n_nodes != graph->n_nodes || galloc->n_leafs != graph->n_leafs || galloc->node_allocs == NULL) {
+    if (galloc->stale || galloc->n_nodes != graph->n_nodes || galloc->n_leafs != graph->n_leafs ||
+        galloc->node_allocs == NULL) {
         return true;
     }
     for (int i = 0; i < graph->n_nodes; i++) {
@@ -862,12 +902,10 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph)
             return false;
         }
     }
-    for (int i = 0; i < galloc->n_buffers; i++) {
-        struct nnm_ggml_vbuffer * buf = galloc->buffers[i];
-        if (buf != NULL && nnm_ggml_owns_buffer(galloc, i)) {
-            for (int c = 0; c < NNM_GGML_MAX_CHUNKS && buf->chunks[c]; c++) {
-                ggml_backend_buffer_reset(buf->chunks[c]);
-            }
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        struct nnm_ggml_vbuffer * buf = galloc->allocators[a].buf;
+        for (int c = 0; buf != NULL && c < NNM_GGML_MAX_CHUNKS && buf->chunks[c]; c++) {
+            ggml_backend_buffer_reset(buf->chunks[c]);
         }
     }
     for (int i = 0; i < graph->n_leafs; i++) {
@@ -888,11 +926,77 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph)
 
 size_t ggml_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id) {
     GGML_ASSERT(buffer_id >= 0 && buffer_id < galloc->n_buffers);
-    if (galloc->buffers[buffer_id] == NULL || !nnm_ggml_owns_buffer(galloc, buffer_id)) {
+    const struct nnm_ggml_vbuffer * buf = galloc->allocators[galloc->allocator_of[buffer_id]].buf;
+    if (buf == NULL || !nnm_ggml_owns_buffer(galloc, buffer_id)) {
         /* Counted once, under the first buffer id of its type. */
         return 0;
     }
-    return nnm_ggml_vbuffer_size(galloc->buffers[buffer_id]);
+    return nnm_ggml_vbuffer_size(buf);
+}
+
+/* ---- several graphs, one buffer (nnmem's additions) ---------------------- */
+
+bool nnm_ggml_gallocr_reserve_graphs(ggml_gallocr_t galloc, struct ggml_cgraph * const * graphs, int n_graphs) {
+    if (galloc == NULL || graphs == NULL || n_graphs <= 0) {
+        GGML_LOG_ERROR("%s: needs an allocator and at least one graph (got %d)\n", __func__, n_graphs);
+        return false;
+    }
+    if (galloc->n_buffers != 1) {
+        GGML_LOG_ERROR("%s: %d buffer types: graphs of several buffers are reserved one by one with "
+                       "ggml_gallocr_reserve_n\n", __func__, galloc->n_buffers);
+        return false;
+    }
+    /* Each graph's chunk sizes, the largest kept as a floor; the last graph
+     * is reserved with that floor, so the buffer fits every one of them. */
+    for (int g = 0; g < n_graphs; g++) {
+        if (graphs[g] == NULL) {
+            GGML_LOG_ERROR("%s: graph %d is NULL\n", __func__, g);
+            for (int a = 0; a < galloc->n_allocators; a++) {
+                memset(galloc->allocators[a].floor, 0, sizeof galloc->allocators[a].floor);
+            }
+            return false;
+        }
+    }
+    bool ok = true;
+    for (int g = 0; ok && g + 1 < n_graphs; g++) {
+        ok = nnm_ggml_plan_graph(galloc, graphs[g], NULL, NULL);
+        for (int a = 0; ok && a < galloc->n_allocators; a++) {
+            struct nnm_ggml_allocator * alloc = &galloc->allocators[a];
+            for (int c = 0; c < alloc->n_chunks; c++) {
+                alloc->floor[c] = alloc->chunk_size[c] > alloc->floor[c] ? alloc->chunk_size[c] : alloc->floor[c];
+            }
+        }
+    }
+    ok = ok && nnm_ggml_reserve(galloc, graphs[n_graphs - 1], NULL, NULL, /*no_alloc =*/false);
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        memset(galloc->allocators[a].floor, 0, sizeof galloc->allocators[a].floor);
+    }
+    return ok;
+}
+
+bool nnm_ggml_gallocr_share(ggml_gallocr_t galloc, ggml_gallocr_t with) {
+    if (galloc == NULL || with == NULL || galloc == with) {
+        GGML_LOG_ERROR("%s: needs two different allocators\n", __func__);
+        return false;
+    }
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        struct nnm_ggml_allocator * mine = &galloc->allocators[a];
+        for (int b = 0; b < with->n_allocators; b++) {
+            struct nnm_ggml_allocator * theirs = &with->allocators[b];
+            if (theirs->buft != mine->buft || (mine->buf != NULL && mine->buf == theirs->buf)) {
+                continue;
+            }
+            if (theirs->buf == NULL) {
+                theirs->buf = nnm_ggml_vbuffer_new();
+            }
+            nnm_ggml_vbuffer_release(mine->buf);
+            mine->buf = theirs->buf;
+            mine->buf->refs++;
+            /* Its tensors' places were in the buffer it let go. */
+            galloc->stale = true;
+        }
+    }
+    return true;
 }
 
 /* ---- every tensor of a context in buffers of one type -------------------- */
