@@ -94,8 +94,9 @@ objcopy --strip-unneeded "$target_dir/release/libnnmem.so" "$so_copy"
 } >>"$tmp"
 rm -f "$so_copy"
 # "Downstream build" is measured by scripts/downstream-build.sh (against an
-# older checkout too) and "The compat classes beside their originals" by
-# scripts/compat-cost.sh, not here: keep both, without the section after
+# older checkout too), "The compat classes beside their originals" by
+# scripts/compat-cost.sh and "ggml's graph allocator" by
+# scripts/ggml-bench.sh, not here: keep them, without the section after
 # them, which step 5 writes anew.
 sed -n '/^## Downstream build/,$p' "$out" | sed '/^## The embedded build on Cortex-M boards/,$d' >>"$tmp"
 chmod 0644 "$tmp"

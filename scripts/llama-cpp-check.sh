@@ -60,6 +60,12 @@ model="$work/random-llama.gguf"
 "$work/venv/bin/python" "$root/scripts/random-llama-gguf.py" "$model"
 
 status=0
+table="$work/table.md"
+{
+  printf '### Inside llama.cpp (`scripts/llama-cpp-check.sh`)\n\n'
+  printf 'llama.cpp from the same sdist, static, CPU; one driver (`c-tests/ggml/llama_run.cpp`) linked against ggml'"'"'s allocator and against nnmem'"'"'s, on a random-weight Llama model (`scripts/random-llama-gguf.py`: 512 wide, 4 layers, 8 heads, 4 KV heads, FFN 1376, vocabulary 4096, context 2048, F16). The buffer sizes are llama.cpp'"'"'s own "CPU compute buffer size" lines.\n\n'
+  printf '| run | compute buffer, ggml | compute buffer, nnmem | tokens and logits |\n|---|---:|---:|---|\n'
+} > "$table"
 for flash in 0 1; do
   for shape in "512 16" "32 16"; do
     set -- $shape
@@ -73,6 +79,7 @@ for flash in 0 1; do
       diff "$work/out-ggml.txt" "$work/out-nnmem.txt" | head -n 10 >&2
     fi
     printf '%-52s CPU compute buffer: ggml %12s  nnmem %12s  %s\n' "$label" "$g" "$n" "$same"
+    printf '| %s | %s | %s | %s |\n' "$label" "$g" "$n" "$same" >> "$table"
   done
 done
 exit $status

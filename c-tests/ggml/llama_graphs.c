@@ -36,6 +36,7 @@ bool ref_ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * gr
 void ref_ggml_gallocr_reserve_n_size(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
                                      const int * leaf_buffer_ids, size_t * sizes);
 size_t ref_ggml_gallocr_get_buffer_size(ggml_gallocr_t galloc, int buffer_id);
+bool ref_ggml_gallocr_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph);
 
 #define CHECK(cond, ...)                                                                                               \
     do {                                                                                                               \
@@ -422,6 +423,21 @@ static void real_graph(const struct model_shape * s, ggml_backend_buffer_type_t 
     free(m.layers);
 }
 
+/* Real dimensions: Llama-2-7B and TinyLlama-1.1B (also what
+ * c-tests/ggml/bench_shim.c times). */
+static const struct model_shape real_shapes[] = {
+    {"Llama-2-7B, prompt 512, KV 512", 4096, 32, 32, 32, 11008, 32000, 512, 512, false},
+    {"Llama-2-7B, prompt 512, KV 4096", 4096, 32, 32, 32, 11008, 32000, 512, 4096, false},
+    {"Llama-2-7B, prompt 512, KV 4096, flash", 4096, 32, 32, 32, 11008, 32000, 512, 4096, true},
+    {"Llama-2-7B, 1 token, KV 4096, flash", 4096, 32, 32, 32, 11008, 32000, 1, 4096, true},
+    {"Llama-2-7B, 1 token, KV 4096", 4096, 32, 32, 32, 11008, 32000, 1, 4096, false},
+    {"TinyLlama-1.1B, prompt 512, KV 2048", 2048, 32, 4, 22, 5632, 32000, 512, 2048, false},
+    {"TinyLlama-1.1B, prompt 512, KV 2048, flash", 2048, 32, 4, 22, 5632, 32000, 512, 2048, true},
+    {"TinyLlama-1.1B, 1 token, KV 2048", 2048, 32, 4, 22, 5632, 32000, 1, 2048, false},
+};
+#define N_REAL_SHAPES (sizeof real_shapes / sizeof real_shapes[0])
+
+#ifndef LLAMA_GRAPHS_NO_MAIN
 int main(int argc, char ** argv) {
     int repeats = argc > 1 ? atoi(argv[1]) : 3;
     ggml_backend_t backend = ggml_backend_cpu_init();
@@ -438,20 +454,11 @@ int main(int argc, char ** argv) {
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
         small_graph(&small[i], backend);
     }
-    const struct model_shape real[] = {
-        {"Llama-2-7B, prompt 512, KV 512", 4096, 32, 32, 32, 11008, 32000, 512, 512, false},
-        {"Llama-2-7B, prompt 512, KV 4096", 4096, 32, 32, 32, 11008, 32000, 512, 4096, false},
-        {"Llama-2-7B, prompt 512, KV 4096, flash", 4096, 32, 32, 32, 11008, 32000, 512, 4096, true},
-        {"Llama-2-7B, 1 token, KV 4096, flash", 4096, 32, 32, 32, 11008, 32000, 1, 4096, true},
-        {"Llama-2-7B, 1 token, KV 4096", 4096, 32, 32, 32, 11008, 32000, 1, 4096, false},
-        {"TinyLlama-1.1B, prompt 512, KV 2048", 2048, 32, 4, 22, 5632, 32000, 512, 2048, false},
-        {"TinyLlama-1.1B, prompt 512, KV 2048, flash", 2048, 32, 4, 22, 5632, 32000, 512, 2048, true},
-        {"TinyLlama-1.1B, 1 token, KV 2048", 2048, 32, 4, 22, 5632, 32000, 1, 2048, false},
-    };
-    for (size_t i = 0; i < sizeof real / sizeof real[0]; i++) {
-        real_graph(&real[i], ggml_backend_get_default_buffer_type(backend), repeats);
+    for (size_t i = 0; i < N_REAL_SHAPES; i++) {
+        real_graph(&real_shapes[i], ggml_backend_get_default_buffer_type(backend), repeats);
     }
     ggml_backend_free(backend);
     printf("llama_graphs: all passed\n");
     return 0;
 }
+#endif

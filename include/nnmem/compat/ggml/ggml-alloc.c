@@ -872,6 +872,16 @@ static bool nnm_ggml_needs_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * g
         galloc->node_allocs == NULL) {
         return true;
     }
+    /* A ggml_gallocr_reserve_n_size that let a buffer go left places
+     * without memory (ggml would write tensors into a missing chunk). */
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        const struct nnm_ggml_allocator * alloc = &galloc->allocators[a];
+        for (int c = 0; c < alloc->n_chunks; c++) {
+            if (alloc->buf == NULL || alloc->buf->chunks[c] == NULL) {
+                return true;
+            }
+        }
+    }
     for (int i = 0; i < graph->n_nodes; i++) {
         struct ggml_tensor * node = graph->nodes[i];
         const struct nnm_ggml_node_alloc * na = &galloc->node_allocs[i];
