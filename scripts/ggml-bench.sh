@@ -39,7 +39,7 @@ def median_us(group, function):
         return None
     return json.load(open(path))["median"]["point_estimate"] / 1000.0
 print("## ggml's graph allocator\n")
-print("Written by `scripts/ggml-bench.sh` (not by `scripts/bench.sh`): ggml 0.9 from the llama-cpp-python 0.3.36 "
+print("Written by `scripts/ggml-bench.sh` (not by `scripts/bench.sh`): ggml 0.25.3 from the llama-cpp-python 0.3.36 "
       "sdist, ggml's own `ggml-alloc.c` beside nnmem's (`include/nnmem/compat/ggml/ggml-alloc.c`), on the "
       "Llama-style graphs of `c-tests/ggml/llama_graphs.c` at real dimensions (weights and KV cache outside the "
       "compute buffer, as llama.cpp keeps them; CPU buffer type, 32-byte alignment). Criterion medians of "

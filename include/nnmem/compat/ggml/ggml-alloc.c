@@ -6,7 +6,7 @@
  * ggml's `include/` and `src/`) and linked with nnmem; `nnmem_ggml_alloc()`
  * in nnmem's CMake package does both for a ggml target (README, "ggml:
  * ggml-alloc.c"). Written against the ggml that llama-cpp-python 0.3.36
- * vendors (ggml 0.9.x, `ggml_gallocr_reserve_n_size` and the meta backend).
+ * vendors (ggml 0.25.3, with `ggml_gallocr_reserve_n_size` and the meta backend).
  *
  * What stays ggml's: the walk over the graph that decides when each tensor
  * is created and freed (leafs and inputs first, a tensor freed after its
