@@ -1531,6 +1531,13 @@ static void test_inplace_candidates(void) {
     CHECK_REFUSES(nnm_planner_add_inplace(p, i0, i1), NNM_INVALID_ARGUMENT,
                   "buffer 1 (16 B) is larger than buffer 0 (8 B)");
     CHECK_OK(nnm_planner_add_inplace(p, i0, i2));
+    {
+        /* A fixed buffer's offset is the caller's: no candidate. */
+        size_t fixed = 0;
+        CHECK_OK(nnm_planner_add_fixed_buffer(p, 8, 2, 3, 64, &fixed));
+        CHECK_REFUSES(nnm_planner_add_inplace(p, i1, fixed), NNM_INVALID_ARGUMENT,
+                      "in-place child 3 has a fixed offset (64)");
+    }
     /* TFLite Micro has no in-place reuse: tflm refuses candidates. */
     CHECK_OK(nnm_planner_set_algorithm(p, NNM_ALGORITHM_TFLM));
     CHECK_REFUSES(nnm_planner_plan(p), NNM_INVALID_ARGUMENT, "no in-place reuse");

@@ -11,7 +11,8 @@
 # find_package(nnmem) and nnmem_ggml_alloc(ggml-base)), then runs ggml's own
 # test-alloc, c-tests/ggml/llama_graphs (outputs bitwise identical to
 # ggml's allocator, buffers at most ggml's, no overlaps) and
-# examples/ggml_shared_buffer, the first and the last also under valgrind.
+# examples/ggml_shared_buffer and c-tests/ggml/alloc_edges, all but the
+# graphs also under valgrind.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=$(cd "${1:?usage: scripts/ggml-check.sh <nnmem build dir> [work dir]}" && pwd)
@@ -35,10 +36,12 @@ echo "==> llama-style graphs against ggml's allocator"
 "$work/build/llama_graphs" 5
 echo "==> examples/ggml_shared_buffer"
 "$work/build/ggml_shared_buffer"
+echo "==> c-tests/ggml/alloc_edges"
+"$work/build/alloc_edges"
 # Nothing lost and no bad access through nnmem's allocator (test-all installs
 # valgrind; the real-dimension graphs are left out: slow under it).
-echo "==> test-alloc and examples/ggml_shared_buffer under valgrind"
-for program in test-alloc ggml_shared_buffer; do
+echo "==> test-alloc, examples/ggml_shared_buffer and alloc_edges under valgrind"
+for program in test-alloc ggml_shared_buffer alloc_edges; do
   valgrind --leak-check=full --errors-for-leak-kinds=definite,indirect --error-exitcode=9 -q \
     "$work/build/$program" > "$work/valgrind-$program.log" 2>&1 ||
     { cat "$work/valgrind-$program.log" >&2; echo "valgrind: $program failed" >&2; exit 1; }

@@ -143,9 +143,10 @@ cmake_leg "ASan+UBSan" "$build_root/test-all-sanitize" -DNNMEM_SANITIZE=ON
 banner "ggml with nnmem's ggml-alloc.c (scripts/ggml-check.sh)"
 leg_start
 if scripts/ggml-check.sh "$build_root/test-all" "$build_root/ggml-check" 2>&1 | tee "$log" &&
-    grep -q '^llama_graphs: all passed' "$log" && grep -q '^ggml_shared_buffer: all passed' "$log" && grep -q '^ggml-check: valgrind clean' "$log"; then
+    grep -q '^llama_graphs: all passed' "$log" && grep -q '^ggml_shared_buffer: all passed' "$log" && grep -q '^alloc_edges: all passed' "$log" &&
+    grep -q '^ggml-check: valgrind clean' "$log"; then
     leg_end
-    summary+=("ggml: test-alloc, llama-style graphs and examples/ggml_shared_buffer passed, valgrind clean ($leg)")
+    summary+=("ggml: test-alloc, llama-style graphs, examples/ggml_shared_buffer and alloc_edges passed, valgrind clean ($leg)")
 else
     leg_end
     summary+=("ggml: FAILED ($leg)")

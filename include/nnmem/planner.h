@@ -425,7 +425,8 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  * The planner decides which candidates to take so that the bytes live at
  * one step (the lower bound) are as few as it can make them: a buffer
  * gives its memory to at most one child and takes at most one parent's
- * (the first free candidate in the order added; chains are one block);
+ * (the first free candidate in the order added; chains are one block,
+ * never linked through a buffer live at one step alone);
  * every candidate of equal sizes is taken (it never raises what is live at
  * any step); one with a smaller child keeps the parent's size until the
  * child's last use, and is taken only where that does not raise the lower
@@ -440,9 +441,11 @@ enum nnm_status nnm_planner_add_fixed_buffer(struct nnm_planner *planner,
  * refuses candidates with it (INVALID_ARGUMENT).
  *
  * Errors: NULL_ARGUMENT; INVALID_ARGUMENT for an index out of range, a
- * buffer paired with itself, a buffer never used, a parent's last use that
- * is not the child's first use, or a child larger than its parent (the
- * message gives the indices, steps and sizes); nothing is recorded then.
+ * buffer paired with itself, a buffer never used, a buffer with a fixed
+ * offset (`nnm_planner_add_fixed_buffer`: its offset is the caller's, not
+ * the planner's to share), a parent's last use that is not the child's
+ * first use, or a child larger than its parent (the message gives the
+ * indices, steps and sizes); nothing is recorded then.
  *
  * # Safety
  * `planner` must be NULL or a planner from `nnm_planner_new` (a freed one is

@@ -21,8 +21,11 @@
 //!   total live at one step (a segment tree over the time axis answers in
 //!   O(log n)).
 //!
-//! Two buffers with fixed offsets are merged only where the offsets agree;
-//! a group holding a fixed buffer is fixed at its offset.
+//! A buffer with a fixed offset takes no part in in-place merges (its
+//! offset is the caller's, not the planner's to share), and a buffer live
+//! at one step alone links no chain through itself (a -> b -> c with b
+//! live only at the step where a ends and c begins would put a and c at
+//! one offset at that step, which no candidate allowed).
 
 use super::max_tree::MaxTree;
 use super::problem::{Buffer, Lifetime, Problem};
@@ -39,8 +42,9 @@ pub struct Inplace {
 
 impl Inplace {
     /// Checks the candidate against the problem's buffers: both exist and
-    /// differ, both are live at some step, the parent's last step is the
-    /// child's first, and the child is not larger than the parent.
+    /// differ, neither has a fixed offset, both are live at some step, the
+    /// parent's last step is the child's first, and the child is not larger
+    /// than the parent.
     pub fn check(&self, buffers: &[Buffer]) -> Result<()> {
         let (p, c) = (self.parent, self.child);
         let count = buffers.len();
@@ -58,6 +62,12 @@ impl Inplace {
         for (what, index, b) in [("parent", p, parent), ("child", c, child)] {
             if b.lifetime.is_empty() {
                 return Err(Error::invalid(format!("in-place {what} {index} is never used")));
+            }
+            if let Some(offset) = b.fixed_offset {
+                return Err(Error::invalid(format!(
+                    "in-place {what} {index} has a fixed offset ({offset}): fixed buffers take no part in \
+                     in-place merges"
+                )));
             }
         }
         let (_, parent_last) = parent.lifetime.to_inclusive();
@@ -94,7 +104,20 @@ struct Groups {
     root: Vec<usize>,
     size: Vec<u64>,
     lifetime: Vec<Lifetime>,
-    fixed: Vec<Option<u64>>,
+}
+
+/// Whether candidate `c` may still be taken: its child occupies memory,
+/// its parent has given its memory to no child yet and its child has taken
+/// no parent's, and neither end is a buffer live at one step alone that
+/// would link a chain through itself.
+fn usable(c: &Inplace, buffers: &[Buffer], has_child: &[bool], has_parent: &[bool]) -> bool {
+    // A buffer live at one step alone, already linked on the other side.
+    let links_through = |i: usize, linked: &[bool]| buffers[i].lifetime.len() == 1 && linked[i];
+    buffers[c.child].occupies()
+        && !has_child[c.parent]
+        && !has_parent[c.child]
+        && !links_through(c.parent, has_parent)
+        && !links_through(c.child, has_child)
 }
 
 impl Groups {
@@ -106,22 +129,13 @@ impl Groups {
         i
     }
 
-    /// Whether the fixed offsets of two roots allow one group.
-    fn fixed_agree(&self, a: usize, b: usize) -> bool {
-        match (self.fixed[a], self.fixed[b]) {
-            (Some(x), Some(y)) => x == y,
-            _ => true,
-        }
-    }
-
     fn join(&mut self, a: usize, b: usize) {
         let lifetime = Lifetime {
             start: self.lifetime[a].start.min(self.lifetime[b].start),
             end: self.lifetime[a].end.max(self.lifetime[b].end),
         };
-        let (size, fixed) = (self.size[a].max(self.size[b]), self.fixed[a].or(self.fixed[b]));
         self.root[b] = a;
-        (self.size[a], self.lifetime[a], self.fixed[a]) = (size, lifetime, fixed);
+        (self.size[a], self.lifetime[a]) = (self.size[a].max(self.size[b]), lifetime);
     }
 }
 
@@ -135,20 +149,16 @@ impl Merged {
             root: (0..n).collect(),
             size: buffers.iter().map(|b| b.size).collect(),
             lifetime: buffers.iter().map(|b| b.lifetime).collect(),
-            fixed: buffers.iter().map(|b| b.fixed_offset).collect(),
         };
         let (mut has_child, mut has_parent) = (vec![false; n], vec![false; n]);
         let mut taken = 0;
-        let usable = |c: &Inplace, has_child: &[bool], has_parent: &[bool]| {
-            buffers[c.child].occupies() && !has_child[c.parent] && !has_parent[c.child]
-        };
         // Equal sizes first: each never raises what is live at any step.
         for c in candidates.iter().filter(|c| buffers[c.child].size == buffers[c.parent].size) {
-            if !usable(c, &has_child, &has_parent) {
+            if !usable(c, buffers, &has_child, &has_parent) {
                 continue;
             }
             let (p, q) = (groups.find(c.parent), groups.find(c.child));
-            if p != q && groups.fixed_agree(p, q) {
+            if p != q {
                 groups.join(p, q);
                 (has_child[c.parent], has_parent[c.child]) = (true, true);
                 taken += 1;
@@ -166,11 +176,7 @@ impl Merged {
             let r = groups.find(i);
             if group_of[r] == usize::MAX {
                 group_of[r] = merged.len();
-                merged.push(Buffer {
-                    size: groups.size[r],
-                    lifetime: groups.lifetime[r],
-                    fixed_offset: groups.fixed[r],
-                });
+                merged.push(Buffer { size: groups.size[r], lifetime: groups.lifetime[r], fixed_offset: None });
             }
             group_of[i] = group_of[r];
         }
@@ -208,11 +214,11 @@ impl Merged {
         }
         let mut taken = 0;
         for c in smaller {
-            if !buffers[c.child].occupies() || has_child[c.parent] || has_parent[c.child] {
+            if !usable(c, buffers, has_child, has_parent) {
                 continue;
             }
             let (p, q) = (groups.find(c.parent), groups.find(c.child));
-            if p == q || !groups.fixed_agree(p, q) {
+            if p == q {
                 continue;
             }
             // Replace the two groups' bytes by the merged group's.
@@ -301,15 +307,30 @@ mod tests {
     }
 
     #[test]
-    fn fixed_offsets_must_agree() {
+    fn fixed_buffers_take_no_part() {
         let mut p = Problem::new(1).unwrap();
         p.push(8, Lifetime::inclusive(0, 1).unwrap(), Some(0)).unwrap();
-        p.push(8, Lifetime::inclusive(1, 2).unwrap(), Some(8)).unwrap();
-        p.push(8, Lifetime::inclusive(2, 3).unwrap(), None).unwrap();
-        let m = Merged::new(&p, &[merge(0, 1), merge(1, 2)]);
-        assert_eq!(m.taken, 1);
-        assert_eq!(m.problem.buffers()[1].fixed_offset, Some(8));
-        assert_eq!(m.problem.buffers()[1].lifetime, Lifetime::inclusive(1, 3).unwrap());
+        p.push(8, Lifetime::inclusive(1, 2).unwrap(), None).unwrap();
+        p.push(8, Lifetime::inclusive(2, 3).unwrap(), Some(8)).unwrap();
+        let err = merge(0, 1).check(p.buffers()).unwrap_err().to_string();
+        assert!(err.contains("in-place parent 0 has a fixed offset (0)"), "{err}");
+        let err = merge(1, 2).check(p.buffers()).unwrap_err().to_string();
+        assert!(err.contains("in-place child 2 has a fixed offset (8)"), "{err}");
+    }
+
+    #[test]
+    fn no_chain_runs_through_a_buffer_live_at_one_step() {
+        // a (steps 0-2), b (step 2 alone), c (steps 2-4): a -> b and b -> c
+        // would put a and c at one offset at step 2.
+        let p = problem(&[(16, 0, 2), (16, 2, 2), (16, 2, 4)]);
+        for candidates in [[merge(0, 1), merge(1, 2)], [merge(1, 2), merge(0, 1)]] {
+            let m = Merged::new(&p, &candidates);
+            assert_eq!(m.taken, 1);
+            assert_eq!(m.problem.len(), 2);
+        }
+        // Through a buffer live for two steps, the chain is fine.
+        let p = problem(&[(16, 0, 2), (16, 2, 3), (16, 3, 4)]);
+        assert_eq!(Merged::new(&p, &[merge(0, 1), merge(1, 2)]).taken, 2);
     }
 
     #[test]

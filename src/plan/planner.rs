@@ -271,9 +271,12 @@ impl Planner {
     /// with a smaller child where that does not raise the lower bound. A
     /// child taken gets its parent's offset; with sizes above 0 that is the
     /// only way two buffers live at one step share an offset. Like adding
-    /// a buffer, drops the plan. Errors: `InvalidArgument` for an index out
-    /// of range, a buffer paired with itself or never used, steps that do
-    /// not meet, or a larger child; nothing is recorded then.
+    /// a buffer, drops the plan. A chain does not run through a buffer
+    /// live at one step alone (that would put the buffers on either side
+    /// at one offset at that step). Errors: `InvalidArgument` for an index
+    /// out of range, a buffer paired with itself, never used or with a
+    /// fixed offset, steps that do not meet, or a larger child; nothing is
+    /// recorded then.
     pub fn add_inplace(&mut self, parent: usize, child: usize) -> Result<()> {
         let candidate = Inplace { parent, child };
         candidate.check(self.problem.buffers())?;

@@ -17,8 +17,12 @@ extern "C" {
  * Reserves one compute buffer for several graphs that never run at once
  * (prompt and generation graphs, a text and a vision graph): each graph is
  * planned, and the buffer is sized for the largest need, chunk by chunk.
- * The allocator keeps the last graph's placement; ggml_gallocr_alloc_graph
- * with any of the others plans it again (without growing the buffer).
+ * The allocator keeps the last graph's placement. ggml_gallocr_alloc_graph
+ * with another graph plans it again (without growing the buffer) where
+ * ggml's check sees that it differs (another node or leaf count, a tensor
+ * larger than its place); two graphs with the same counts and sizes but
+ * another structure pass that check, so reserve such a graph
+ * (ggml_gallocr_reserve) before allocating it.
  * Single buffer type only (allocators from ggml_gallocr_new, or
  * ggml_gallocr_new_n with n_bufs 1). Returns false, with a logged error, for
  * a NULL allocator or graph, n_graphs < 1, several buffer types, or a
@@ -33,11 +37,14 @@ bool nnm_ggml_gallocr_reserve_graphs(ggml_gallocr_t galloc, struct ggml_cgraph *
  * shrinks while shared. For contexts whose graphs never run at once (a
  * draft and a main model; text and vision); the buffer is freed with the
  * last allocator that holds it. `galloc`'s own buffer of that type is let
- * go, and its next ggml_gallocr_alloc_graph reserves again. After either
- * allocator reserves, the other's graphs must be allocated again
- * (ggml_gallocr_alloc_graph, as ggml's scheduler does for every batch)
- * before they are computed: a buffer that grew has moved. Returns false,
- * with a logged error, when either is NULL or both are the same.
+ * go, and its next ggml_gallocr_alloc_graph reserves again. A buffer that
+ * grows moves: after either allocator reserves, the other's graphs must be
+ * built anew and allocated (ggml_gallocr_alloc_graph, as ggml's scheduler
+ * does for every batch) before they are computed. ggml_gallocr_alloc_graph
+ * refuses (logs and returns false) a graph whose tensors still point into
+ * the buffer as it was before it moved, instead of computing in freed
+ * memory. Returns false, with a logged error, when either is NULL or both
+ * are the same.
  */
 bool nnm_ggml_gallocr_share(ggml_gallocr_t galloc, ggml_gallocr_t with);
 

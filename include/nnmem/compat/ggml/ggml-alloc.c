@@ -164,6 +164,9 @@ struct nnm_ggml_candidate {
 struct nnm_ggml_vbuffer {
     ggml_backend_buffer_t chunks[NNM_GGML_MAX_CHUNKS];
     int refs;
+    /* Counts the reallocations: tensors placed before the last one point
+     * into chunks that are gone. */
+    uint64_t generation;
 };
 
 /* One allocator per distinct buffer type: the buffer ids that share a type
@@ -177,6 +180,8 @@ struct nnm_ggml_allocator {
     /* nnm_ggml_gallocr_reserve_graphs: the chunk sizes the other graphs need. */
     size_t floor[NNM_GGML_MAX_CHUNKS];
     struct nnm_ggml_vbuffer * buf;
+    /* buf's generation when this allocator last placed a graph in it. */
+    uint64_t placed_generation;
 };
 
 /* Where each tensor of the last reserved graph went, to see whether a
@@ -799,6 +804,7 @@ static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, 
             buf = alloc->buf = nnm_ggml_vbuffer_new();
         }
         nnm_ggml_vbuffer_free_chunks(buf);
+        buf->generation++;
         for (int c = 0; c < n_chunks; c++) {
             buf->chunks[c] = ggml_backend_buft_alloc_buffer(alloc->buft, sizes[c]);
             if (buf->chunks[c] == NULL) {
@@ -872,12 +878,14 @@ static bool nnm_ggml_needs_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * g
         galloc->node_allocs == NULL) {
         return true;
     }
-    /* A ggml_gallocr_reserve_n_size that let a buffer go left places
-     * without memory (ggml would write tensors into a missing chunk). */
+    /* A ggml_gallocr_reserve_n_size that let a buffer go, or left a
+     * shared one smaller than its plan, left places without memory (ggml
+     * would write tensors past a chunk's end). */
     for (int a = 0; a < galloc->n_allocators; a++) {
         const struct nnm_ggml_allocator * alloc = &galloc->allocators[a];
         for (int c = 0; c < alloc->n_chunks; c++) {
-            if (alloc->buf == NULL || alloc->buf->chunks[c] == NULL) {
+            if (alloc->buf == NULL || alloc->buf->chunks[c] == NULL ||
+                ggml_backend_buffer_get_size(alloc->buf->chunks[c]) < alloc->chunk_size[c]) {
                 return true;
             }
         }
@@ -897,6 +905,49 @@ static bool nnm_ggml_needs_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * g
     return false;
 }
 
+/* Whether `t` holds an address this allocator placed and has data. */
+static bool nnm_ggml_holds_place(const struct ggml_tensor * t, const struct nnm_ggml_tensor_alloc * talloc) {
+    return t != NULL && t->view_src == NULL && t->data != NULL && talloc->addr.chunk >= 0;
+}
+
+/* After a buffer was reallocated (by this allocator's reserve or by one
+ * sharing it), a graph whose own tensors still have their old addresses
+ * would be skipped by the placement below (ggml places only tensors
+ * without data) and computed in freed memory: refuse it, as nothing the
+ * caller can compute is lost. A graph built anew has no data and passes. */
+static bool nnm_ggml_places_are_current(ggml_gallocr_t galloc, struct ggml_cgraph * graph) {
+    bool moved = false;
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        const struct nnm_ggml_allocator * alloc = &galloc->allocators[a];
+        moved = moved || (alloc->buf != NULL && alloc->buf->generation != alloc->placed_generation);
+    }
+    if (!moved) {
+        return true;
+    }
+    for (int i = 0; i < graph->n_leafs; i++) {
+        if (nnm_ggml_holds_place(graph->leafs[i], &galloc->leaf_allocs[i])) {
+            GGML_LOG_ERROR("%s: tensor %s still points into a compute buffer that was reallocated since it was "
+                           "placed; build the graph anew before allocating it\n", __func__, graph->leafs[i]->name);
+            return false;
+        }
+    }
+    for (int i = 0; i < graph->n_nodes; i++) {
+        struct ggml_tensor * node = graph->nodes[i];
+        const struct nnm_ggml_node_alloc * na = &galloc->node_allocs[i];
+        bool stale = nnm_ggml_holds_place(node, &na->dst);
+        for (int j = 0; j < GGML_MAX_SRC && !stale; j++) {
+            stale = nnm_ggml_holds_place(node->src[j], &na->src[j]);
+        }
+        if (stale) {
+            GGML_LOG_ERROR("%s: node %s or one of its sources still points into a compute buffer that was "
+                           "reallocated since it was placed; build the graph anew before allocating it\n", __func__,
+                           node->name);
+            return false;
+        }
+    }
+    return true;
+}
+
 bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph) {
     if (nnm_ggml_needs_reserve(galloc, graph)) {
         if (galloc->n_buffers != 1) {
@@ -912,11 +963,15 @@ bool ggml_gallocr_alloc_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph)
             return false;
         }
     }
+    if (!nnm_ggml_places_are_current(galloc, graph)) {
+        return false;
+    }
     for (int a = 0; a < galloc->n_allocators; a++) {
         struct nnm_ggml_vbuffer * buf = galloc->allocators[a].buf;
         for (int c = 0; buf != NULL && c < NNM_GGML_MAX_CHUNKS && buf->chunks[c]; c++) {
             ggml_backend_buffer_reset(buf->chunks[c]);
         }
+        galloc->allocators[a].placed_generation = buf != NULL ? buf->generation : 0;
     }
     for (int i = 0; i < graph->n_leafs; i++) {
         nnm_ggml_init_tensor(galloc, graph->leafs[i], &galloc->leaf_allocs[i]);
