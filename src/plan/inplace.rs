@@ -180,9 +180,8 @@ impl Merged {
             }
             group_of[i] = group_of[r];
         }
-        // A group takes at most the sum of its members' sizes and ends at
-        // most where a fixed member ended, so the problem's overflow
-        // guarantee carries over.
+        // A group takes at most the sum of its members' sizes and none is
+        // fixed, so the problem's overflow guarantee carries over.
         Merged { problem: problem.rewritten(merged), group_of, taken }
     }
 
@@ -195,22 +194,19 @@ impl Merged {
         has_child: &mut [bool],
         has_parent: &mut [bool],
     ) -> usize {
-        // The time axis compressed to the steps where some group starts or ends.
-        let mut points: Vec<i64> = Vec::with_capacity(2 * buffers.len());
-        for i in 0..buffers.len() {
-            if groups.find(i) == i && !groups.lifetime[i].is_empty() {
-                points.extend([groups.lifetime[i].start, groups.lifetime[i].end]);
-            }
-        }
+        // The groups so far, over the time axis compressed to the steps
+        // where one of them starts or ends.
+        let roots: Vec<usize> =
+            (0..buffers.len()).filter(|&i| groups.find(i) == i && !groups.lifetime[i].is_empty()).collect();
+        let mut points: Vec<i64> =
+            roots.iter().flat_map(|&r| [groups.lifetime[r].start, groups.lifetime[r].end]).collect();
         points.sort_unstable();
         points.dedup();
         let leaf = |t: i64| points.partition_point(|&p| p < t);
         let mut live = MaxTree::new(points.len());
-        for i in 0..buffers.len() {
-            if groups.find(i) == i && !groups.lifetime[i].is_empty() {
-                let l = groups.lifetime[i];
-                live.add(leaf(l.start), leaf(l.end), i128::from(groups.size[i]));
-            }
+        for &r in &roots {
+            let l = groups.lifetime[r];
+            live.add(leaf(l.start), leaf(l.end), i128::from(groups.size[r]));
         }
         let mut taken = 0;
         for c in smaller {

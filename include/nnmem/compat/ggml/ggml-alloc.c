@@ -582,6 +582,14 @@ static bool nnm_ggml_plan(ggml_gallocr_t galloc, const struct nnm_ggml_allocator
                               &optimal);
 }
 
+static size_t nnm_ggml_lowest(const size_t * offsets, size_t n) {
+    size_t lowest = SIZE_MAX;
+    for (size_t k = 0; k < n; k++) {
+        lowest = offsets[k] < lowest ? offsets[k] : lowest;
+    }
+    return lowest;
+}
+
 /* Places one allocator's blocks: one plan; where it passes the buffer
  * type's maximum size, the blocks that fit below it make a chunk and the
  * rest are planned again (or keep their places, moved down, if that is
@@ -615,10 +623,7 @@ static bool nnm_ggml_place(ggml_gallocr_t galloc, int a) {
     bool ok = nnm_ggml_plan(galloc, alloc, members, n, index_of, offsets, &peak);
     while (ok && n > 0) {
         int chunk = alloc->n_chunks;
-        size_t base = SIZE_MAX;
-        for (size_t k = 0; k < n; k++) {
-            base = offsets[k] < base ? offsets[k] : base;
-        }
+        const size_t base = nnm_ggml_lowest(offsets, n);
         size_t cap = alloc->max_chunk;
         if (chunk == NNM_GGML_MAX_CHUNKS - 1) {
             cap = SIZE_MAX;
@@ -658,10 +663,8 @@ static bool nnm_ggml_place(ggml_gallocr_t galloc, int a) {
         }
         /* The rest keep their places (moved down) unless a new plan of
          * them alone is smaller. */
-        size_t kept = 0, rest_base = SIZE_MAX;
-        for (size_t k = 0; k < n_rest; k++) {
-            rest_base = rest_offsets[k] < rest_base ? rest_offsets[k] : rest_base;
-        }
+        const size_t rest_base = nnm_ggml_lowest(rest_offsets, n_rest);
+        size_t kept = 0;
         for (size_t k = 0; k < n_rest; k++) {
             size_t top = rest_offsets[k] - rest_base + galloc->blocks[rest[k]].size;
             kept = top > kept ? top : kept;
