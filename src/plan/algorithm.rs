@@ -37,7 +37,10 @@ pub enum Algorithm {
     /// No reuse: buffers stacked in order of addition, like TFLite Micro's
     /// `LinearMemoryPlanner`.
     Linear = 2,
-    /// Size descending, lowest offset that fits (greedy by size).
+    /// Size descending, lowest offset that fits (greedy by size). Where
+    /// buffers meet few others (at most 64 pairs of buffers live together
+    /// per buffer, as in runtimes' graphs), each looks only at those it
+    /// meets: O(P log d) for P such pairs and d a buffer.
     SizeFirstFit = 3,
     /// Size descending, the free gap with the least slack.
     SizeBestFit = 4,
@@ -62,7 +65,10 @@ pub enum Algorithm {
     /// Glow's "preserve allocation order": buffers in order of their first
     /// step (then of addition), each at the lowest offset that fits, as a
     /// first-fit allocator running the program would place them. The
-    /// regions' sequential planner.
+    /// regions' sequential planner, and the first pass of nnmem's ggml
+    /// allocator. Computed as such an allocator runs, a sweep over the
+    /// steps: O(n log n + n·l) for at most l buffers live at one step (with
+    /// fixed buffers, the other heuristics' O(n log n · log m)).
     Sequential = 10,
 }
 

@@ -1,7 +1,8 @@
 //! The lower bound on any plan's peak: the largest total size of buffers live
-//! at one step. A sweep over start and end events, O(n log n) time, O(n)
-//! memory.
+//! at one step. A sweep over start and end events (`events`), O(n log n)
+//! time, O(n) memory.
 
+use super::events::time_ordered;
 use super::problem::Buffer;
 
 /// The largest total size live at one step, and the first step where it is
@@ -17,21 +18,14 @@ pub struct LowerBound {
 /// Computes the lower bound of `buffers`. Sizes must not sum past `u64::MAX`
 /// (guaranteed by [`super::Problem`]).
 pub fn lower_bound(buffers: &[Buffer]) -> LowerBound {
-    // (time, is_start, size): at equal times ends sort before starts because
-    // lifetimes are half-open.
-    let mut events: Vec<(i64, bool, u64)> = Vec::with_capacity(buffers.len() * 2);
-    for b in buffers.iter().filter(|b| b.occupies()) {
-        events.push((b.lifetime.start, true, b.size));
-        events.push((b.lifetime.end, false, b.size));
-    }
-    events.sort_unstable_by_key(|&(t, is_start, _)| (t, is_start));
     let mut live = 0u64;
     let mut best = LowerBound { bytes: 0, step: None };
-    for (t, is_start, size) in events {
-        if is_start {
+    for e in time_ordered(buffers) {
+        let size = buffers[e.index].size;
+        if e.is_start {
             live += size;
             if live > best.bytes {
-                best = LowerBound { bytes: live, step: Some(t) };
+                best = LowerBound { bytes: live, step: Some(e.step) };
             }
         } else {
             live -= size;

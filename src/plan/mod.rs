@@ -18,9 +18,11 @@
 //! # Ok::<(), nnmem::Error>(())
 //! ```
 //!
-//! Costs: the lower bound and the validator are O(n log n); the heuristics
-//! are O(n log n · log m) where m is the number of free gaps they pass;
-//! `tflm` is O(n^2) like the original.
+//! Costs: the lower bound and the validator are O(n log n) (with a counting
+//! sort of their events where the steps are dense, as runtimes number
+//! them); the heuristics are O(n log n · log m) where m is the number of
+//! free gaps they pass, `sequential` a sweep in O(n log n + n·l) for l
+//! buffers live at once; `tflm` is O(n^2) like the original.
 
 #[cfg(feature = "std")]
 pub mod algo;
@@ -31,6 +33,8 @@ pub mod aligned;
 pub mod bound;
 #[cfg(feature = "std")]
 pub mod csv;
+#[cfg(feature = "std")]
+mod events;
 #[cfg(feature = "std")]
 pub mod fixed;
 pub mod heapless;

@@ -403,11 +403,11 @@ impl Planner {
         let mut placement = match (&flat, replanned) {
             (_, Some(p)) => p,
             (Some(f), None) if !tflm => {
-                let mut p = self.algorithm.implementation().place(solved, &limits);
+                let mut p = self.algorithm.implementation().place_alone(solved, &limits);
                 p.offsets = f.to_original(problem, &p.offsets);
                 p
             }
-            _ => self.algorithm.implementation().place(problem, &limits),
+            _ => self.algorithm.implementation().place_alone(problem, &limits),
         };
         let checked = match &flat {
             Some(f) => validate(solved.buffers(), &f.to_flat(&placement.offsets)),

@@ -6,6 +6,7 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use super::events::{time_ordered, Event};
 use super::fixed::{count_overlaps, union_blocks, FixedOverlaps, Rect};
 use super::problem::{Buffer, Lifetime};
 
@@ -64,33 +65,22 @@ impl fmt::Display for Invalid {
 /// checks its own.
 pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Result<u64, Invalid> {
     let peak = peak_checked(buffers, offsets)?;
-    // (time, is_start, index): ends before starts at the same step.
-    let mut events: Vec<(i64, bool, usize)> = Vec::with_capacity(buffers.len() * 2);
-    for (i, b) in buffers.iter().enumerate() {
-        if !b.occupies() {
-            continue;
-        }
-        events.push((b.lifetime.start, true, i));
-        events.push((b.lifetime.end, false, i));
-    }
-    events.sort_unstable();
     // Live buffers keyed by (offset, index); they never overlap each other,
     // so an arrival only needs checking against its neighbours.
-    let mut live: BTreeMap<(u64, usize), u64> = BTreeMap::new();
-    for (t, is_start, i) in events {
+    let mut live = LiveByOffset::default();
+    for Event { step: t, is_start, index: i } in time_ordered(buffers) {
         let key = (offsets[i], i);
         if !is_start {
-            live.remove(&key);
+            live.remove(key);
             continue;
         }
         let end = offsets[i] + buffers[i].size;
-        let below = live.range(..key).next_back().map(|(&(_, j), &e)| (j, e));
+        let (below, above) = live.neighbours(key);
         if let Some((j, e)) = below {
             if e > offsets[i] {
                 return Err(Invalid::Overlap(pair(i, j, t)));
             }
         }
-        let above = live.range(key..).next().map(|(&(o, j), _)| (j, o));
         if let Some((j, o)) = above {
             if o < end {
                 return Err(Invalid::Overlap(pair(i, j, t)));
@@ -99,6 +89,77 @@ pub fn validate(buffers: &[Buffer], offsets: &[u64]) -> Result<u64, Invalid> {
         live.insert(key, end);
     }
     Ok(peak)
+}
+
+/// Live buffers up to which the sweep keeps them in a sorted list rather
+/// than a B-tree: graphs hold a few dozen at a time, where a list's binary
+/// search and short moves beat the tree's nodes.
+const LIST_UP_TO: usize = 128;
+
+/// A live buffer's index and one of its ends.
+type IndexAnd = (usize, u64);
+
+/// The live buffers by `(offset, index)`, each with its end: a sorted list
+/// while few, a B-tree past [`LIST_UP_TO`].
+enum LiveByOffset {
+    List(Vec<((u64, usize), u64)>),
+    Tree(BTreeMap<(u64, usize), u64>),
+}
+
+impl Default for LiveByOffset {
+    fn default() -> Self {
+        LiveByOffset::List(Vec::new())
+    }
+}
+
+impl LiveByOffset {
+    fn insert(&mut self, key: (u64, usize), end: u64) {
+        match self {
+            LiveByOffset::List(list) if list.len() < LIST_UP_TO => {
+                let at = list.partition_point(|&(k, _)| k < key);
+                list.insert(at, (key, end));
+            }
+            LiveByOffset::List(list) => {
+                let mut tree: BTreeMap<_, _> = list.drain(..).collect();
+                tree.insert(key, end);
+                *self = LiveByOffset::Tree(tree);
+            }
+            LiveByOffset::Tree(tree) => {
+                tree.insert(key, end);
+            }
+        }
+    }
+
+    fn remove(&mut self, key: (u64, usize)) {
+        match self {
+            LiveByOffset::List(list) => {
+                if let Ok(at) = list.binary_search_by(|&(k, _)| k.cmp(&key)) {
+                    list.remove(at);
+                }
+            }
+            LiveByOffset::Tree(tree) => {
+                tree.remove(&key);
+            }
+        }
+    }
+
+    /// The live buffer just below `key` (its index and end) and the one
+    /// just above (its index and offset).
+    fn neighbours(&self, key: (u64, usize)) -> (Option<IndexAnd>, Option<IndexAnd>) {
+        match self {
+            LiveByOffset::List(list) => {
+                let at = list.partition_point(|&(k, _)| k < key);
+                let below = at.checked_sub(1).map(|b| ((list[b].0).1, list[b].1));
+                let above = list.get(at).map(|&((o, j), _)| (j, o));
+                (below, above)
+            }
+            LiveByOffset::Tree(tree) => {
+                let below = tree.range(..key).next_back().map(|(&(_, j), &e)| (j, e));
+                let above = tree.range(key..).next().map(|(&(o, j), _)| (j, o));
+                (below, above)
+            }
+        }
+    }
 }
 
 fn pair(a: usize, b: usize, step: i64) -> Overlap {
@@ -238,6 +299,24 @@ mod tests {
     fn touching_lifetimes_and_offsets_do_not_overlap() {
         let bs = [b(8, 0, 2), b(8, 2, 4), b(8, 0, 4)];
         assert_eq!(validate(&bs, &[0, 0, 8]), Ok(16));
+    }
+
+    #[test]
+    fn many_live_buffers_are_checked_as_a_few() {
+        // Past the list's size the live buffers move to a B-tree: 300
+        // buffers live together, stacked, then one that overlaps a
+        // neighbour from below and one from above.
+        let mut bs: Vec<Buffer> = (0..300).map(|_| b(8, 0, 10)).collect();
+        let mut offsets: Vec<u64> = (0..300).map(|k| 8 * k).collect();
+        assert_eq!(validate(&bs, &offsets), Ok(2400));
+        bs.push(b(8, 5, 6));
+        offsets.push(1204);
+        assert_eq!(validate(&bs, &offsets), Err(Invalid::Overlap(Overlap { first: 150, second: 300, step: 5 })));
+        offsets[300] = 1196;
+        assert_eq!(validate(&bs, &offsets), Err(Invalid::Overlap(Overlap { first: 149, second: 300, step: 5 })));
+        // Ends leave the tree too: the same space later is free.
+        bs[300] = b(8, 10, 11);
+        assert_eq!(validate(&bs, &offsets), Ok(2400));
     }
 
     #[test]

@@ -30,6 +30,7 @@ mod lifetime_first_fit;
 mod lift;
 mod linear;
 mod live_step;
+mod neighbours;
 mod portfolio;
 mod sequential;
 mod size_best_fit;
@@ -260,6 +261,13 @@ pub trait PlacementAlgorithm: Sync {
     fn algorithm(&self) -> Algorithm;
     /// Places every buffer of `problem`.
     fn place(&self, problem: &Problem, limits: &SearchLimits) -> Placement;
+    /// [`PlacementAlgorithm::place`] as the algorithm a planner was asked
+    /// for, where no budget counts its work: the same plan, by the fastest
+    /// way there is (inside `auto`, a heuristic's work is counted in first
+    /// fit's visits to the occupancy, and its plans depend on that count).
+    fn place_alone(&self, problem: &Problem, limits: &SearchLimits) -> Placement {
+        self.place(problem, limits)
+    }
 }
 
 /// How a buffer's offset is chosen among the free gaps.
