@@ -188,6 +188,7 @@ struct nnm_ggml_allocator {
  * later graph still fits (ggml's needs_realloc rules). */
 struct nnm_ggml_tensor_alloc {
     int buffer_id;
+    int block; /* its block in galloc->blocks while planning, or -1 */
     struct nnm_ggml_address addr;
     size_t size_max; /* 0: preallocated, unused or a view */
 };
@@ -204,8 +205,19 @@ struct ggml_gallocr {
     struct nnm_ggml_allocator * allocators; /* [n_allocators] */
     int n_allocators;
 
-    struct ggml_hash_set hash_set;
-    struct nnm_ggml_tensor_state * states; /* [hash_set.size] */
+    /* The walk's tensor states: an open-addressing table keyed by the
+     * tensor's address, `n_slots` (a power of two) keys and states. Its
+     * hash needs no division, where ggml's table's modulo was a quarter
+     * of the walk. */
+    struct ggml_tensor ** keys;
+    struct nnm_ggml_tensor_state * states;
+    size_t n_slots, n_used;
+    int shift; /* 64 - log2(n_slots) */
+    /* Per node of the walked graph, its slot then its sources' (-1: none):
+     * looked up once, where the walk and the record read them three
+     * times. */
+    int * node_slots;
+    size_t cap_node_slots;
 
     struct nnm_ggml_block * blocks;
     size_t n_blocks, cap_blocks;
@@ -299,8 +311,9 @@ void ggml_gallocr_free(ggml_gallocr_t galloc) {
     for (int a = 0; a < galloc->n_allocators; a++) {
         nnm_ggml_vbuffer_release(galloc->allocators[a].buf);
     }
-    ggml_hash_set_free(&galloc->hash_set);
+    free(galloc->keys);
     free(galloc->states);
+    free(galloc->node_slots);
     free(galloc->bufts);
     free(galloc->allocator_of);
     free(galloc->allocators);
@@ -311,18 +324,65 @@ void ggml_gallocr_free(ggml_gallocr_t galloc) {
     free(galloc);
 }
 
+/* What the walk knows of `t` (its `allocated`: ggml's is_own), added to
+ * the table if new. */
+static size_t nnm_ggml_slot(ggml_gallocr_t galloc, struct ggml_tensor * t) {
+    const size_t mask = galloc->n_slots - 1;
+    /* splitmix64's finalizer: tensors of one context lie at a fixed
+     * stride, which a single multiply leaves in clusters. */
+    uint64_t h = (uint64_t)(uintptr_t)t;
+    h = (h ^ (h >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
+    h = (h ^ (h >> 27)) * UINT64_C(0x94D049BB133111EB);
+    size_t i = (size_t)(h >> galloc->shift);
+    while (galloc->keys[i] != t) {
+        if (galloc->keys[i] == NULL) {
+            /* Sized for twice the graph's nodes and leafs, which hold every
+             * tensor the walk meets; ggml's own table aborts when full too. */
+            if (galloc->n_used + 1 >= galloc->n_slots) {
+                GGML_ABORT("%s: more tensors than the graph's nodes and leafs (%zu)", __func__, galloc->n_used);
+            }
+            galloc->keys[i] = t;
+            galloc->n_used++;
+            break;
+        }
+        i = (i + 1) & mask;
+    }
+    return i;
+}
+
 static struct nnm_ggml_tensor_state * nnm_ggml_state(ggml_gallocr_t galloc, struct ggml_tensor * t) {
-    return &galloc->states[ggml_hash_find_or_insert(&galloc->hash_set, t)];
+    return &galloc->states[nnm_ggml_slot(galloc, t)];
 }
 
-/* Memory this allocator hands out (ggml's is_own). */
-static bool nnm_ggml_is_own(ggml_gallocr_t galloc, struct ggml_tensor * t) {
-    return nnm_ggml_state(galloc, t)->allocated;
+#define NNM_GGML_NODE_SLOTS (GGML_MAX_SRC + 1)
+
+/* The state of node `i` of the walked graph (k = 0) or of its source
+ * k - 1, or NULL for no source. */
+static struct nnm_ggml_tensor_state * nnm_ggml_node_state(ggml_gallocr_t galloc, int i, int k) {
+    int slot = galloc->node_slots[(size_t)i * NNM_GGML_NODE_SLOTS + (size_t)k];
+    return slot < 0 ? NULL : &galloc->states[slot];
 }
 
-/* Memory that is set already, or will be by someone else. */
-static bool nnm_ggml_has_memory(ggml_gallocr_t galloc, struct ggml_tensor * t) {
-    return t->data != NULL || t->buffer != NULL || nnm_ggml_is_own(galloc, t);
+/* Empties the table, with room for `n` tensors at a load of at most half. */
+static void nnm_ggml_states_reset(ggml_gallocr_t galloc, size_t n) {
+    if (galloc->n_slots < 2 * n + 16) {
+        size_t slots = 64;
+        int bits = 6;
+        while (slots < 2 * n + 16) {
+            slots *= 2;
+            bits++;
+        }
+        free(galloc->keys);
+        free(galloc->states);
+        galloc->keys = (struct ggml_tensor **)malloc(slots * sizeof(struct ggml_tensor *));
+        galloc->states = (struct nnm_ggml_tensor_state *)malloc(slots * sizeof(struct nnm_ggml_tensor_state));
+        GGML_ASSERT(galloc->keys != NULL && galloc->states != NULL);
+        galloc->n_slots = slots;
+        galloc->shift = 64 - bits;
+    }
+    memset(galloc->keys, 0, galloc->n_slots * sizeof(struct ggml_tensor *));
+    memset(galloc->states, 0, galloc->n_slots * sizeof(struct nnm_ggml_tensor_state));
+    galloc->n_used = 0;
 }
 
 static int nnm_ggml_buffer_id(const int * ids, int i) {
@@ -355,7 +415,11 @@ static int nnm_ggml_find_inplace(ggml_gallocr_t galloc, struct ggml_tensor * nod
     }
     for (int i = 0; i < GGML_MAX_SRC; i++) {
         struct ggml_tensor * parent = node->src[i];
-        if (parent == NULL || !nnm_ggml_is_own(galloc, parent)) {
+        if (parent == NULL) {
+            continue;
+        }
+        struct nnm_ggml_tensor_state * p = nnm_ggml_state(galloc, parent);
+        if (!p->allocated) {
             continue;
         }
         if ((parent->flags & GGML_TENSOR_FLAG_OUTPUT) ||
@@ -365,7 +429,6 @@ static int nnm_ggml_find_inplace(ggml_gallocr_t galloc, struct ggml_tensor * nod
         if (!ggml_are_same_layout(node, parent)) {
             continue;
         }
-        struct nnm_ggml_tensor_state * p = nnm_ggml_state(galloc, parent);
         if (p->n_children != 1 || p->n_views != 0) {
             continue;
         }
@@ -382,13 +445,20 @@ static int nnm_ggml_find_inplace(ggml_gallocr_t galloc, struct ggml_tensor * nod
     return n;
 }
 
-/* The walk creates `node` at `step` unless it has memory or is a view. As
- * in ggml, a node that may overwrite a parent of another buffer type goes
- * to the first such parent's buffer. */
-static void nnm_ggml_allocate(ggml_gallocr_t galloc, struct ggml_tensor * node, int buffer_id, int64_t step,
-                              int64_t end) {
+/* The walk creates `node` (whose state is `hn`, or NULL to look it up) at
+ * `step` unless it has memory or is a view. As in ggml, a node that may
+ * overwrite a parent of another buffer type goes to the first such
+ * parent's buffer. */
+static void nnm_ggml_allocate(ggml_gallocr_t galloc, struct ggml_tensor * node, struct nnm_ggml_tensor_state * hn,
+                              int buffer_id, int64_t step, int64_t end) {
     GGML_ASSERT(buffer_id >= 0 && buffer_id < galloc->n_buffers);
-    if (nnm_ggml_has_memory(galloc, node) || ggml_impl_is_view(node)) {
+    if (node->data != NULL || node->buffer != NULL) {
+        return;
+    }
+    if (hn == NULL) {
+        hn = nnm_ggml_state(galloc, node);
+    }
+    if (hn->allocated || ggml_impl_is_view(node)) {
         return;
     }
     int parents[GGML_MAX_SRC];
@@ -421,7 +491,6 @@ static void nnm_ggml_allocate(ggml_gallocr_t galloc, struct ggml_tensor * node, 
         galloc->candidates[galloc->n_candidates].child = block;
         galloc->n_candidates++;
     }
-    struct nnm_ggml_tensor_state * hn = nnm_ggml_state(galloc, node);
     hn->buffer_id = buffer_id;
     hn->block = block;
     hn->allocated = true;
@@ -440,14 +509,15 @@ static void nnm_ggml_release(ggml_gallocr_t galloc, struct ggml_tensor * node, i
 /* ggml's walk over the graph, recording lifetimes instead of placing. */
 static void nnm_ggml_walk(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
                           const int * leaf_buffer_ids) {
-    ggml_hash_set_reset(&galloc->hash_set);
-    memset(galloc->states, 0, sizeof(struct nnm_ggml_tensor_state) * galloc->hash_set.size);
+    nnm_ggml_states_reset(galloc, (size_t)graph->n_nodes + (size_t)graph->n_leafs);
     galloc->n_blocks = 0;
     galloc->n_candidates = 0;
     const int64_t end = graph->n_nodes;
 
+    galloc->node_slots = (int *)nnm_ggml_grow(galloc->node_slots, &galloc->cap_node_slots,
+                                              (size_t)graph->n_nodes * NNM_GGML_NODE_SLOTS, sizeof(int));
     for (int i = 0; i < graph->n_leafs; i++) {
-        nnm_ggml_allocate(galloc, graph->leafs[i], nnm_ggml_buffer_id(leaf_buffer_ids, i), 0, end);
+        nnm_ggml_allocate(galloc, graph->leafs[i], NULL, nnm_ggml_buffer_id(leaf_buffer_ids, i), 0, end);
     }
     /* Count children and views; inputs take their memory first so that
      * nothing overwrites them. An op NONE view is a dependency ggml-backend
@@ -455,20 +525,25 @@ static void nnm_ggml_walk(ggml_gallocr_t galloc, struct ggml_cgraph * graph, con
     for (int i = 0; i < graph->n_nodes; i++) {
         struct ggml_tensor * node = graph->nodes[i];
         int buffer_id = nnm_ggml_buffer_id(node_buffer_ids, i);
+        int * slots = &galloc->node_slots[(size_t)i * NNM_GGML_NODE_SLOTS];
+        slots[0] = (int)nnm_ggml_slot(galloc, node);
         if (ggml_impl_is_view(node) && node->op != GGML_OP_NONE) {
             nnm_ggml_state(galloc, node->view_src)->n_views += 1;
         }
         if (node->flags & GGML_TENSOR_FLAG_INPUT) {
-            nnm_ggml_allocate(galloc, node, buffer_id, 0, end);
+            nnm_ggml_allocate(galloc, node, &galloc->states[slots[0]], buffer_id, 0, end);
         }
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             struct ggml_tensor * src = node->src[j];
+            slots[j + 1] = -1;
             if (src == NULL) {
                 continue;
             }
-            nnm_ggml_state(galloc, src)->n_children += 1;
+            slots[j + 1] = (int)nnm_ggml_slot(galloc, src);
+            struct nnm_ggml_tensor_state * hs = &galloc->states[slots[j + 1]];
+            hs->n_children += 1;
             if (src->flags & GGML_TENSOR_FLAG_INPUT) {
-                nnm_ggml_allocate(galloc, src, buffer_id, 0, end);
+                nnm_ggml_allocate(galloc, src, hs, buffer_id, 0, end);
             }
         }
     }
@@ -478,16 +553,16 @@ static void nnm_ggml_walk(ggml_gallocr_t galloc, struct ggml_cgraph * graph, con
         const int64_t step = (int64_t)i + 1;
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             if (node->src[j] != NULL) {
-                nnm_ggml_allocate(galloc, node->src[j], buffer_id, step, end);
+                nnm_ggml_allocate(galloc, node->src[j], nnm_ggml_node_state(galloc, i, j + 1), buffer_id, step, end);
             }
         }
-        nnm_ggml_allocate(galloc, node, buffer_id, step, end);
+        nnm_ggml_allocate(galloc, node, nnm_ggml_node_state(galloc, i, 0), buffer_id, step, end);
         for (int j = 0; j < GGML_MAX_SRC; j++) {
             struct ggml_tensor * parent = node->src[j];
             if (parent == NULL) {
                 continue;
             }
-            struct nnm_ggml_tensor_state * p = nnm_ggml_state(galloc, parent);
+            struct nnm_ggml_tensor_state * p = nnm_ggml_node_state(galloc, i, j + 1);
             p->n_children -= 1;
             if (p->n_children != 0 || p->n_views != 0) {
                 continue;
@@ -565,9 +640,12 @@ static bool nnm_ggml_plan_with(ggml_gallocr_t galloc, const struct nnm_ggml_allo
 /* Plans the blocks `members` (indices into galloc->blocks) of one allocator
  * with nnmem's planner, with the in-place candidates among them; writes
  * each member's offset to `offsets` (parallel to `members`) and the bytes
- * the plan needs to `peak`. First one greedy pass (size first fit), which
- * meets the lower bound on decoder graphs at about ggml's cost; where it
- * does not, AUTO within the work budget. */
+ * the plan needs to `peak`. First one greedy pass (size first fit, through
+ * each tensor's list of the tensors it is live with), which meets the lower
+ * bound on the decoder graphs of c-tests/ggml and of llama.cpp in under
+ * twice ggml's time (a pass in the walk's order, SEQUENTIAL, what ggml's
+ * own allocator does with first fit, is cheaper but misses the bound
+ * inside llama.cpp); where it does not, AUTO within the work budget. */
 static bool nnm_ggml_plan(ggml_gallocr_t galloc, const struct nnm_ggml_allocator * alloc, const int * members,
                           size_t n_members, int * index_of, size_t * offsets, size_t * peak) {
     bool optimal = false;
@@ -684,57 +762,33 @@ static bool nnm_ggml_place(ggml_gallocr_t galloc, int a) {
     return ok;
 }
 
-static void nnm_ggml_record(ggml_gallocr_t galloc, struct ggml_tensor * t, struct nnm_ggml_tensor_alloc * out) {
+/* What the reserve keeps of `t`, read right after the walk while the
+ * graph's tensors are still in the cache (read after planning, they were
+ * a third of a reserve); its address comes with nnm_ggml_resolve. */
+static void nnm_ggml_record(ggml_gallocr_t galloc, struct ggml_tensor * t, struct nnm_ggml_tensor_state * hn,
+                            struct nnm_ggml_tensor_alloc * out) {
+    out->block = -1;
+    out->addr.chunk = -1;
+    out->addr.offset = SIZE_MAX;
     if (t == NULL || t->view_src != NULL || t->data != NULL) {
         out->buffer_id = -1;
-        out->addr.chunk = -1;
-        out->addr.offset = SIZE_MAX;
         out->size_max = 0;
         return;
     }
-    struct nnm_ggml_tensor_state * hn = nnm_ggml_state(galloc, t);
+    if (hn == NULL) {
+        hn = nnm_ggml_state(galloc, t);
+    }
     out->buffer_id = hn->buffer_id;
     if (hn->block >= 0 && (size_t)hn->block < galloc->n_blocks && galloc->blocks[hn->block].tensor == t) {
-        out->addr = galloc->blocks[hn->block].addr;
+        out->block = hn->block;
         out->size_max = galloc->blocks[hn->block].size_max;
     } else {
         /* Memory someone else sets (a tensor on an external buffer). */
-        out->addr.chunk = -1;
-        out->addr.offset = SIZE_MAX;
         out->size_max = ggml_backend_buft_get_alloc_size(galloc->bufts[hn->buffer_id], t);
     }
 }
 
-/* Walks the graph and places its blocks: each allocator's chunk sizes and
- * each block's address. */
-static bool nnm_ggml_plan_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
-                                const int * leaf_buffer_ids) {
-    size_t min_hash_size = (size_t)graph->n_nodes + (size_t)graph->n_leafs;
-    min_hash_size += min_hash_size / 4;
-    if (galloc->hash_set.size < min_hash_size) {
-        ggml_hash_set_free(&galloc->hash_set);
-        galloc->hash_set = ggml_hash_set_new(min_hash_size);
-        GGML_ASSERT(galloc->hash_set.keys != NULL);
-        free(galloc->states);
-        galloc->states =
-            (struct nnm_ggml_tensor_state *)malloc(sizeof(struct nnm_ggml_tensor_state) * galloc->hash_set.size);
-        GGML_ASSERT(galloc->states != NULL);
-    }
-    nnm_ggml_walk(galloc, graph, node_buffer_ids, leaf_buffer_ids);
-    for (int a = 0; a < galloc->n_allocators; a++) {
-        if (!nnm_ggml_place(galloc, a)) {
-            return false;
-        }
-    }
-    return true;
-}
-
-static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
-                             const int * leaf_buffer_ids, bool no_alloc) {
-    if (!nnm_ggml_plan_graph(galloc, graph, node_buffer_ids, leaf_buffer_ids)) {
-        return false;
-    }
-
+static void nnm_ggml_record_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph) {
     if (galloc->n_nodes < graph->n_nodes) {
         free(galloc->node_allocs);
         galloc->node_allocs =
@@ -744,9 +798,10 @@ static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, 
     galloc->n_nodes = graph->n_nodes;
     for (int i = 0; i < graph->n_nodes; i++) {
         struct ggml_tensor * node = graph->nodes[i];
-        nnm_ggml_record(galloc, node, &galloc->node_allocs[i].dst);
+        nnm_ggml_record(galloc, node, nnm_ggml_node_state(galloc, i, 0), &galloc->node_allocs[i].dst);
         for (int j = 0; j < GGML_MAX_SRC; j++) {
-            nnm_ggml_record(galloc, node->src[j], &galloc->node_allocs[i].src[j]);
+            nnm_ggml_record(galloc, node->src[j], nnm_ggml_node_state(galloc, i, j + 1),
+                            &galloc->node_allocs[i].src[j]);
         }
     }
     if (galloc->n_leafs < graph->n_leafs) {
@@ -757,7 +812,57 @@ static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, 
     }
     galloc->n_leafs = graph->n_leafs;
     for (int i = 0; i < graph->n_leafs; i++) {
-        nnm_ggml_record(galloc, graph->leafs[i], &galloc->leaf_allocs[i]);
+        nnm_ggml_record(galloc, graph->leafs[i], NULL, &galloc->leaf_allocs[i]);
+    }
+}
+
+/* The planned addresses of the recorded tensors. */
+static void nnm_ggml_resolve(ggml_gallocr_t galloc) {
+    for (int i = 0; i < galloc->n_nodes; i++) {
+        struct nnm_ggml_node_alloc * na = &galloc->node_allocs[i];
+        if (na->dst.block >= 0) {
+            na->dst.addr = galloc->blocks[na->dst.block].addr;
+        }
+        for (int j = 0; j < GGML_MAX_SRC; j++) {
+            if (na->src[j].block >= 0) {
+                na->src[j].addr = galloc->blocks[na->src[j].block].addr;
+            }
+        }
+    }
+    for (int i = 0; i < galloc->n_leafs; i++) {
+        struct nnm_ggml_tensor_alloc * la = &galloc->leaf_allocs[i];
+        if (la->block >= 0) {
+            la->addr = galloc->blocks[la->block].addr;
+        }
+    }
+}
+
+/* Walks the graph and places its blocks: each allocator's chunk sizes and
+ * each block's address; with `record`, also what the reserve keeps of
+ * each tensor and its address. A failure leaves the allocator to be
+ * reserved again. */
+static bool nnm_ggml_plan_graph(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
+                                const int * leaf_buffer_ids, bool record) {
+    nnm_ggml_walk(galloc, graph, node_buffer_ids, leaf_buffer_ids);
+    if (record) {
+        nnm_ggml_record_graph(galloc, graph);
+    }
+    for (int a = 0; a < galloc->n_allocators; a++) {
+        if (!nnm_ggml_place(galloc, a)) {
+            galloc->stale = true;
+            return false;
+        }
+    }
+    if (record) {
+        nnm_ggml_resolve(galloc);
+    }
+    return true;
+}
+
+static bool nnm_ggml_reserve(ggml_gallocr_t galloc, struct ggml_cgraph * graph, const int * node_buffer_ids,
+                             const int * leaf_buffer_ids, bool no_alloc) {
+    if (!nnm_ggml_plan_graph(galloc, graph, node_buffer_ids, leaf_buffer_ids, /*record =*/true)) {
+        return false;
     }
 
     /* (Re)allocate each allocator's chunks where one grew (buffer ids of one
@@ -1027,7 +1132,7 @@ bool nnm_ggml_gallocr_reserve_graphs(ggml_gallocr_t galloc, struct ggml_cgraph *
     }
     bool ok = true;
     for (int g = 0; ok && g + 1 < n_graphs; g++) {
-        ok = nnm_ggml_plan_graph(galloc, graphs[g], NULL, NULL);
+        ok = nnm_ggml_plan_graph(galloc, graphs[g], NULL, NULL, /*record =*/false);
         for (int a = 0; ok && a < galloc->n_allocators; a++) {
             struct nnm_ggml_allocator * alloc = &galloc->allocators[a];
             for (int c = 0; c < alloc->n_chunks; c++) {
