@@ -88,9 +88,9 @@ typedef enum nnm_algorithm {
   NNM_ALGORITHM_LINEAR = 2,
   /**
    * Size descending, lowest offset that fits (greedy by size). Where
-   * buffers meet few others (at most 64 pairs of buffers live together
-   * per buffer, as in runtimes' graphs), each looks only at those it
-   * meets: O(P log d) for P such pairs and d a buffer.
+   * buffers meet few others (pairs of buffers live together at most 64
+   * times the buffers, as in runtimes' graphs), each looks only at those
+   * it meets: O(P log d) for P such pairs and d a buffer.
    */
   NNM_ALGORITHM_SIZE_FIRST_FIT = 3,
   /**
@@ -129,10 +129,9 @@ typedef enum nnm_algorithm {
    * Glow's "preserve allocation order": buffers in order of their first
    * step (then of addition), each at the lowest offset that fits, as a
    * first-fit allocator running the program would place them. The
-   * regions' sequential planner, and the first pass of nnmem's ggml
-   * allocator. Computed as such an allocator runs, a sweep over the
-   * steps: O(n log n + n·l) for at most l buffers live at one step (with
-   * fixed buffers, the other heuristics' O(n log n · log m)).
+   * regions' sequential planner. Computed as such an allocator runs, a
+   * sweep over the steps: O(n log n + n·l) for at most l buffers live at
+   * one step (with fixed buffers, as SIZE_FIRST_FIT places them).
    */
   NNM_ALGORITHM_SEQUENTIAL = 10,
 } nnm_algorithm;

@@ -38,9 +38,9 @@ pub enum Algorithm {
     /// `LinearMemoryPlanner`.
     Linear = 2,
     /// Size descending, lowest offset that fits (greedy by size). Where
-    /// buffers meet few others (at most 64 pairs of buffers live together
-    /// per buffer, as in runtimes' graphs), each looks only at those it
-    /// meets: O(P log d) for P such pairs and d a buffer.
+    /// buffers meet few others (pairs of buffers live together at most 64
+    /// times the buffers, as in runtimes' graphs), each looks only at those
+    /// it meets: O(P log d) for P such pairs and d a buffer.
     SizeFirstFit = 3,
     /// Size descending, the free gap with the least slack.
     SizeBestFit = 4,
@@ -65,10 +65,9 @@ pub enum Algorithm {
     /// Glow's "preserve allocation order": buffers in order of their first
     /// step (then of addition), each at the lowest offset that fits, as a
     /// first-fit allocator running the program would place them. The
-    /// regions' sequential planner, and the first pass of nnmem's ggml
-    /// allocator. Computed as such an allocator runs, a sweep over the
-    /// steps: O(n log n + n·l) for at most l buffers live at one step (with
-    /// fixed buffers, the other heuristics' O(n log n · log m)).
+    /// regions' sequential planner. Computed as such an allocator runs, a
+    /// sweep over the steps: O(n log n + n·l) for at most l buffers live at
+    /// one step (with fixed buffers, as SIZE_FIRST_FIT places them).
     Sequential = 10,
 }
 

@@ -14,8 +14,8 @@
 use crate::plan::events::time_ordered;
 use crate::plan::problem::Problem;
 
-/// Neighbour pairs per buffer up to which the lists are written; past it
-/// the occupancy is the better way.
+/// Neighbour pairs per buffer, on average over all buffers, up to which
+/// the lists are written; past it the occupancy is the better way.
 const MAX_PAIRS_PER_BUFFER: usize = 64;
 
 /// Every occupying buffer's neighbours, without writing each pair twice:

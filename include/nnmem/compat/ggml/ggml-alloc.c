@@ -228,7 +228,9 @@ struct ggml_gallocr {
     int n_nodes;
     struct nnm_ggml_tensor_alloc * leaf_allocs;
     int n_leafs;
-    /* The buffers changed under the last reservation (shared since). */
+    /* The last reservation no longer holds: the buffers changed under it
+     * (shared since), or a plan failed part way (what it keeps of the
+     * tensors half written); the next allocation reserves again. */
     bool stale;
 };
 
@@ -339,7 +341,8 @@ static size_t nnm_ggml_slot(ggml_gallocr_t galloc, struct ggml_tensor * t) {
             /* Sized for twice the graph's nodes and leafs, which hold every
              * tensor the walk meets; ggml's own table aborts when full too. */
             if (galloc->n_used + 1 >= galloc->n_slots) {
-                GGML_ABORT("%s: more tensors than the graph's nodes and leafs (%zu)", __func__, galloc->n_used);
+                GGML_ABORT("%s: table full: %zu tensors met, over twice the graph's nodes and leafs", __func__,
+                           galloc->n_used);
             }
             galloc->keys[i] = t;
             galloc->n_used++;
