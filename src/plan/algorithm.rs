@@ -65,9 +65,9 @@ pub enum Algorithm {
     /// Glow's "preserve allocation order": buffers in order of their first
     /// step (then of addition), each at the lowest offset that fits, as a
     /// first-fit allocator running the program would place them. The
-    /// regions' sequential planner. Computed as such an allocator runs, a
-    /// sweep over the steps: O(n log n + n·l) for at most l buffers live at
-    /// one step (with fixed buffers, as SIZE_FIRST_FIT places them).
+    /// regions' sequential planner. Placed as SIZE_FIRST_FIT places its
+    /// order: O(P log d) where buffers meet few others, else
+    /// O(n log n · log m).
     Sequential = 10,
 }
 

@@ -21,8 +21,9 @@
 //! Costs: the lower bound and the validator are O(n log n) (with a counting
 //! sort of their events where the steps are dense, as runtimes number
 //! them); the heuristics are O(n log n · log m) where m is the number of
-//! free gaps they pass, `sequential` a sweep in O(n log n + n·l) for l
-//! buffers live at once; `tflm` is O(n^2) like the original.
+//! free gaps they pass (`size-first-fit` and `sequential`, chosen alone,
+//! O(P log d) where P pairs of buffers live together are few); `tflm` is
+//! O(n^2) like the original.
 
 #[cfg(feature = "std")]
 pub mod algo;

@@ -389,6 +389,14 @@ fn place_with<T: Offset>(
     Ok((offsets, work))
 }
 
+/// First fit in `order` as a chosen algorithm runs it, where no budget
+/// counts its work (see [`PlacementAlgorithm::place_alone`]): through each
+/// buffer's neighbours where those lists are short, else over the
+/// occupancy. The same offsets as [`place_in_order`] either way.
+pub(super) fn first_fit_alone(problem: &Problem, order: &[usize]) -> Vec<u64> {
+    neighbours::first_fit(problem, order).unwrap_or_else(|| place_in_order(problem, order, Fit::First))
+}
+
 /// Indices of the buffers the planner must place (not fixed).
 pub fn unfixed(problem: &Problem) -> Vec<usize> {
     problem.buffers().iter().enumerate().filter(|(_, b)| b.fixed_offset.is_none()).map(|(i, _)| i).collect()

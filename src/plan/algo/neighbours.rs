@@ -128,33 +128,13 @@ pub(super) fn first_fit(problem: &Problem, order: &[usize]) -> Option<Vec<u64>> 
     Some(offsets)
 }
 
-/// Placed neighbours up to which [`lowest_gap`] raises its candidate in
-/// passes over them rather than sorting them: a few passes over a few
-/// neighbours cost less than a sort, and a pass is O(d).
-const PASSES_UP_TO: usize = 16;
-
 /// The lowest offset where `size` bytes miss every `(offset, top)` of
-/// `taken` (reorders it).
+/// `taken` (sorts it).
 fn lowest_gap(taken: &mut [(u64, u64)], size: u64) -> u64 {
-    let mut candidate = 0u64;
-    if taken.len() <= PASSES_UP_TO {
-        // Every offset the candidate passes is blocked by the interval
-        // that moved it, so it stops at the lowest free one.
-        loop {
-            let from = candidate;
-            for &(offset, top) in taken.iter() {
-                if offset < candidate + size && top > candidate {
-                    candidate = top;
-                }
-            }
-            if candidate == from {
-                return candidate;
-            }
-        }
-    }
     taken.sort_unstable();
     // By offset: once one starts above the gap, so do the rest, and every
     // one met below ends at or under it.
+    let mut candidate = 0u64;
     for &(offset, top) in taken.iter() {
         if offset >= candidate + size {
             break;
@@ -193,10 +173,9 @@ mod tests {
     }
 
     #[test]
-    fn the_lowest_gap_by_passes_and_by_sorting_agree() {
-        // Gaps between disjoint intervals (neighbours live at one step
-        // never overlap each other, but a buffer's neighbours may), from
-        // a few to many, so that both ways run.
+    fn the_lowest_gap_is_the_lowest_free_offset() {
+        // Intervals that may overlap (a buffer's neighbours need not be
+        // live at one step), from a few to many.
         let mut rng = Rng::new(41);
         for round in 0..2000 {
             let count = 1 + (round % 40) as usize;

@@ -4,7 +4,9 @@
 //! planner uses, so without fixed buffers this is the `tflm` plan computed
 //! in O(n log n · log m) instead of O(n^2).
 
-use super::{neighbours, place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits};
+use super::{
+    first_fit_alone, place_in_order_counted, unfixed, Algorithm, Fit, Placement, PlacementAlgorithm, SearchLimits,
+};
 use crate::plan::problem::Problem;
 
 /// Size descending, first fit.
@@ -52,10 +54,7 @@ impl PlacementAlgorithm for SizeFirstFit {
         Placement::counted(place_in_order_counted(problem, &size_descending(problem), Fit::First), self.algorithm())
     }
 
-    fn place_alone(&self, problem: &Problem, limits: &SearchLimits) -> Placement {
-        match neighbours::first_fit(problem, &size_descending(problem)) {
-            Some(offsets) => Placement::heuristic(offsets, self.algorithm()),
-            None => self.place(problem, limits),
-        }
+    fn place_alone(&self, problem: &Problem, _limits: &SearchLimits) -> Placement {
+        Placement::heuristic(first_fit_alone(problem, &size_descending(problem)), self.algorithm())
     }
 }
